@@ -1,0 +1,111 @@
+"""Every error and warning contextwindow raises.
+
+The hierarchy::
+
+    ContextWindowError
+    ├─ InvalidMessageError(…, ValueError)   .path .reason     bad input, named location
+    ├─ BudgetError                          .budget .required .pinned
+    ├─ UnknownModelError(…, KeyError)       only when no default applies
+    ├─ StoreError ─ ConflictError           .expected_version .actual_version
+    └─ SummarizerError
+
+    UnknownModelWarning(UserWarning)        an unknown model fell back to the default
+
+Bad input is reported at the edge (``formats``, ``wire``, transcript readers) with
+the exact place, e.g. ``messages[3].tool_calls[0].function.arguments: not valid
+JSON``; the core trusts its own types.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetError",
+    "ConflictError",
+    "ContextWindowError",
+    "InvalidMessageError",
+    "StoreError",
+    "SummarizerError",
+    "UnknownModelError",
+    "UnknownModelWarning",
+]
+
+
+class ContextWindowError(Exception):
+    """Base class of every error raised by contextwindow."""
+
+
+class InvalidMessageError(ContextWindowError, ValueError):
+    """A message (or transcript record) is malformed.
+
+    Attributes:
+        path: Where the fault is, e.g. ``messages[3].tool_calls[0].id``.
+        reason: What is wrong there, e.g. ``missing``.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class BudgetError(ContextWindowError):
+    """The content that must be kept does not fit the budget on its own.
+
+    Attributes:
+        budget: The token budget asked for.
+        required: Tokens that cannot be removed.
+        pinned: Human-readable descriptions of what could not be removed.
+    """
+
+    def __init__(
+        self, budget: int, required: int, pinned: tuple[str, ...] = ()
+    ) -> None:
+        self.budget = budget
+        self.required = required
+        self.pinned = pinned
+        what = "; ".join(pinned) if pinned else "pinned content"
+        super().__init__(
+            f"cannot fit {required} tokens into a budget of {budget}: {what}"
+        )
+
+
+class UnknownModelError(ContextWindowError, KeyError):
+    """A model is not in the registry and no default was allowed."""
+
+    def __init__(self, model: str, suggestions: tuple[str, ...] = ()) -> None:
+        self.model = model
+        self.suggestions = suggestions
+        hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+        super().__init__(f"unknown model {model!r}{hint}")
+
+    def __str__(self) -> str:
+        # KeyError.__str__ would wrap the message in quotes.
+        return str(self.args[0])
+
+
+class StoreError(ContextWindowError):
+    """A store failed to read or write, or found data it cannot trust."""
+
+
+class ConflictError(StoreError):
+    """An append named a version that is no longer current.
+
+    Attributes:
+        expected_version: The version the writer expected.
+        actual_version: The version the store holds.
+    """
+
+    def __init__(self, expected_version: int, actual_version: int) -> None:
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+        super().__init__(
+            f"expected version {expected_version}, store is at {actual_version}"
+        )
+
+
+class SummarizerError(ContextWindowError):
+    """A summarizer could not produce a summary."""
+
+
+class UnknownModelWarning(UserWarning):
+    """A model is not in the registry; a documented default was used."""

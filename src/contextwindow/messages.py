@@ -1,0 +1,429 @@
+"""The neutral message model, and the one place that groups messages into units.
+
+Contract:
+
+- ``Message`` and every part are frozen, slotted dataclasses: values, never
+  mutated. ``id`` and ``meta`` take no part in equality or hashing, so two
+  messages with the same content compare equal and share a cached token count.
+- Roles are ``system``, ``user``, ``assistant`` and ``tool``. Tool calls live in
+  assistant messages; tool results live in ``tool`` messages (one or more
+  results each). Provider shapes that differ (Anthropic puts results in user
+  turns) are converted at the edge, in ``contextwindow.formats``.
+- ``units()`` is the only code that decides which messages belong together: an
+  assistant message with tool calls and every tool message answering it form one
+  unit. Results are paired with calls by position (the pending calls of the
+  latest assistant message), never by id alone, because real transcripts reuse
+  call ids.
+
+Example:
+    >>> conv = [
+    ...     Message.system("You are terse."),
+    ...     Message.user("Weather in Paris?"),
+    ...     Message.assistant(tool_calls=[ToolCall("c1", "weather", '{"city": "Paris"}')]),
+    ...     Message.tool("c1", "18 C, clear"),
+    ...     Message.assistant("18 C and clear."),
+    ... ]
+    >>> [(u.kind, u.start, u.stop) for u in units(conv)]
+    [('system', 0, 1), ('message', 1, 2), ('tool_exchange', 2, 4), ('message', 4, 5)]
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Union
+
+__all__ = [
+    "Image",
+    "Message",
+    "Part",
+    "Provider",
+    "Role",
+    "Text",
+    "Thinking",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "Unit",
+    "UnitKind",
+    "new_id",
+    "units",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
+
+Provider = Literal["openai", "anthropic", "responses"]
+"""A wire shape: OpenAI Chat Completions, Anthropic Messages, OpenAI Responses."""
+PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
+
+
+def new_id() -> str:
+    """Return a fresh message id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain text content.
+
+    Example:
+        >>> Text("hello").text
+        'hello'
+    """
+
+    text: str
+    """The text itself."""
+    kind: Literal["text"] = field(default="text", init=False, repr=False)
+    """Discriminator for serialised forms."""
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image, by URL or ``data:`` URI.
+
+    Example:
+        >>> Image("https://example.com/cat.png", detail="low").detail
+        'low'
+    """
+
+    url: str
+    """An ``http(s)://`` URL or a ``data:<media type>;base64,<data>`` URI."""
+    detail: str | None = None
+    """OpenAI's ``detail`` (``low``, ``high``, ``auto``); ``None`` when not given."""
+    width: int | None = None
+    """Pixel width, when known (read from a data URI, or given by the caller)."""
+    height: int | None = None
+    """Pixel height, when known."""
+    kind: Literal["image"] = field(default="image", init=False, repr=False)
+    """Discriminator for serialised forms."""
+
+    @property
+    def media_type(self) -> str | None:
+        """The media type of a ``data:`` URI, else ``None``."""
+        if self.url.startswith("data:"):
+            head = self.url[5:].split(",", 1)[0]
+            return head.split(";", 1)[0] or None
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A request from the model to run a tool.
+
+    ``arguments`` is the JSON text of the arguments, exactly as the provider sent
+    it (OpenAI sends a string; Anthropic's ``input`` object is serialised
+    compactly), so counting and round trips see the same bytes.
+
+    Example:
+        >>> ToolCall("call_1", "search", '{"q": "tides"}').input
+        {'q': 'tides'}
+    """
+
+    id: str
+    """The call id; results answer it."""
+    name: str
+    """The tool's name."""
+    arguments: str = "{}"
+    """The arguments as JSON text."""
+    kind: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
+    """Discriminator for serialised forms."""
+
+    @property
+    def input(self) -> Any:
+        """The arguments parsed from JSON (``{}`` when they are not valid JSON)."""
+        try:
+            return json.loads(self.arguments) if self.arguments else {}
+        except ValueError:
+            return {}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The output of a tool, answering one ``ToolCall``.
+
+    Example:
+        >>> ToolResult("call_1", "42").text
+        '42'
+        >>> ToolResult("call_1", (Text("a"), Text("b"))).text
+        'a\\nb'
+    """
+
+    call_id: str
+    """The id of the call this answers."""
+    content: str | tuple[Text | Image, ...] = ""
+    """The output: a string, or text and image parts."""
+    is_error: bool = False
+    """Whether the tool reported a failure."""
+    name: str | None = None
+    """The tool's name, when the provider's shape carries it (OpenAI's ``name``)."""
+    kind: Literal["tool_result"] = field(
+        default="tool_result", init=False, repr=False
+    )
+    """Discriminator for serialised forms."""
+
+    @property
+    def text(self) -> str:
+        """The textual content, parts joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, Text))
+
+    @property
+    def images(self) -> tuple[Image, ...]:
+        """The image parts of the content."""
+        if isinstance(self.content, str):
+            return ()
+        return tuple(p for p in self.content if isinstance(p, Image))
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """Model reasoning: Anthropic thinking blocks, OpenAI reasoning items.
+
+    Example:
+        >>> Thinking("Check the date first.").redacted
+        False
+    """
+
+    text: str
+    """The visible reasoning text (or summary); empty when redacted."""
+    signature: str | None = None
+    """Anthropic's signature, or OpenAI's ``encrypted_content``; must round-trip."""
+    redacted: bool = False
+    """Anthropic ``redacted_thinking``: ``signature`` holds the opaque data."""
+    kind: Literal["thinking"] = field(default="thinking", init=False, repr=False)
+    """Discriminator for serialised forms."""
+
+
+Part = Union[Text, Image, ToolCall, ToolResult, Thinking]
+"""Any content part of a message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model with a request (its schema costs tokens).
+
+    Example:
+        >>> ToolSpec("search", "Search the web", {"type": "object"}).name
+        'search'
+    """
+
+    name: str
+    """The tool's name."""
+    description: str = ""
+    """What the tool does, as shown to the model."""
+    parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """The JSON Schema of the arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a conversation, in no provider's shape.
+
+    Example:
+        >>> m = Message.user("hi", name="ada")
+        >>> (m.role, m.text, m.name)
+        ('user', 'hi', 'ada')
+        >>> m == Message.user("hi", name="ada")  # ids differ, content is equal
+        True
+    """
+
+    role: Role
+    """``system``, ``user``, ``assistant`` or ``tool``."""
+    parts: tuple[Part, ...] = ()
+    """The content, in order."""
+    name: str | None = None
+    """A participant name the provider sees (OpenAI's ``name``)."""
+    agent: str | None = None
+    """Which agent of a team wrote or owns this message; not sent to providers."""
+    pinned: bool = False
+    """Never removed by any strategy."""
+    id: str = field(default_factory=new_id, compare=False)
+    """A unique id; identity is a storage concern, so it is not compared."""
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    """Opaque provider data that must round-trip (e.g. Anthropic cache_control)."""
+
+    # -- constructors -------------------------------------------------------
+
+    @classmethod
+    def system(cls, text: str, **kw: Any) -> Message:
+        """A system message with one text part."""
+        return cls("system", (Text(text),), **kw)
+
+    @classmethod
+    def user(cls, content: str | Iterable[Part], **kw: Any) -> Message:
+        """A user message from a string or parts."""
+        return cls("user", _as_parts(content), **kw)
+
+    @classmethod
+    def assistant(
+        cls,
+        content: str | Iterable[Part] = (),
+        *,
+        tool_calls: Iterable[ToolCall] = (),
+        **kw: Any,
+    ) -> Message:
+        """An assistant message: text or parts, then any tool calls."""
+        return cls("assistant", _as_parts(content) + tuple(tool_calls), **kw)
+
+    @classmethod
+    def tool(
+        cls,
+        call_id: str,
+        content: str | tuple[Text | Image, ...],
+        *,
+        is_error: bool = False,
+        name: str | None = None,
+        **kw: Any,
+    ) -> Message:
+        """A tool message holding one result."""
+        result = ToolResult(call_id, content, is_error=is_error, name=name)
+        return cls("tool", (result,), **kw)
+
+    # -- views --------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The text parts joined by newlines (tool results included)."""
+        out: list[str] = []
+        for p in self.parts:
+            if isinstance(p, Text):
+                out.append(p.text)
+            elif isinstance(p, ToolResult):
+                out.append(p.text)
+        return "\n".join(out)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls in this message, in order."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        """The tool results in this message, in order."""
+        return tuple(p for p in self.parts if isinstance(p, ToolResult))
+
+    def with_parts(self, parts: Iterable[Part]) -> Message:
+        """A copy with other parts and the same id, name, agent and meta."""
+        return replace(self, parts=tuple(parts))
+
+
+def _as_parts(content: str | Iterable[Part]) -> tuple[Part, ...]:
+    if isinstance(content, str):
+        return (Text(content),) if content else ()
+    return tuple(content)
+
+
+# -- units ---------------------------------------------------------------------
+
+UnitKind = Literal["system", "message", "tool_exchange", "orphan_results"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Messages that are kept or dropped together: ``messages[start:stop]``.
+
+    Example:
+        >>> conv = [Message.user("hi"), Message.assistant("hello")]
+        >>> units(conv)[1]
+        Unit(kind='message', start=1, stop=2, unanswered=())
+    """
+
+    kind: UnitKind
+    """``system``; ``message`` (one plain message); ``tool_exchange`` (an
+    assistant message with tool calls and the tool messages answering it);
+    ``orphan_results`` (a tool message answering no pending call)."""
+    start: int
+    """Index of the first message."""
+    stop: int
+    """Index one past the last message."""
+    unanswered: tuple[int, ...] = ()
+    """For a tool exchange: positions (in the assistant message's calls) that no
+    result answers. Empty for a complete exchange."""
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def complete(self) -> bool:
+        """Whether a provider would accept this unit as it is."""
+        return self.kind != "orphan_results" and not self.unanswered
+
+
+def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
+    """Group a conversation into atomic units, in order, covering every message.
+
+    A tool exchange is an assistant message with tool calls followed by the
+    contiguous ``tool`` messages whose results answer its calls. Each result is
+    matched to the earliest pending call with its id; a result naming no pending
+    call ends the exchange (it becomes an ``orphan_results`` unit, or joins the
+    following orphans).
+
+    Args:
+        messages: The conversation.
+
+    Returns:
+        Units whose ranges partition ``range(len(messages))``.
+
+    Example:
+        >>> conv = [
+        ...     Message.assistant(tool_calls=[ToolCall("a", "f"), ToolCall("b", "g")]),
+        ...     Message.tool("b", "2"),
+        ...     Message.tool("a", "1"),
+        ...     Message.tool("zz", "?"),
+        ... ]
+        >>> [(u.kind, u.start, u.stop) for u in units(conv)]
+        [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
+    """
+    out: list[Unit] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        msg = messages[i]
+        if msg.role == "system":
+            out.append(Unit("system", i, i + 1))
+            i += 1
+            continue
+        calls = msg.tool_calls if msg.role == "assistant" else ()
+        if calls:
+            pending: list[tuple[str, int]] = [(c.id, k) for k, c in enumerate(calls)]
+            j = i + 1
+            while j < n and pending and messages[j].role == "tool":
+                if not _take_results(messages[j], pending):
+                    break
+                j += 1
+            out.append(
+                Unit("tool_exchange", i, j, tuple(sorted(k for _, k in pending)))
+            )
+            i = j
+            continue
+        if msg.role == "tool":
+            j = i + 1
+            while j < n and messages[j].role == "tool":
+                j += 1
+            out.append(Unit("orphan_results", i, j))
+            i = j
+            continue
+        out.append(Unit("message", i, i + 1))
+        i += 1
+    return tuple(out)
+
+
+def _take_results(msg: Message, pending: list[tuple[str, int]]) -> bool:
+    """Match every result of ``msg`` against ``pending``; all-or-nothing."""
+    results = msg.tool_results
+    if not results:
+        return False
+    remaining = list(pending)
+    for r in results:
+        for k, (cid, _) in enumerate(remaining):
+            if cid == r.call_id:
+                del remaining[k]
+                break
+        else:
+            return False
+    pending[:] = remaining
+    return True

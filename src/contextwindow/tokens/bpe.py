@@ -1,0 +1,169 @@
+"""Exact BPE counts with tiktoken, offline.
+
+The BPE rank files for ``o200k_base`` and ``cl100k_base`` ship inside this
+package (``tokens/data``); each is checked against the sha256 that tiktoken
+itself expects before use, so a corrupted install fails loudly instead of
+counting wrong. Nothing is downloaded, and no process-wide environment variable
+is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from contextwindow.errors import ContextWindowError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = ["ENCODINGS", "BPETokenizer", "load_encoding"]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    file: str
+    sha256: str
+    pat_str: str
+    special_tokens: dict[str, int]
+
+
+_ENDOFTEXT = "<|endoftext|>"
+_FIM_PREFIX = "<|fim_prefix|>"
+_FIM_MIDDLE = "<|fim_middle|>"
+_FIM_SUFFIX = "<|fim_suffix|>"
+_ENDOFPROMPT = "<|endofprompt|>"
+
+# Regexes and special tokens as tiktoken_ext.openai_public defines them.
+_O200K_PAT = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+
+ENCODINGS: dict[str, _Spec] = {
+    "o200k_base": _Spec(
+        "o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        _O200K_PAT,
+        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+    ),
+    "cl100k_base": _Spec(
+        "cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        _CL100K_PAT,
+        {
+            _ENDOFTEXT: 100257,
+            _FIM_PREFIX: 100258,
+            _FIM_MIDDLE: 100259,
+            _FIM_SUFFIX: 100260,
+            _ENDOFPROMPT: 100276,
+        },
+    ),
+}
+"""The encodings shipped with the package."""
+
+_cache: dict[str, tiktoken.Encoding] = {}
+_lock = threading.Lock()
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """Build a ``tiktoken.Encoding`` from the shipped BPE file (cached).
+
+    Args:
+        name: ``o200k_base`` or ``cl100k_base``.
+
+    Raises:
+        ContextWindowError: Unknown name, or the shipped file fails its sha256.
+
+    Example:
+        >>> load_encoding("o200k_base").encode_ordinary("hello world")
+        [24912, 2375]
+    """
+    with _lock:
+        enc = _cache.get(name)
+        if enc is not None:
+            return enc
+        spec = ENCODINGS.get(name)
+        if spec is None:
+            known = ", ".join(sorted(ENCODINGS))
+            raise ContextWindowError(f"unknown encoding {name!r} (known: {known})")
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+
+        res = resources.files("contextwindow.tokens") / "data" / spec.file
+        with resources.as_file(res) as path:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest != spec.sha256:
+                raise ContextWindowError(
+                    f"{spec.file}: sha256 {digest} does not match the expected "
+                    f"{spec.sha256}; reinstall contextwindow"
+                )
+            ranks = load_tiktoken_bpe(str(path), expected_hash=spec.sha256)
+        enc = tiktoken.Encoding(
+            name=name,
+            pat_str=spec.pat_str,
+            mergeable_ranks=ranks,
+            special_tokens=spec.special_tokens,
+        )
+        _cache[name] = enc
+        return enc
+
+
+class BPETokenizer:
+    """Exact token counts for OpenAI's BPE encodings, offline.
+
+    Special-token text (``<|endoftext|>``) in user content is counted as the
+    ordinary text it is, which is how the API treats it.
+
+    Example:
+        >>> tok = BPETokenizer("o200k_base")
+        >>> tok.count("The quick brown fox.")
+        5
+        >>> tok.exact
+        True
+    """
+
+    __slots__ = ("_enc", "_name")
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        self._name = encoding
+        self._enc = load_encoding(encoding)
+
+    @property
+    def name(self) -> str:
+        """The encoding name."""
+        return self._name
+
+    @property
+    def exact(self) -> bool:
+        """Always ``True``."""
+        return True
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The underlying ``tiktoken.Encoding``."""
+        return self._enc
+
+    def count(self, text: str) -> int:
+        """Return the exact token count of ``text``."""
+        if not text:
+            return 0
+        return len(self._enc.encode_ordinary(text))
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Count several texts at once, using tiktoken's thread pool."""
+        return [len(t) for t in self._enc.encode_ordinary_batch(texts)]
+
+    def __repr__(self) -> str:
+        return f"BPETokenizer({self._name!r})"

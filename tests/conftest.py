@@ -1,0 +1,32 @@
+"""Shared fixtures: where the third-party data lives.
+
+The data in ``../shared/data`` (beside the project) is read in place, never
+copied. Set ``CONTEXTWINDOW_DATA`` to point elsewhere. Under CI (``CI=true``) a
+missing data folder is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("CONTEXTWINDOW_DATA", ROOT.parent / "shared" / "data"))
+
+
+def data_dir() -> Path:
+    """Return the shared data folder, or skip (fail under CI) when absent."""
+    if not (DATA / "tau-bench_gpt-4o-airline.json").exists():
+        msg = f"shared data not found at {DATA} (set CONTEXTWINDOW_DATA)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The folder holding locomo10.json, the tau-bench file and Claude Code sessions."""
+    return data_dir()
