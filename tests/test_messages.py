@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from contextwindow.messages import (
+    Image,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    units,
+)
+
+
+def _call(cid: str, name: str = "f") -> ToolCall:
+    return ToolCall(cid, name, "{}")
+
+
+class TestMessage:
+    def test_frozen(self) -> None:
+        """Messages cannot be changed in place."""
+        m = Message.user("hi")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            m.role = "assistant"  # type: ignore[misc]  # the point of the test
+
+    def test_equality_ignores_id_and_meta(self) -> None:
+        """Equality and hashing are about content, not identity."""
+        a = Message.user("hi", meta={"x": 1})
+        b = Message.user("hi")
+        assert a.id != b.id
+        assert a == b
+        assert hash(a) == hash(b)
+        assert Message.user("hi") != Message.user("ho")
+
+    def test_constructors(self) -> None:
+        """The role constructors build the expected parts."""
+        call = _call("c1")
+        a = Message.assistant("thinking aloud", tool_calls=[call])
+        assert a.parts == (Text("thinking aloud"), call)
+        assert a.tool_calls == (call,)
+        t = Message.tool("c1", "out", is_error=True, name="f")
+        assert t.tool_results == (ToolResult("c1", "out", is_error=True, name="f"),)
+        assert Message.user("").parts == ()
+
+    def test_text_joins_text_and_results(self) -> None:
+        """`text` joins text parts and tool-result text, skipping other parts."""
+        m = Message("user", (Text("a"), Image("https://x/y.png"), Text("b")))
+        assert m.text == "a\nb"
+        assert Message.tool("c", (Text("x"), Text("y"))).text == "x\ny"
+
+    def test_with_parts_keeps_identity(self) -> None:
+        """`with_parts` keeps id and meta."""
+        m = Message.user("a", meta={"k": 1})
+        n = m.with_parts([Text("b")])
+        assert (n.id, n.meta, n.text) == (m.id, m.meta, "b")
+
+    def test_image_media_type(self) -> None:
+        """A data URI names its media type; a URL does not."""
+        assert Image("data:image/png;base64,AAAA").media_type == "image/png"
+        assert Image("https://x/y.png").media_type is None
+
+    def test_tool_call_input(self) -> None:
+        """Arguments parse from JSON; invalid JSON gives an empty dict."""
+        assert ToolCall("c", "f", '{"a": [1]}').input == {"a": [1]}
+        assert ToolCall("c", "f", "{nope").input == {}
+        assert ToolCall("c", "f", "").input == {}
+
+    def test_thinking_defaults(self) -> None:
+        """Thinking parts are visible and unsigned by default."""
+        assert Thinking("x") == Thinking("x", None, False)
+
+
+class TestUnits:
+    def test_partition_and_kinds(self) -> None:
+        """Units cover every message once, in order, with the right kinds."""
+        conv = [
+            Message.system("s"),
+            Message.user("u"),
+            Message.assistant(tool_calls=[_call("a"), _call("b")]),
+            Message.tool("b", "2"),
+            Message.tool("a", "1"),
+            Message.assistant("done"),
+        ]
+        got = units(conv)
+        assert [(u.kind, u.start, u.stop) for u in got] == [
+            ("system", 0, 1),
+            ("message", 1, 2),
+            ("tool_exchange", 2, 5),
+            ("message", 5, 6),
+        ]
+        assert all(u.complete for u in got)
+
+    def test_reused_ids_pair_by_position(self) -> None:
+        """A call id reused in a later exchange pairs with the result after it."""
+        conv = [
+            Message.assistant(tool_calls=[_call("x")]),
+            Message.tool("x", "first"),
+            Message.user("again"),
+            Message.assistant(tool_calls=[_call("x")]),
+            Message.tool("x", "second"),
+        ]
+        got = units(conv)
+        assert [(u.kind, u.start, u.stop) for u in got] == [
+            ("tool_exchange", 0, 2),
+            ("message", 2, 3),
+            ("tool_exchange", 3, 5),
+        ]
+
+    def test_duplicate_ids_within_one_message(self) -> None:
+        """Two parallel calls with one id need two results."""
+        conv = [
+            Message.assistant(tool_calls=[_call("x"), _call("x")]),
+            Message.tool("x", "1"),
+        ]
+        (u,) = units(conv)
+        assert u.unanswered == (1,)
+        assert not u.complete
+        conv.append(Message.tool("x", "2"))
+        (u,) = units(conv)
+        assert u.complete and len(u) == 3
+
+    def test_unanswered_call(self) -> None:
+        """A call with no result is reported by its position."""
+        conv = [
+            Message.assistant(tool_calls=[_call("a"), _call("b")]),
+            Message.tool("a", "1"),
+            Message.user("next"),
+        ]
+        got = units(conv)
+        assert got[0].unanswered == (1,)
+        assert (got[0].start, got[0].stop) == (0, 2)
+
+    def test_orphan_results(self) -> None:
+        """Tool messages answering nothing are grouped as orphans."""
+        conv = [
+            Message.user("u"),
+            Message.tool("zz", "?"),
+            Message.tool("yy", "?"),
+            Message.assistant(tool_calls=[_call("a")]),
+            Message.tool("a", "ok"),
+            Message.tool("a", "again"),
+        ]
+        got = units(conv)
+        assert [(u.kind, u.start, u.stop) for u in got] == [
+            ("message", 1 - 1, 1),
+            ("orphan_results", 1, 3),
+            ("tool_exchange", 3, 5),
+            ("orphan_results", 5, 6),
+        ]
+        assert not got[1].complete
+
+    def test_one_tool_message_with_several_results(self) -> None:
+        """A tool message may answer several calls at once (Anthropic's shape)."""
+        results = (ToolResult("a", "1"), ToolResult("b", "2"))
+        conv = [
+            Message.assistant(tool_calls=[_call("a"), _call("b")]),
+            Message("tool", results),
+        ]
+        (u,) = units(conv)
+        assert u.complete and len(u) == 2
+
+    def test_partial_match_ends_exchange(self) -> None:
+        """A tool message with one unknown result is not part of the exchange."""
+        conv = [
+            Message.assistant(tool_calls=[_call("a")]),
+            Message("tool", (ToolResult("a", "1"), ToolResult("q", "?"))),
+        ]
+        got = units(conv)
+        assert [u.kind for u in got] == ["tool_exchange", "orphan_results"]
+        assert got[0].unanswered == (0,)
+
+    def test_empty(self) -> None:
+        """No messages, no units."""
+        assert units([]) == ()
