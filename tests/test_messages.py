@@ -120,7 +120,8 @@ class TestUnits:
         assert not u.complete
         conv.append(Message.tool("x", "2"))
         (u,) = units(conv)
-        assert u.complete and len(u) == 3
+        assert u.complete
+        assert len(u) == 3
 
     def test_unanswered_call(self) -> None:
         """A call with no result is reported by its position."""
@@ -160,7 +161,8 @@ class TestUnits:
             Message("tool", results),
         ]
         (u,) = units(conv)
-        assert u.complete and len(u) == 2
+        assert u.complete
+        assert len(u) == 2
 
     def test_partial_match_ends_exchange(self) -> None:
         """A tool message with one unknown result is not part of the exchange."""

@@ -1,13 +1,15 @@
 """contextwindow: keep LLM agents inside their model's context window.
 
 Count tokens exactly and offline, know every model's window, convert between
-provider shapes, and see what is in a context::
+provider shapes, and see what is in a context.
 
-    from contextwindow import Message, get_model, count_messages, get_tokenizer
-
-    conv = [Message.system("Be brief."), Message.user("Hello!")]
-    info = get_model("gpt-4o")
-    used = count_messages(conv, get_tokenizer(info.name))
+Example:
+    >>> from contextwindow import Message, TokenCounter, get_model, get_tokenizer
+    >>> conv = [Message.system("Be brief."), Message.user("Hello!")]
+    >>> info = get_model("gpt-4o")
+    >>> counter = TokenCounter(get_tokenizer(info.name))
+    >>> (counter.messages(conv), info.context_window)
+    (16, 128000)
 """
 
 from __future__ import annotations
@@ -22,6 +24,17 @@ from contextwindow.errors import (
     UnknownModelError,
     UnknownModelWarning,
 )
+from contextwindow.formats import (
+    from_anthropic,
+    from_openai,
+    from_provider,
+    from_responses,
+    to_anthropic,
+    to_openai,
+    to_provider,
+    to_responses,
+)
+from contextwindow.inspection import Inspection, inspect_messages
 from contextwindow.messages import (
     Image,
     Message,
@@ -36,16 +49,29 @@ from contextwindow.messages import (
     Unit,
     units,
 )
+from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
+from contextwindow.tokens import (
+    BPETokenizer,
+    HeuristicTokenizer,
+    TokenCounter,
+    Tokenizer,
+    count_messages,
+)
+from contextwindow.transcripts import Transcript, read_transcript, read_transcripts
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BPETokenizer",
     "BudgetError",
     "ConflictError",
     "ContextWindowError",
+    "HeuristicTokenizer",
     "Image",
+    "Inspection",
     "InvalidMessageError",
     "Message",
+    "ModelInfo",
     "Part",
     "Provider",
     "Role",
@@ -53,12 +79,30 @@ __all__ = [
     "SummarizerError",
     "Text",
     "Thinking",
+    "TokenCounter",
+    "Tokenizer",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "Transcript",
     "Unit",
     "UnknownModelError",
     "UnknownModelWarning",
     "__version__",
+    "count_messages",
+    "from_anthropic",
+    "from_openai",
+    "from_provider",
+    "from_responses",
+    "get_model",
+    "get_tokenizer",
+    "inspect_messages",
+    "read_transcript",
+    "read_transcripts",
+    "register_model",
+    "to_anthropic",
+    "to_openai",
+    "to_provider",
+    "to_responses",
     "units",
 ]

@@ -19,7 +19,7 @@ Example:
     >>> conv = [
     ...     Message.system("You are terse."),
     ...     Message.user("Weather in Paris?"),
-    ...     Message.assistant(tool_calls=[ToolCall("c1", "weather", '{"city": "Paris"}')]),
+    ...     Message.assistant(tool_calls=[ToolCall("c1", "weather", "{}")]),
     ...     Message.tool("c1", "18 C, clear"),
     ...     Message.assistant("18 C and clear."),
     ... ]
@@ -33,7 +33,7 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 __all__ = [
     "Image",
@@ -142,13 +142,13 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The output of a tool, answering one ``ToolCall``.
+    r"""The output of a tool, answering one ``ToolCall``.
 
     Example:
         >>> ToolResult("call_1", "42").text
         '42'
         >>> ToolResult("call_1", (Text("a"), Text("b"))).text
-        'a\\nb'
+        'a\nb'
     """
 
     call_id: str
@@ -159,9 +159,7 @@ class ToolResult:
     """Whether the tool reported a failure."""
     name: str | None = None
     """The tool's name, when the provider's shape carries it (OpenAI's ``name``)."""
-    kind: Literal["tool_result"] = field(
-        default="tool_result", init=False, repr=False
-    )
+    kind: Literal["tool_result"] = field(default="tool_result", init=False, repr=False)
     """Discriminator for serialised forms."""
 
     @property
@@ -198,7 +196,7 @@ class Thinking:
     """Discriminator for serialised forms."""
 
 
-Part = Union[Text, Image, ToolCall, ToolResult, Thinking]
+Part = Text | Image | ToolCall | ToolResult | Thinking
 """Any content part of a message."""
 
 
@@ -290,9 +288,7 @@ class Message:
         """The text parts joined by newlines (tool results included)."""
         out: list[str] = []
         for p in self.parts:
-            if isinstance(p, Text):
-                out.append(p.text)
-            elif isinstance(p, ToolResult):
+            if isinstance(p, (Text, ToolResult)):
                 out.append(p.text)
         return "\n".join(out)
 

@@ -49,7 +49,18 @@ _O200K_PAT = "|".join(
         r"""\s+""",
     ]
 )
-_CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+_CL100K_PAT = "|".join(
+    [
+        r"""'(?i:[sdmt]|ll|ve|re)""",
+        r"""[^\r\n\p{L}\p{N}]?+\p{L}++""",
+        r"""\p{N}{1,3}+""",
+        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+""",
+        r"""\s++$""",
+        r"""\s*[\r\n]""",
+        r"""\s+(?!\S)""",
+        r"""\s""",
+    ]
+)
 
 ENCODINGS: dict[str, _Spec] = {
     "o200k_base": _Spec(

@@ -1,0 +1,110 @@
+"""Shared data discovery for the benchmarks, and a walker over every message text.
+
+The data folder is ``$CONTEXTWINDOW_DATA``, or ``<repo>/../shared/data`` by
+default. It is read in place, never copied.
+
+``message_texts()`` yields every non-empty message string of the raw files, in
+file order, duplicates included (the tau-bench system prompt appears 200
+times, as it would in real requests):
+
+- tau-bench: message ``content``, each tool call's ``function.arguments``, and
+  tool results (``role: tool`` content);
+- Claude Code sessions and their subagent runs: ``text``, ``thinking``,
+  ``tool_use`` input (compact JSON, as ``ToolCall.arguments`` holds it) and
+  ``tool_result`` content (a string, or its text blocks);
+- LoCoMo: every turn's ``text``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """Return the shared data folder; exit with a message when it is missing."""
+    path = Path(os.environ.get("CONTEXTWINDOW_DATA", ROOT.parent / "shared" / "data"))
+    if not (path / "tau-bench_gpt-4o-airline.json").exists():
+        raise SystemExit(f"shared data not found at {path} (set CONTEXTWINDOW_DATA)")
+    return path
+
+
+def claude_files(data: Path) -> list[Path]:
+    """Every Claude Code session file, main sessions first, then subagents."""
+    root = data / "claude_code_sessions"
+    return sorted(root.glob("*.jsonl")) + sorted(root.glob("*/subagents/*.jsonl"))
+
+
+def compact_json(value: Any) -> str:
+    """Serialise a tool input the way ``ToolCall.arguments`` holds it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tau_texts(data: Path) -> Iterator[str]:
+    """Message texts of the tau-bench trajectories."""
+    trajectories = json.loads((data / "tau-bench_gpt-4o-airline.json").read_text())
+    for traj in trajectories:
+        for msg in traj["traj"]:
+            content = msg.get("content")
+            if isinstance(content, str) and content:
+                yield content
+            for call in msg.get("tool_calls") or ():
+                args = call["function"].get("arguments")
+                if args:
+                    yield args
+
+
+def _block_texts(block: dict[str, Any]) -> Iterator[str]:
+    kind = block.get("type")
+    if kind == "text":
+        yield block.get("text", "")
+    elif kind == "thinking":
+        yield block.get("thinking", "")
+    elif kind == "tool_use":
+        yield compact_json(block.get("input", {}))
+    elif kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, str):
+            yield content
+        elif isinstance(content, list):
+            for sub in content:
+                if sub.get("type") == "text":
+                    yield sub.get("text", "")
+
+
+def claude_texts(data: Path) -> Iterator[str]:
+    """Message texts of the Claude Code sessions, subagent runs included."""
+    for path in claude_files(data):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                record = json.loads(line)
+                if record.get("type") not in ("user", "assistant"):
+                    continue
+                content = record["message"].get("content")
+                if isinstance(content, str):
+                    texts: Iterator[str] = iter((content,))
+                else:
+                    texts = (t for b in content or () for t in _block_texts(b))
+                yield from (t for t in texts if t)
+
+
+def locomo_texts(data: Path) -> Iterator[str]:
+    """Turn texts of the LoCoMo conversations."""
+    for sample in json.loads((data / "locomo10.json").read_text()):
+        conv = sample["conversation"]
+        for key, turns in conv.items():
+            if key.startswith("session_") and isinstance(turns, list):
+                for turn in turns:
+                    if turn.get("text"):
+                        yield turn["text"]
+
+
+def message_texts(data: Path | None = None) -> list[str]:
+    """Every non-empty message text of the shared data, in file order."""
+    data = data or data_dir()
+    return [*tau_texts(data), *claude_texts(data), *locomo_texts(data)]

@@ -1,0 +1,352 @@
+"""The ``contextwindow`` command: inspect transcripts, list model windows.
+
+Contract: this is the only module that prints. Library errors
+(``ContextWindowError``) become one-line ``Error: …`` messages and a non-zero
+exit; library warnings become ``warning: …`` lines on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from contextwindow import __version__
+from contextwindow.errors import ContextWindowError
+from contextwindow.inspection import Inspection, inspect_messages
+from contextwindow.messages import PROVIDERS, Provider
+from contextwindow.models import get_model, registry
+from contextwindow.transcripts import Transcript, read_transcripts
+
+__all__ = ["main"]
+
+_PROVIDER_OF_FORMAT: dict[str, Provider] = {
+    "anthropic_request": "anthropic",
+    "claude_code": "anthropic",
+    "responses": "responses",
+}
+DEFAULT_MODEL = "gpt-4o"
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn library errors into click errors, and warnings into stderr lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except ContextWindowError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                text = str(w.message)
+                if text not in seen:
+                    seen.add(text)
+                    click.echo(f"warning: {text}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="contextwindow")
+def main() -> None:
+    """Keep LLM conversations inside their model's context window.
+
+    Reads OpenAI chat, Anthropic Messages and OpenAI Responses transcripts,
+    JSONL of messages, Claude Code sessions and tau-bench trajectory files;
+    the format is detected automatically.
+    """
+
+
+@main.command("inspect")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("-m", "--model", help="Model whose window and tokenizer apply.")
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    help="Whose message framing to count (default: the file's own shape).",
+)
+@click.option(
+    "-c",
+    "--conversation",
+    type=int,
+    help="Which conversation of a multi-conversation file (0-based).",
+)
+@click.option("--top", default=5, show_default=True, help="Largest messages shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+def inspect_cmd(
+    file: str,
+    model: str | None,
+    provider: Provider | None,
+    conversation: int | None,
+    top: int,
+    as_json: bool,
+) -> None:
+    """Show what is in a conversation: tokens by role, by tool, largest messages.
+
+    FILE is a transcript; use - for standard input.
+    """
+    with _errors():
+        transcripts = read_transcripts(sys.stdin if file == "-" else file)
+        if conversation is not None:
+            if not 0 <= conversation < len(transcripts):
+                raise click.BadParameter(
+                    f"{file} holds {len(transcripts)} conversation(s); "
+                    f"choose 0 to {len(transcripts) - 1}",
+                    param_hint="--conversation",
+                )
+            transcripts = [transcripts[conversation]]
+        results = [_inspect(t, model, provider, top) for t in transcripts]
+    if as_json:
+        payload: Any = [
+            {"title": t.title, "format": t.format, **r.to_dict()}
+            for t, r in zip(transcripts, results, strict=True)
+        ]
+        click.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    elif len(results) == 1:
+        click.echo(_render(transcripts[0], results[0]))
+    else:
+        click.echo(_render_many(file, transcripts, results, top))
+
+
+def _inspect(
+    t: Transcript, model: str | None, provider: Provider | None, top: int
+) -> Inspection:
+    meta: dict[str, Any] = {}
+    live_from = None
+    compactions = t.meta.get("compactions") or []
+    if compactions:
+        meta["compactions"] = len(compactions)
+        live_from = int(compactions[-1]["index"])
+    usage = t.meta.get("usage")
+    if isinstance(usage, dict):
+        keys = (
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        )
+        meta["recorded_input_tokens"] = sum(int(usage.get(k) or 0) for k in keys)
+    return inspect_messages(
+        t.messages,
+        model=model or t.model or DEFAULT_MODEL,
+        provider=provider or _PROVIDER_OF_FORMAT.get(t.format, "openai"),
+        tools=t.tools,
+        top=top,
+        meta=meta,
+        live_from=live_from,
+    )
+
+
+# -- rendering -------------------------------------------------------------------
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _is_number(cell: str) -> bool:
+    return (
+        bool(cell)
+        and cell.strip("-").replace(",", "").replace(".", "").rstrip("%").isdigit()
+    )
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Align columns: numbers to the right, text to the left."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    right = [
+        k > 0 and all(_is_number(r[k]) or not r[k] for r in rows)
+        for k in range(len(headers))
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if r else c.ljust(w)
+            for c, w, r in zip(cells, widths, right, strict=True)
+        ]
+        return "  " + "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def _bar(share: float, width: int = 30) -> str:
+    filled = min(width, round(share * width))
+    return "█" * filled + "░" * (width - filled)
+
+
+def _count_label(r: Inspection) -> str:
+    return f"{r.tokenizer}, exact" if r.exact else f"{r.tokenizer}, APPROXIMATE"
+
+
+def _render(t: Transcript, r: Inspection) -> str:
+    out: list[str] = []
+    head = f"{t.title}  ({t.format}, {_n(r.messages)} messages, {_n(r.units)} units)"
+    out.append(head)
+    limits = f"window {_n(r.context_window)}"
+    if r.max_output_tokens:
+        limits += f", max output {_n(r.max_output_tokens)}"
+    out.append(f"model: {r.model} ({limits}); tokens: {_count_label(r)}")
+    if r.incomplete_units:
+        out.append(
+            f"warning: {r.incomplete_units} unit(s) a provider would reject "
+            "(orphan tool results or unanswered tool calls)"
+        )
+    if "compactions" in r.meta:
+        out.append(
+            f"compactions recorded in the transcript: {r.meta['compactions']}; "
+            f"live context since the last: {_n(r.meta['live_messages'])} messages, "
+            f"{_n(r.meta['live_tokens'])} tokens"
+        )
+    if "recorded_input_tokens" in r.meta:
+        out.append(
+            "input tokens the provider reported for the last request: "
+            f"{_n(r.meta['recorded_input_tokens'])} (system prompt and tools included)"
+        )
+
+    out += ["", "by role"]
+    rows = [
+        [s.role, _n(s.messages), _n(s.tokens), _pct(s.tokens, r.tokens)]
+        for s in r.by_role
+    ]
+    if r.tool_schema_tokens:
+        rows.append(["(tool schemas)", "", _n(r.tool_schema_tokens), ""])
+    out.append(_table(["role", "messages", "tokens", "share"], rows))
+
+    if r.by_tool:
+        out += ["", "by tool"]
+        rows = [
+            [
+                s.name,
+                _n(s.calls),
+                _n(s.call_tokens),
+                _n(s.result_tokens),
+                _pct(s.tokens, r.tokens),
+            ]
+            for s in r.by_tool
+        ]
+        out.append(_table(["tool", "calls", "call tok", "result tok", "share"], rows))
+
+    if r.largest:
+        out += ["", "largest messages"]
+        rows = [[f"#{m.index}", m.role, _n(m.tokens), m.preview] for m in r.largest]
+        out.append(_table(["message", "role", "tokens", "preview"], rows))
+
+    out += ["", _usage_line(r)]
+    return "\n".join(out)
+
+
+def _usage_line(r: Inspection) -> str:
+    over = "  OVER THE WINDOW" if r.remaining < 0 else ""
+    return (
+        f"usage  {_bar(r.usage)} {_n(r.tokens)} / {_n(r.context_window)} "
+        f"tokens ({100 * r.usage:.1f}%), {_n(r.remaining)} left{over}"
+    )
+
+
+def _render_many(
+    file: str,
+    transcripts: Sequence[Transcript],
+    results: Sequence[Inspection],
+    top: int,
+) -> str:
+    total = sum(r.tokens for r in results)
+    first = results[0]
+    out = [
+        f"{file}  ({transcripts[0].format}, {_n(len(results))} conversations, "
+        f"{_n(sum(r.messages for r in results))} messages, {_n(total)} tokens)",
+        f"model: {first.model} (window {_n(first.context_window)}); "
+        f"tokens: {_count_label(first)}",
+    ]
+    over = sum(1 for r in results if r.remaining < 0)
+    incomplete = sum(r.incomplete_units for r in results)
+    sizes = sorted(r.tokens for r in results)
+    out.append(
+        f"tokens per conversation: min {_n(sizes[0])}, "
+        f"median {_n(sizes[len(sizes) // 2])}, max {_n(sizes[-1])}; "
+        f"{over} over the window; {incomplete} invalid unit(s)"
+    )
+    roles: dict[str, list[int]] = {}
+    for r in results:
+        for s in r.by_role:
+            acc = roles.setdefault(s.role, [0, 0])
+            acc[0] += s.messages
+            acc[1] += s.tokens
+    out += ["", "by role (all conversations)"]
+    rows = [[k, _n(a[0]), _n(a[1]), _pct(a[1], total)] for k, a in roles.items()]
+    out.append(_table(["role", "messages", "tokens", "share"], rows))
+
+    order = sorted(range(len(results)), key=lambda i: -results[i].tokens)[:top]
+    out += ["", f"largest conversations (of {len(results)})"]
+    rows = [
+        [
+            f"#{i}",
+            transcripts[i].title,
+            _n(results[i].messages),
+            _n(results[i].tokens),
+            f"{100 * results[i].usage:.1f}%",
+        ]
+        for i in order
+    ]
+    out.append(_table(["#", "title", "messages", "tokens", "usage"], rows))
+    out += ["", "use --conversation N to inspect one"]
+    return "\n".join(out)
+
+
+@main.command("models")
+@click.argument("pattern", required=False)
+@click.option("--limit", default=40, show_default=True, help="Most rows shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
+    """List models with their context window and output limit.
+
+    PATTERN is a model name (aliases and dated variants resolve), a substring,
+    or a glob such as 'claude-*-4-5*'.
+    """
+    with _errors():
+        resolved = registry.resolve(pattern) if pattern else None
+        found = registry.search(pattern) if pattern else list(registry)
+        if resolved is not None:
+            exact = get_model(resolved)
+            found = [exact] + [m for m in found if m.name != exact.name]
+    if not found:
+        raise click.ClickException(f"no model matches {pattern!r}")
+    shown = found[:limit]
+    if as_json:
+        rows_json = [
+            {
+                "name": m.name,
+                "provider": m.provider,
+                "context_window": m.context_window,
+                "max_output_tokens": m.max_output_tokens,
+                "encoding": m.encoding,
+                "exact": m.exact,
+            }
+            for m in shown
+        ]
+        click.echo(json.dumps(rows_json, indent=2))
+        return
+    if resolved is not None and pattern and resolved != pattern:
+        click.echo(f"{pattern} -> {resolved}")
+    rows = [
+        [
+            m.name,
+            m.provider,
+            _n(m.context_window),
+            _n(m.max_output_tokens) if m.max_output_tokens else "-",
+            (m.encoding or "-") + ("" if m.exact else " (approx.)"),
+        ]
+        for m in shown
+    ]
+    click.echo(_table(["model", "provider", "window", "max output", "tokens"], rows))
+    if len(found) > limit:
+        click.echo(f"  … {len(found) - limit} more (use --limit)")

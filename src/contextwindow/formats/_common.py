@@ -1,0 +1,252 @@
+"""Private helpers shared by the format converters and transcript readers.
+
+Contract:
+
+- Every ``expect_*`` helper either returns a value of the asked type or raises
+  ``InvalidMessageError(path, reason)`` naming the exact place; nothing here
+  lets a ``KeyError`` or ``TypeError`` escape.
+- Provider extras (keys a converter does not model) are copied, never mutated,
+  and only JSON values go into ``Message.meta``, so stores can serialise it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from contextwindow._images import (
+    data_uri,
+    decode_base64,
+    image_size,
+    parse_data_uri,
+)
+from contextwindow.errors import InvalidMessageError
+from contextwindow.messages import Image
+
+__all__ = [
+    "check_json",
+    "data_uri",
+    "entry",
+    "expect_list",
+    "expect_mapping",
+    "expect_str",
+    "extras",
+    "image_from_url",
+    "image_size",
+    "insert_opaque",
+    "opt_str",
+    "parse_data_uri",
+    "part_extras",
+    "provider_meta",
+    "put_extras",
+    "type_name",
+]
+
+
+def type_name(value: object) -> str:
+    """Name a JSON value's type the way error messages do.
+
+    Example:
+        >>> [type_name(v) for v in (None, True, 1, "a", [], {})]
+        ['null', 'bool', 'number', 'string', 'list', 'object']
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return type(value).__name__
+
+
+def expect_mapping(value: object, path: str) -> Mapping[str, Any]:
+    """Return ``value`` if it is a JSON object, else raise naming ``path``.
+
+    Example:
+        >>> try:
+        ...     expect_mapping([], "messages[1]")
+        ... except InvalidMessageError as exc:
+        ...     print(exc)
+        messages[1]: expected an object, got list
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidMessageError(path, f"expected an object, got {type_name(value)}")
+    return value
+
+
+def expect_list(value: object, path: str) -> Sequence[Any]:
+    """Return ``value`` if it is a JSON list, else raise naming ``path``."""
+    if not isinstance(value, (list, tuple)):
+        raise InvalidMessageError(path, f"expected a list, got {type_name(value)}")
+    return value
+
+
+def expect_str(obj: Mapping[str, Any], key: str, path: str) -> str:
+    """Return the string ``obj[key]``; raise ``path.key: missing`` or a type error.
+
+    Example:
+        >>> try:
+        ...     expect_str({"id": 3}, "id", "messages[0]")
+        ... except InvalidMessageError as exc:
+        ...     print(exc)
+        messages[0].id: expected a string, got number
+    """
+    if key not in obj:
+        raise InvalidMessageError(f"{path}.{key}", "missing")
+    value = obj[key]
+    if not isinstance(value, str):
+        raise InvalidMessageError(
+            f"{path}.{key}", f"expected a string, got {type_name(value)}"
+        )
+    return value
+
+
+def opt_str(obj: Mapping[str, Any], key: str, path: str) -> str | None:
+    """Return ``obj[key]`` when it is a string, ``None`` when absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidMessageError(
+            f"{path}.{key}", f"expected a string, got {type_name(value)}"
+        )
+    return value
+
+
+def check_json(text: str, path: str) -> None:
+    """Raise ``path: not valid JSON`` unless ``text`` is JSON (or empty).
+
+    Empty arguments are accepted because several OpenAI-compatible servers send
+    ``""`` for a call without arguments; ``ToolCall.input`` reads it as ``{}``.
+
+    Example:
+        >>> check_json('{"a": 1}', "x")
+        >>> check_json("{a: 1}", "x")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: x: not valid JSON
+    """
+    if not text:
+        return
+    try:
+        json.loads(text)
+    except ValueError:
+        raise InvalidMessageError(path, "not valid JSON") from None
+
+
+def extras(
+    obj: Mapping[str, Any], known: Iterable[str], optional: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The entries of ``obj`` a converter does not model (a shallow copy).
+
+    Keys in ``known`` are modelled and left out, except those in ``optional``
+    whose value is empty (``None``, ``False``, ``[]``): a neutral message cannot
+    tell ``"is_error": false`` from no ``is_error``, so the empty value is kept
+    here and the writer puts it back where it wrote nothing itself.
+
+    Example:
+        >>> extras({"type": "text", "text": "a", "cache_control": {}}, ("type", "text"))
+        {'cache_control': {}}
+        >>> extras({"id": "t", "is_error": False}, ("id", "is_error"), ("is_error",))
+        {'is_error': False}
+    """
+    skip = frozenset(known)
+    keep = frozenset(optional)
+    return {
+        k: v
+        for k, v in obj.items()
+        if k not in skip or (k in keep and (v is None or v is False or v == []))
+    }
+
+
+def put_extras(out: dict[str, Any], extra: object) -> dict[str, Any]:
+    """Add ``extra`` entries to ``out`` where ``out`` has no such key; return it.
+
+    Extras never override what a writer built from the neutral message, so a
+    strategy that edits a part still wins over the stale provider data.
+
+    Example:
+        >>> put_extras({"type": "text", "text": "new"}, {"text": "old", "x": 1})
+        {'type': 'text', 'text': 'new', 'x': 1}
+    """
+    if isinstance(extra, Mapping):
+        for k, v in extra.items():
+            if k not in out:
+                out[k] = copy.deepcopy(v)
+    return out
+
+
+def provider_meta(meta: Mapping[str, Any], provider: str) -> Mapping[str, Any]:
+    """The ``meta[provider]`` mapping a reader stored, or an empty one."""
+    value = meta.get(provider)
+    return value if isinstance(value, Mapping) else {}
+
+
+def entry(entries: object, index: int, count: int) -> Mapping[str, Any]:
+    """Entry ``index`` of a per-part list, if the list still fits ``count`` parts.
+
+    A strategy may drop parts; a list of the wrong length is then ignored
+    rather than applied to the wrong parts.
+    """
+    if isinstance(entries, list) and len(entries) == count:
+        value = entries[index]
+        if isinstance(value, Mapping):
+            return value
+    return {}
+
+
+def part_extras(per_part: Sequence[Mapping[str, Any] | None]) -> list[Any] | None:
+    """Trim a per-part extras list to ``None`` when no part has any extras."""
+    if any(per_part):
+        return [dict(e) if e else None for e in per_part]
+    return None
+
+
+# -- images --------------------------------------------------------------------
+
+
+def image_from_url(url: str, detail: str | None = None) -> Image:
+    """Build an ``Image``, reading its size from a ``data:`` URI when possible.
+
+    Example:
+        >>> png = ("iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAC0lEQVR4nGNgwAIA"
+        ...        "ABUAAapll8QAAAAASUVORK5CYII=")
+        >>> img = image_from_url("data:image/png;base64," + png)
+        >>> (img.width, img.height)
+        (2, 3)
+    """
+    parsed = parse_data_uri(url)
+    size = None
+    if parsed is not None:
+        # PNG, GIF and WebP keep their size in the first 30 bytes; JPEG may not.
+        size = image_size(decode_base64(parsed[1], 64))
+        if size is None:
+            size = image_size(decode_base64(parsed[1]))
+    if size is None:
+        return Image(url, detail)
+    return Image(url, detail, size[0], size[1])
+
+
+def insert_opaque(blocks: list[Any], opaque: object) -> list[Any]:
+    """Put kept-as-is blocks back at their recorded positions; return ``blocks``.
+
+    ``opaque`` is a list of ``[index, block]`` pairs in ascending index order,
+    each index a position in the list as it was read.
+
+    Example:
+        >>> insert_opaque(["a", "c"], [[1, "b"], [9, "z"]])
+        ['a', 'b', 'c', 'z']
+    """
+    if isinstance(opaque, list):
+        for item in opaque:
+            if isinstance(item, list) and len(item) == 2 and isinstance(item[0], int):
+                blocks.insert(min(item[0], len(blocks)), copy.deepcopy(item[1]))
+    return blocks

@@ -1,0 +1,569 @@
+"""Anthropic Messages: ``from_anthropic`` and ``to_anthropic``.
+
+Contract:
+
+- ``to_anthropic(from_anthropic(m, system=s))`` gives back ``s`` and ``m`` as
+  dicts for every well-formed request whose user turns put their
+  ``tool_result`` blocks first (as the API requires) and where no user turn
+  of results alone is directly followed by another user turn (the two are
+  written as one). Keys and blocks the
+  neutral model does not carry (``cache_control``, ``citations``, ``caller``,
+  an explicit ``"is_error": false``, ``document`` blocks…) are kept in
+  ``Message.meta["anthropic"]`` and written back in place.
+- A user turn's ``tool_result`` blocks become ONE neutral ``tool`` message; its
+  other blocks become a following ``user`` message, in their order. Writing
+  does the reverse: consecutive ``tool`` messages and a directly following
+  ``user`` message become one user turn, results first. No other repair is
+  made (role alternation, first turn): that is ``ensure_valid``'s job.
+- ``tool_use.input`` becomes ``ToolCall.arguments`` as compact JSON text
+  (``json.dumps(input, ensure_ascii=False, separators=(",", ":"))``) and is
+  parsed back on writing; it must be a JSON object then.
+- Images: a ``base64`` source becomes a ``data:`` URI (its size read from the
+  header), a ``url`` source the URL; other sources are kept as they are.
+- ``thinking`` / ``redacted_thinking`` become ``Thinking`` parts. Writing drops
+  ``Thinking`` parts of messages read from OpenAI shapes (``meta["openai"]`` or
+  ``meta["responses"]``): their signatures mean nothing to Anthropic.
+- System messages, wherever they are, go to the top-level ``system``: a string
+  when there is one plain text system message, else a list of text blocks.
+- Malformed input raises ``InvalidMessageError`` naming the place, e.g.
+  ``messages[1].content[0].type: unknown block type 'foo'``.
+
+Example:
+    >>> msgs = from_anthropic([
+    ...     {"role": "assistant", "content": [
+    ...         {"type": "tool_use", "id": "t1", "name": "ls", "input": {"dir": "."}}]},
+    ...     {"role": "user", "content": [
+    ...         {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"},
+    ...         {"type": "text", "text": "and now?"}]},
+    ... ], system="Be brief.")
+    >>> [m.role for m in msgs]
+    ['system', 'assistant', 'tool', 'user']
+    >>> msgs[1].tool_calls[0].arguments
+    '{"dir":"."}'
+    >>> req = to_anthropic(msgs)
+    >>> req.system, [t["role"] for t in req.messages]
+    ('Be brief.', ['assistant', 'user'])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.formats._common import (
+    data_uri,
+    entry,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    extras,
+    image_from_url,
+    insert_opaque,
+    opt_str,
+    parse_data_uri,
+    part_extras,
+    provider_meta,
+    put_extras,
+    type_name,
+)
+from contextwindow.messages import (
+    Image,
+    Message,
+    Part,
+    Role,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = [
+    "AnthropicRequest",
+    "from_anthropic",
+    "from_anthropic_message",
+    "to_anthropic",
+]
+
+_OPAQUE_BLOCKS = frozenset(
+    (
+        "document",
+        "search_result",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+    )
+)
+_ASSISTANT_ONLY = frozenset(("tool_use", "thinking", "redacted_thinking"))
+_FOREIGN = ("openai", "responses")
+
+
+class AnthropicRequest(NamedTuple):
+    """The conversation part of a Messages request: ``system`` and ``messages``.
+
+    A named tuple, so ``system, messages = to_anthropic(conv)`` works too.
+
+    Example:
+        >>> AnthropicRequest("Be brief.", []).body()
+        {'system': 'Be brief.', 'messages': []}
+    """
+
+    system: str | list[dict[str, Any]] | None
+    """The top-level system prompt; ``None`` when there is no system message."""
+    messages: list[dict[str, Any]]
+    """The user and assistant turns."""
+
+    def body(self) -> dict[str, Any]:
+        """The request fields as a dict (``system`` left out when ``None``)."""
+        out: dict[str, Any] = {}
+        if self.system is not None:
+            out["system"] = self.system
+        out["messages"] = self.messages
+        return out
+
+
+class _Blocks(NamedTuple):
+    parts: list[Part]
+    entries: list[Any]
+    opaque: list[Any]
+
+
+def from_anthropic(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+    path: str = "messages",
+) -> list[Message]:
+    """Read Anthropic Messages turns (and the top-level system) into neutral ones.
+
+    Args:
+        messages: The ``messages`` list of a request.
+        system: The request's ``system``: a string or a list of text blocks.
+        path: How error messages name the list.
+
+    Returns:
+        The system message (if any), then the turns; a user turn holding tool
+        results gives a ``tool`` message and, if anything else remains, a
+        ``user`` message.
+
+    Raises:
+        InvalidMessageError: Something is malformed; the error names where.
+
+    Example:
+        >>> try:
+        ...     from_anthropic([{"role": "user", "content": [{"type": "foo"}]}])
+        ... except InvalidMessageError as exc:
+        ...     print(exc)
+        messages[0].content[0].type: unknown block type 'foo'
+    """
+    out: list[Message] = []
+    if system is not None:
+        out.append(_read_system(system))
+    for i, raw in enumerate(expect_list(messages, path)):
+        out.extend(from_anthropic_message(raw, path=f"{path}[{i}]"))
+    return out
+
+
+def from_anthropic_message(message: object, *, path: str) -> list[Message]:
+    """Read one Anthropic turn: one neutral message, or a tool and a user message.
+
+    Transcript readers use this to convert record by record with their own
+    error paths (``session.jsonl:line 12.message``).
+
+    Example:
+        >>> [m.role for m in from_anthropic_message(
+        ...     {"role": "user", "content": "hi"}, path="m")]
+        ['user']
+    """
+    obj = expect_mapping(message, path)
+    role = expect_str(obj, "role", path)
+    if role not in ("user", "assistant"):
+        hint = " (the system prompt is a separate field)" if role == "system" else ""
+        raise InvalidMessageError(f"{path}.role", f"unknown role {role!r}{hint}")
+    neutral: Role = "user" if role == "user" else "assistant"
+    if "content" not in obj:
+        raise InvalidMessageError(f"{path}.content", "missing")
+    content = obj["content"]
+    extra = extras(obj, ("role", "content"))
+    if isinstance(content, str):
+        am: dict[str, Any] = {"extra": extra} if extra else {}
+        parts = (Text(content),) if content else ()
+        if _default_list(parts, None, None):
+            am["content_form"] = "str"
+        return [Message(neutral, parts, meta=_meta(am))]
+    if not isinstance(content, list):
+        raise InvalidMessageError(
+            f"{path}.content", f"expected a string or a list, got {type_name(content)}"
+        )
+    results, rest = _read_blocks(content, role, f"{path}.content")
+    out: list[Message] = []
+    if results.parts:
+        tm: dict[str, Any] = {"extra": extra} if extra else {}
+        if part_extras(results.entries):
+            tm["parts"] = results.entries
+        out.append(Message("tool", tuple(results.parts), meta=_meta(tm)))
+    if rest.parts or rest.opaque or not results.parts:
+        am = {"extra": extra} if extra else {}
+        if part_extras(rest.entries):
+            am["parts"] = rest.entries
+        if rest.opaque:
+            am["opaque"] = rest.opaque
+        if not _default_list(rest.parts, am.get("parts"), rest.opaque):
+            am["content_form"] = "list"
+        out.append(Message(neutral, tuple(rest.parts), meta=_meta(am)))
+    return out
+
+
+def to_anthropic(messages: Sequence[Message]) -> AnthropicRequest:
+    """Write neutral messages as an Anthropic ``system`` and ``messages``.
+
+    Args:
+        messages: The conversation.
+
+    Returns:
+        The request's ``system`` and ``messages`` (new dicts).
+
+    Raises:
+        InvalidMessageError: A part cannot be written where it is (an image in a
+            system message, a tool call in a user message), or a tool call's
+            arguments are not a JSON object; the error names
+            ``messages[i].parts[j]``.
+
+    Example:
+        >>> turns = to_anthropic([Message.tool("t1", "ok"), Message.user("next")])[1]
+        >>> [(t["role"], [b["type"] for b in t["content"]]) for t in turns]
+        [('user', ['tool_result', 'text'])]
+    """
+    system: list[dict[str, Any]] = []
+    plain_system = 0  # system messages that could be written as a string
+    system_count = 0
+    turns: list[dict[str, Any]] = []
+    tool_turn = False  # turns[-1] is a user turn of results, open for more
+    for i, m in enumerate(messages):
+        am = provider_meta(m.meta, "anthropic")
+        if m.role == "system":
+            system_count += 1
+            blocks = _write_blocks(m.parts, am, i, m.role, foreign=False)
+            system.extend(blocks)
+            if (
+                am.get("system_form") != "list"
+                and len(blocks) == 1
+                and blocks[0].keys() == {"type", "text"}
+            ):
+                plain_system += 1
+        elif m.role == "tool":
+            blocks = _write_blocks(m.parts, am, i, m.role, foreign=False)
+            if tool_turn:
+                turns[-1]["content"].extend(blocks)
+                put_extras(turns[-1], am.get("extra"))
+            else:
+                turns.append(
+                    put_extras({"role": "user", "content": blocks}, am.get("extra"))
+                )
+                tool_turn = True
+        else:
+            foreign = any(k in m.meta for k in _FOREIGN)
+            blocks = _write_blocks(m.parts, am, i, m.role, foreign=foreign)
+            insert_opaque(blocks, am.get("opaque"))
+            if m.role == "user" and tool_turn:
+                turns[-1]["content"].extend(blocks)
+                put_extras(turns[-1], am.get("extra"))
+            else:
+                content: str | list[dict[str, Any]] = blocks
+                if _write_as_str(blocks, am):
+                    content = blocks[0]["text"] if blocks else ""
+                turns.append(
+                    put_extras({"role": m.role, "content": content}, am.get("extra"))
+                )
+            tool_turn = False
+    sys_out: str | list[dict[str, Any]] | None = system or None
+    if system_count == 1 and plain_system == 1:
+        sys_out = system[0]["text"]
+    elif system_count and not system:
+        sys_out = []
+    return AnthropicRequest(sys_out, turns)
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def _meta(am: dict[str, Any]) -> dict[str, Any]:
+    return {"anthropic": am} if am else {}
+
+
+def _default_list(parts: Sequence[Part], entries: object, opaque: object) -> bool:
+    """Whether ``to_anthropic`` writes these parts as a list by default."""
+    return bool(opaque or entries or len(parts) != 1 or not isinstance(parts[0], Text))
+
+
+def _read_system(system: object) -> Message:
+    if isinstance(system, str):
+        return Message.system(system)
+    blocks = expect_list(system, "system")
+    parts: list[Part] = []
+    entries: list[Any] = []
+    for j, raw in enumerate(blocks):
+        bp = f"system[{j}]"
+        block = expect_mapping(raw, bp)
+        kind = expect_str(block, "type", bp)
+        if kind != "text":
+            raise InvalidMessageError(
+                f"{bp}.type", f"expected a text block in system, got {kind!r}"
+            )
+        parts.append(Text(expect_str(block, "text", bp)))
+        extra = extras(block, ("type", "text"))
+        entries.append({"extra": extra} if extra else None)
+    am: dict[str, Any] = {"system_form": "list"}
+    if part_extras(entries):
+        am["parts"] = entries
+    return Message("system", tuple(parts), meta={"anthropic": am})
+
+
+def _read_blocks(content: Sequence[Any], role: str, p: str) -> tuple[_Blocks, _Blocks]:
+    """Split blocks into tool results and the rest, each with per-part entries."""
+    results = _Blocks([], [], [])
+    rest = _Blocks([], [], [])
+    for j, raw in enumerate(content):
+        bp = f"{p}[{j}]"
+        block = expect_mapping(raw, bp)
+        kind = expect_str(block, "type", bp)
+        if kind in _ASSISTANT_ONLY and role != "assistant":
+            raise InvalidMessageError(
+                f"{bp}.type", f"a {kind} block belongs in an assistant message"
+            )
+        if kind == "tool_result":
+            if role != "user":
+                raise InvalidMessageError(
+                    f"{bp}.type", "a tool_result block belongs in a user message"
+                )
+            part, ent = _read_result(block, bp)
+            results.parts.append(part)
+            results.entries.append(ent)
+        elif kind in _OPAQUE_BLOCKS:
+            rest.opaque.append([len(rest.parts) + len(rest.opaque), dict(block)])
+        else:
+            read = _read_block(block, kind, bp)
+            if read is None:
+                rest.opaque.append([len(rest.parts) + len(rest.opaque), dict(block)])
+                continue
+            rest.parts.append(read[0])
+            rest.entries.append(read[1])
+    return results, rest
+
+
+def _read_block(
+    block: Mapping[str, Any], kind: str, bp: str
+) -> tuple[Part, dict[str, Any] | None] | None:
+    """Read one content block; ``None`` for an image kept as it is."""
+    part: Part
+    if kind == "text":
+        part = Text(expect_str(block, "text", bp))
+        known: tuple[str, ...] = ("type", "text")
+    elif kind == "image":
+        image = _read_image(block, bp)
+        if image is None:
+            return None
+        part, known = image, ("type", "source")
+    elif kind == "tool_use":
+        part = ToolCall(
+            expect_str(block, "id", bp),
+            expect_str(block, "name", bp),
+            _dumps(block, bp),
+        )
+        known = ("type", "id", "name", "input")
+    elif kind == "thinking":
+        part = Thinking(
+            expect_str(block, "thinking", bp), opt_str(block, "signature", bp)
+        )
+        known = ("type", "thinking", "signature")
+    elif kind == "redacted_thinking":
+        part = Thinking("", expect_str(block, "data", bp), redacted=True)
+        known = ("type", "data")
+    else:
+        raise InvalidMessageError(f"{bp}.type", f"unknown block type {kind!r}")
+    extra = extras(block, known, ("signature",))
+    return part, ({"extra": extra} if extra else None)
+
+
+def _dumps(block: Mapping[str, Any], bp: str) -> str:
+    if "input" not in block:
+        raise InvalidMessageError(f"{bp}.input", "missing")
+    value = expect_mapping(block["input"], f"{bp}.input")
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidMessageError(f"{bp}.input", f"not JSON: {exc}") from None
+
+
+def _read_image(block: Mapping[str, Any], bp: str) -> Image | None:
+    if "source" not in block:
+        raise InvalidMessageError(f"{bp}.source", "missing")
+    sp = f"{bp}.source"
+    source = expect_mapping(block["source"], sp)
+    kind = expect_str(source, "type", sp)
+    if kind == "base64":
+        media = expect_str(source, "media_type", sp)
+        return image_from_url(data_uri(media, expect_str(source, "data", sp)))
+    if kind == "url":
+        return image_from_url(expect_str(source, "url", sp))
+    return None  # a file id or another source: kept as is
+
+
+def _read_result(block: Mapping[str, Any], bp: str) -> tuple[ToolResult, Any]:
+    call_id = expect_str(block, "tool_use_id", bp)
+    is_error = block.get("is_error", False)
+    if not isinstance(is_error, bool) and is_error is not None:
+        raise InvalidMessageError(
+            f"{bp}.is_error", f"expected a bool, got {type_name(is_error)}"
+        )
+    ent: dict[str, Any] = {}
+    content: str | tuple[Text | Image, ...]
+    raw = block.get("content")
+    if raw is None:
+        content = ""
+        ent["content"] = "absent" if "content" not in block else "null"
+    elif isinstance(raw, str):
+        content = raw
+    elif isinstance(raw, list):
+        inner = _read_inner(raw, f"{bp}.content")
+        content = tuple(p for p in inner.parts if isinstance(p, (Text, Image)))
+        if part_extras(inner.entries):
+            ent["inner"] = inner.entries
+        if inner.opaque:
+            ent["opaque"] = inner.opaque
+    else:
+        raise InvalidMessageError(
+            f"{bp}.content", f"expected a string or a list, got {type_name(raw)}"
+        )
+    extra = extras(block, ("type", "tool_use_id", "content", "is_error"), ("is_error",))
+    if extra:
+        ent["extra"] = extra
+    return ToolResult(call_id, content, is_error=bool(is_error)), (ent or None)
+
+
+def _read_inner(content: Sequence[Any], p: str) -> _Blocks:
+    out = _Blocks([], [], [])
+    for k, raw in enumerate(content):
+        bp = f"{p}[{k}]"
+        block = expect_mapping(raw, bp)
+        kind = expect_str(block, "type", bp)
+        if kind in ("text", "image"):
+            read = _read_block(block, kind, bp)
+            if read is not None:
+                out.parts.append(read[0])
+                out.entries.append(read[1])
+                continue
+        elif kind not in _OPAQUE_BLOCKS:
+            raise InvalidMessageError(
+                f"{bp}.type", f"unknown block type {kind!r} in a tool result"
+            )
+        out.opaque.append([len(out.parts) + len(out.opaque), dict(block)])
+    return out
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+def _write_as_str(blocks: list[dict[str, Any]], am: Mapping[str, Any]) -> bool:
+    form = am.get("content_form")
+    if form == "list":
+        return False
+    if form == "str" and not blocks:
+        return True
+    return len(blocks) == 1 and blocks[0].keys() == {"type", "text"}
+
+
+def _write_blocks(
+    parts: Sequence[Part], am: Mapping[str, Any], i: int, role: str, *, foreign: bool
+) -> list[dict[str, Any]]:
+    entries = am.get("parts")
+    out: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        ent = entry(entries, j, len(parts))
+        if not _allowed(part, role):
+            raise InvalidMessageError(
+                f"messages[{i}].parts[{j}]",
+                f"a {part.kind} part cannot be sent in a {role} message",
+            )
+        if isinstance(part, Thinking) and foreign:
+            continue
+        block = _write_part(part, ent, f"messages[{i}].parts[{j}]")
+        out.append(put_extras(block, ent.get("extra")))
+    return out
+
+
+def _allowed(part: Part, role: str) -> bool:
+    if role == "system":
+        return isinstance(part, Text)
+    if role == "tool":
+        return isinstance(part, ToolResult)
+    if role == "user":
+        return isinstance(part, (Text, Image))
+    return not isinstance(part, ToolResult)
+
+
+def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, Image):
+        parsed = parse_data_uri(part.url)
+        if parsed is None:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        source = {"type": "base64", "media_type": parsed[0], "data": parsed[1]}
+        return {"type": "image", "source": source}
+    if isinstance(part, ToolCall):
+        return {
+            "type": "tool_use",
+            "id": part.id,
+            "name": part.name,
+            "input": _loads(part, where),
+        }
+    if isinstance(part, Thinking):
+        if part.redacted:
+            return {"type": "redacted_thinking", "data": part.signature or ""}
+        block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+        if part.signature is not None:
+            block["signature"] = part.signature
+        return block
+    return _write_result(part, ent)
+
+
+def _loads(call: ToolCall, where: str) -> dict[str, Any]:
+    if not call.arguments:
+        return {}
+    try:
+        value = json.loads(call.arguments)
+    except ValueError:
+        raise InvalidMessageError(f"{where}.arguments", "not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InvalidMessageError(
+            f"{where}.arguments", f"expected a JSON object, got {type_name(value)}"
+        )
+    return value
+
+
+def _write_result(result: ToolResult, ent: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
+    form = ent.get("content")
+    if isinstance(result.content, str):
+        if not (result.content == "" and form == "absent"):
+            out["content"] = (
+                None if (form == "null" and not result.content) else result.content
+            )
+    else:
+        inner = ent.get("inner")
+        blocks = []
+        for k, p in enumerate(result.content):
+            e = entry(inner, k, len(result.content))
+            blocks.append(put_extras(_write_part(p, e, ""), e.get("extra")))
+        out["content"] = insert_opaque(blocks, ent.get("opaque"))
+    if result.is_error:
+        out["is_error"] = True
+    return out

@@ -1,0 +1,493 @@
+"""OpenAI Responses input items: ``from_responses`` and ``to_responses``.
+
+Contract:
+
+- ``to_responses(from_responses(items)) == items`` for every well-formed list of
+  the supported items, as dicts. Each neutral message records, in
+  ``Message.meta["responses"]["items"]``, which items it was read from (their
+  ``id``, ``status`` and other keys, and how many parts each gave), so item ids
+  such as ``rs_…``, ``msg_…`` and ``fc_…`` are written back.
+- Supported items: ``message`` (also without ``"type"``; roles ``user``,
+  ``system``, ``developer`` (read as ``system``) and ``assistant``; content a
+  string or ``input_text`` / ``output_text`` / ``input_image`` parts, with
+  ``refusal``, ``input_file`` and ``input_audio`` parts kept as they are),
+  ``function_call``, ``function_call_output`` and ``reasoning``. Any other
+  item type is an error naming the supported ones.
+- Consecutive ``reasoning``, assistant ``message`` and ``function_call`` items
+  form ONE assistant message (``Thinking``, ``Text`` and ``ToolCall`` parts in
+  order); consecutive ``function_call_output`` items form one ``tool`` message.
+- A ``reasoning`` item becomes one ``Thinking``: its summary texts joined by a
+  blank line, ``encrypted_content`` as the signature. Writing emits reasoning
+  items only for ``Thinking`` parts read from this shape (they need their
+  ``rs_`` id); another provider's reasoning is dropped.
+- ``instructions`` become a leading system message; writing emits it as a
+  ``system`` message item. ``is_error`` of a tool result and ``Message.name``
+  have no place in this shape and are dropped.
+
+Example:
+    >>> msgs = from_responses([
+    ...     {"type": "message", "role": "user", "content": "Time in Oslo?"},
+    ...     {"type": "reasoning", "id": "rs_1", "summary": []},
+    ...     {"type": "function_call", "id": "fc_1", "call_id": "c1",
+    ...      "name": "clock", "arguments": "{}"},
+    ...     {"type": "function_call_output", "call_id": "c1", "output": "09:00"},
+    ... ])
+    >>> [(m.role, len(m.parts)) for m in msgs]
+    [('user', 1), ('assistant', 2), ('tool', 1)]
+    >>> [item["type"] for item in to_responses(msgs)]
+    ['message', 'reasoning', 'function_call', 'function_call_output']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.formats._common import (
+    check_json,
+    entry,
+    expect_list,
+    expect_mapping,
+    expect_str,
+    extras,
+    image_from_url,
+    insert_opaque,
+    opt_str,
+    part_extras,
+    provider_meta,
+    put_extras,
+    type_name,
+)
+from contextwindow.messages import (
+    Image,
+    Message,
+    Part,
+    Role,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = ["from_responses", "to_responses"]
+
+_ITEMS = ("message", "function_call", "function_call_output", "reasoning")
+_OPAQUE_PARTS = frozenset(("refusal", "input_file", "input_audio"))
+_TEXT_PARTS = frozenset(("input_text", "output_text"))
+_SEP = "\n\n"
+
+Layout = dict[str, Any]
+
+
+def from_responses(
+    items: Sequence[Mapping[str, Any]] | str,
+    *,
+    instructions: str | None = None,
+    path: str = "input",
+) -> list[Message]:
+    """Read Responses input items into neutral messages.
+
+    Args:
+        items: The request's ``input``: a list of items, or a string (one user
+            message).
+        instructions: The request's ``instructions``, if any.
+        path: How error messages name the list.
+
+    Returns:
+        The neutral conversation.
+
+    Raises:
+        InvalidMessageError: An item is malformed; the error names where.
+
+    Example:
+        >>> try:
+        ...     from_responses([{"type": "web_search_call"}])
+        ... except InvalidMessageError as exc:
+        ...     print(exc.path, "|", exc.reason[:35])
+        input[0].type | unknown item type 'web_search_call'
+
+    """
+    out: list[Message] = []
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise InvalidMessageError(
+                "instructions", f"expected a string, got {type_name(instructions)}"
+            )
+        out.append(Message.system(instructions))
+    if isinstance(items, str):
+        meta = {"responses": {"input": "str"}}
+        out.append(Message("user", (Text(items),) if items else (), meta=meta))
+        return out
+    role: Role | None = None  # the open group: "assistant", "tool" or None
+    parts: list[Part] = []
+    layout: list[Layout] = []
+
+    def flush() -> None:
+        if role is not None:
+            meta = {"responses": {"items": list(layout)}}
+            out.append(Message(role, tuple(parts), meta=meta))
+        parts.clear()
+        layout.clear()
+
+    for i, raw in enumerate(expect_list(items, path)):
+        p = f"{path}[{i}]"
+        obj = expect_mapping(raw, p)
+        kind = _item_type(obj, p)
+        new_parts: tuple[Part, ...]
+        if kind == "message":
+            msg_role = expect_str(obj, "role", p)
+            if msg_role not in ("user", "system", "developer", "assistant"):
+                raise InvalidMessageError(f"{p}.role", f"unknown role {msg_role!r}")
+            new_parts, lay = _read_message(obj, p, msg_role)
+            if msg_role != "assistant":
+                flush()
+                role = None
+                neutral: Role = "user" if msg_role == "user" else "system"
+                out.append(
+                    Message(neutral, new_parts, meta={"responses": {"items": [lay]}})
+                )
+                continue
+            group: Role = "assistant"
+        elif kind == "function_call_output":
+            new_parts, lay = _read_output(obj, p)
+            group = "tool"
+        elif kind == "function_call":
+            new_parts, lay = _read_call(obj, p)
+            group = "assistant"
+        else:
+            new_parts, lay = _read_reasoning(obj, p)
+            group = "assistant"
+        if group != role:
+            flush()
+            role = group
+        parts.extend(new_parts)
+        layout.append(lay)
+    flush()
+    return out
+
+
+def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Write neutral messages as Responses input items.
+
+    Args:
+        messages: The conversation.
+
+    Returns:
+        New item dicts, in order.
+
+    Raises:
+        InvalidMessageError: A part cannot be written where it is (a tool call
+            in a user message, say); the error names ``messages[i].parts[j]``.
+
+    Example:
+        >>> for item in to_responses([Message.user("hi"), Message.tool("c1", "ok")]):
+        ...     print(item)
+        {'type': 'message', 'role': 'user', 'content': 'hi'}
+        {'type': 'function_call_output', 'call_id': 'c1', 'output': 'ok'}
+    """
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        rm = provider_meta(m.meta, "responses")
+        recorded = rm.get("items")
+        layout: list[Any] = (
+            recorded
+            if isinstance(recorded, list) and _fits(recorded, m.parts)
+            else _default_layout(m, i)
+        )
+        k = 0
+        for e in layout:
+            n = e["n"]
+            chunk = m.parts[k : k + n]
+            k += n
+            item = _write_item(m, e, chunk)
+            if item is not None:
+                out.append(put_extras(item, e.get("extra")))
+    return out
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def _item_type(obj: Mapping[str, Any], p: str) -> str:
+    if "type" not in obj:
+        if "role" in obj:
+            return "message"
+        raise InvalidMessageError(f"{p}.type", "missing")
+    kind = obj["type"]
+    if not isinstance(kind, str):
+        raise InvalidMessageError(
+            f"{p}.type", f"expected a string, got {type_name(kind)}"
+        )
+    if kind not in _ITEMS:
+        raise InvalidMessageError(
+            f"{p}.type",
+            f"unknown item type {kind!r} (supported: {', '.join(_ITEMS)})",
+        )
+    return kind
+
+
+def _default_text(role: str) -> str:
+    return "output_text" if role == "assistant" else "input_text"
+
+
+def _read_parts(
+    content: object, p: str, text_type: str
+) -> tuple[tuple[Text | Image, ...], Layout]:
+    """Read a content list; the layout holds part entries and opaque parts."""
+    seq = expect_list(content, p)
+    parts: list[Text | Image] = []
+    entries: list[Any] = []
+    opaque: list[Any] = []
+    for j, raw in enumerate(seq):
+        pp = f"{p}[{j}]"
+        part = expect_mapping(raw, pp)
+        kind = expect_str(part, "type", pp)
+        ent: dict[str, Any] = {}
+        if kind in _TEXT_PARTS:
+            parts.append(Text(expect_str(part, "text", pp)))
+            extra = extras(part, ("type", "text"))
+        elif kind == "input_image" and part.get("image_url") is not None:
+            url = expect_str(part, "image_url", pp)
+            parts.append(image_from_url(url, opt_str(part, "detail", pp)))
+            extra = extras(part, ("type", "image_url", "detail"), ("detail",))
+        elif kind in _OPAQUE_PARTS or kind == "input_image":
+            opaque.append([j, dict(part)])
+            continue
+        else:
+            raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")
+        if kind != text_type and kind in _TEXT_PARTS:
+            ent["type"] = kind
+        if extra:
+            ent["extra"] = extra
+        entries.append(ent or None)
+    lay: Layout = {}
+    if part_extras(entries):
+        lay["parts"] = entries
+    if opaque:
+        lay["opaque"] = opaque
+    return tuple(parts), lay
+
+
+def _read_message(
+    obj: Mapping[str, Any], p: str, role: str
+) -> tuple[tuple[Text | Image, ...], Layout]:
+    if "content" not in obj:
+        raise InvalidMessageError(f"{p}.content", "missing")
+    content = obj["content"]
+    parts: tuple[Text | Image, ...]
+    if isinstance(content, str):
+        parts = (Text(content),) if content else ()
+        lay: Layout = {"type": "message", "n": len(parts), "content_form": "str"}
+    else:
+        parts, extra_lay = _read_parts(content, f"{p}.content", _default_text(role))
+        lay = {"type": "message", "n": len(parts), "content_form": "list", **extra_lay}
+    if role == "developer":
+        lay["role"] = role
+    if "type" not in obj:
+        lay["no_type"] = True
+    extra = extras(obj, ("type", "role", "content"))
+    if extra:
+        lay["extra"] = extra
+    return parts, lay
+
+
+def _read_call(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], Layout]:
+    args = expect_str(obj, "arguments", p)
+    check_json(args, f"{p}.arguments")
+    call = ToolCall(expect_str(obj, "call_id", p), expect_str(obj, "name", p), args)
+    lay: Layout = {"type": "function_call", "n": 1}
+    extra = extras(obj, ("type", "call_id", "name", "arguments"))
+    if extra:
+        lay["extra"] = extra
+    return (call,), lay
+
+
+def _read_output(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], Layout]:
+    call_id = expect_str(obj, "call_id", p)
+    if "output" not in obj:
+        raise InvalidMessageError(f"{p}.output", "missing")
+    output = obj["output"]
+    lay: Layout = {"type": "function_call_output", "n": 1}
+    content: str | tuple[Text | Image, ...]
+    if isinstance(output, str):
+        content = output
+    elif isinstance(output, list):
+        content, extra_lay = _read_parts(output, f"{p}.output", "input_text")
+        lay.update(extra_lay)
+    else:
+        raise InvalidMessageError(
+            f"{p}.output", f"expected a string or a list, got {type_name(output)}"
+        )
+    extra = extras(obj, ("type", "call_id", "output"))
+    if extra:
+        lay["extra"] = extra
+    return (ToolResult(call_id, content),), lay
+
+
+def _read_reasoning(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], Layout]:
+    lay: Layout = {"type": "reasoning", "n": 1}
+    texts: list[str] = []
+    if "summary" in obj:
+        for k, raw in enumerate(expect_list(obj["summary"], f"{p}.summary")):
+            sp = f"{p}.summary[{k}]"
+            item = expect_mapping(raw, sp)
+            kind = expect_str(item, "type", sp)
+            if kind != "summary_text":
+                raise InvalidMessageError(
+                    f"{sp}.type", f"unknown summary type {kind!r}"
+                )
+            texts.append(expect_str(item, "text", sp))
+        lay["summary"] = [len(t) for t in texts]
+    signature = opt_str(obj, "encrypted_content", p)
+    extra = extras(
+        obj, ("type", "summary", "encrypted_content"), ("encrypted_content",)
+    )
+    if extra:
+        lay["extra"] = extra
+    return (Thinking(_SEP.join(texts), signature),), lay
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+def _fits(layout: object, parts: Sequence[Part]) -> bool:
+    """Whether a recorded layout still describes these parts."""
+    if not isinstance(layout, list):
+        return False
+    k = 0
+    for e in layout:
+        if not isinstance(e, Mapping) or not isinstance(e.get("n"), int):
+            return False
+        n = e["n"]
+        chunk = parts[k : k + n]
+        if len(chunk) != n:
+            return False
+        kind = e.get("type")
+        if kind == "message":
+            ok = all(isinstance(q, (Text, Image)) for q in chunk)
+        else:
+            want = {
+                "reasoning": Thinking,
+                "function_call": ToolCall,
+                "function_call_output": ToolResult,
+            }.get(str(kind))
+            ok = want is not None and n == 1 and isinstance(chunk[0], want)
+        if not ok:
+            return False
+        k += n
+    return k == len(parts)
+
+
+def _default_layout(m: Message, i: int) -> list[Layout]:
+    layout: list[Layout] = []
+    for j, part in enumerate(m.parts):
+        if isinstance(part, (Text, Image)) and m.role != "tool":
+            if layout and layout[-1]["type"] == "message":
+                layout[-1]["n"] += 1
+            else:
+                layout.append({"type": "message", "n": 1})
+        elif isinstance(part, Thinking) and m.role == "assistant":
+            layout.append({"type": "skip", "n": 1})
+        elif isinstance(part, ToolCall) and m.role == "assistant":
+            layout.append({"type": "function_call", "n": 1})
+        elif isinstance(part, ToolResult) and m.role == "tool":
+            layout.append({"type": "function_call_output", "n": 1})
+        else:
+            raise InvalidMessageError(
+                f"messages[{i}].parts[{j}]",
+                f"a {part.kind} part cannot be sent in a {m.role} message",
+            )
+    if not m.parts and m.role in ("system", "user", "assistant"):
+        layout.append({"type": "message", "n": 0})
+    return layout
+
+
+def _write_item(
+    m: Message, e: Mapping[str, Any], chunk: Sequence[Part]
+) -> dict[str, Any] | None:
+    kind = e["type"]
+    if kind == "message":
+        return _write_message(m, e, chunk)
+    part = chunk[0]
+    if isinstance(part, ToolCall):
+        return {
+            "type": "function_call",
+            "call_id": part.id,
+            "name": part.name,
+            "arguments": part.arguments,
+        }
+    if isinstance(part, ToolResult):
+        out: dict[str, Any] = {"type": "function_call_output", "call_id": part.call_id}
+        if isinstance(part.content, str):
+            out["output"] = part.content
+        else:
+            out["output"] = _write_parts(part.content, e, "input_text")
+        return out
+    if isinstance(part, Thinking) and kind == "reasoning":
+        return _write_reasoning(part, e)
+    return None  # reasoning from another provider
+
+
+def _write_parts(
+    parts: Sequence[Text | Image], e: Mapping[str, Any], text_type: str
+) -> list[Any]:
+    entries = e.get("parts")
+    items: list[Any] = []
+    for k, part in enumerate(parts):
+        ent = entry(entries, k, len(parts))
+        d: dict[str, Any]
+        if isinstance(part, Text):
+            kind = ent.get("type")
+            d = {"type": kind if kind in _TEXT_PARTS else text_type, "text": part.text}
+        else:
+            d = {"type": "input_image", "image_url": part.url}
+            if part.detail is not None:
+                d["detail"] = part.detail
+        items.append(put_extras(d, ent.get("extra")))
+    return insert_opaque(items, e.get("opaque"))
+
+
+def _write_message(
+    m: Message, e: Mapping[str, Any], chunk: Sequence[Part]
+) -> dict[str, Any]:
+    role: str = m.role
+    if role == "system" and e.get("role") == "developer":
+        role = "developer"
+    parts = [p for p in chunk if isinstance(p, (Text, Image))]
+    out: dict[str, Any] = {} if e.get("no_type") else {"type": "message"}
+    out["role"] = role
+    form = e.get("content_form")
+    plain = len(parts) <= 1 and all(isinstance(p, Text) for p in parts)
+    if form is None:
+        form = "str" if plain and len(parts) == 1 else "list"
+    if form == "str" and plain and not e.get("opaque"):
+        out["content"] = parts[0].text if parts and isinstance(parts[0], Text) else ""
+    else:
+        out["content"] = _write_parts(parts, e, _default_text(m.role))
+    return out
+
+
+def _write_reasoning(part: Thinking, e: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "reasoning"}
+    lens = e.get("summary")
+    text = part.text
+    if isinstance(lens, list) and _splits(lens, text):
+        texts, start = [], 0
+        for n in lens:
+            texts.append(text[start : start + n])
+            start += n + len(_SEP)
+        out["summary"] = [{"type": "summary_text", "text": t} for t in texts]
+    elif text or lens is not None:
+        out["summary"] = [{"type": "summary_text", "text": text}] if text else []
+    if part.signature is not None:
+        out["encrypted_content"] = part.signature
+    return out
+
+
+def _splits(lens: list[Any], text: str) -> bool:
+    if not all(isinstance(n, int) and n >= 0 for n in lens):
+        return False
+    if not lens:
+        return text == ""
+    return int(sum(lens)) + len(_SEP) * (len(lens) - 1) == len(text)

@@ -1,0 +1,158 @@
+"""Model names: how they normalise, rank and map to a tokenizer encoding.
+
+Contract: pure functions of a name (and a provider), no data. ``variants(name)``
+lists the lower-cased name and every form it normalises to, nearest first;
+``encoding_for`` says which shipped BPE encoding counts a model and whether that
+count is exact. The rules are described in ``contextwindow.models._registry``.
+
+Example:
+    >>> variants("openai/gpt-4o-2024-08-06")
+    ['openai/gpt-4o-2024-08-06', 'gpt-4o-2024-08-06', 'openai/gpt-4o', 'gpt-4o']
+    >>> encoding_for("azure/gpt-35-turbo")
+    ('cl100k_base', True)
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["bare_name", "encoding_for", "name_date", "tier", "variants"]
+
+# -- encodings -----------------------------------------------------------------
+
+_O200K = re.compile(
+    r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)(?=$|[-.:@_])"
+)
+_CL100K = re.compile(r"^(gpt-4|gpt-3\.5|gpt-35|davinci-002|babbage-002)(?=$|-)")
+
+
+def encoding_for(name: str) -> tuple[str, bool]:
+    """The encoding to count ``name`` with, and whether it is exact."""
+    bare = bare_name(name)
+    if _O200K.match(bare):
+        return "o200k_base", True
+    if _CL100K.match(bare):
+        return "cl100k_base", True
+    return "o200k_base", False
+
+
+# -- name normalisation ----------------------------------------------------------
+
+_REGION = re.compile(r"^(?:us-gov|us|eu|apac|au|jp|ca|global)\.")
+_VENDOR = re.compile(
+    r"^(?:anthropic|meta|amazon|mistral|cohere|ai21|deepseek|qwen|openai|google"
+    r"|moonshot|moonshotai|minimax|zai|xai|writer|nvidia|twelvelabs)\."
+)
+_BEDROCK_VERSION = re.compile(r"-v\d+(?::\d+)?$")
+_COLON_VERSION = re.compile(r"(?:-v\d+)?:\d+$")
+_DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+_FINE_TUNE = re.compile(r"^ft:([^:]+):")
+_DATE = re.compile(r"(?:^|[-@])(20\d\d)-?([01]\d)-?([0-3]\d)(?=$|[-@:])")
+
+
+def bare_name(name: str) -> str:
+    """The model part of a name: no provider path, region or vendor prefix."""
+    s = name.lower()
+    if s.startswith("ft:"):
+        s = s[3:]
+    s = s.rsplit("/", 1)[-1]
+    s = _REGION.sub("", s)
+    return _VENDOR.sub("", s)
+
+
+def _steps(s: str) -> list[str]:
+    """The forms one normalisation step away from ``s``, nearest first."""
+    out: list[str] = []
+    if s.startswith("ft:"):
+        m = _FINE_TUNE.match(s)
+        if m:
+            out.append("ft:" + m.group(1))
+        out.append(s[3:].split(":", 1)[0])
+    if "/" in s:
+        out.append(s.split("/", 1)[1])
+    vendor = False
+    if "." in s:
+        for rx in (_REGION, _VENDOR):
+            stripped = rx.sub("", s)
+            if stripped != s:
+                out.append(stripped)
+        vendor = _VENDOR.match(s) is not None
+    # "-v1" alone is a Bedrock version only after a vendor ("anthropic.claude-v2");
+    # elsewhere it is part of the name ("deepseek-v3").
+    if vendor or ":" in s:
+        rx = _BEDROCK_VERSION if vendor else _COLON_VERSION
+        stripped = rx.sub("", s)
+        if stripped != s and stripped:
+            out.append(stripped)
+    if "@" in s:
+        head, _, tail = s.rpartition("@")
+        if head:
+            if tail.isdigit() and len(tail) == 8:
+                out.append(f"{head}-{tail}")
+            out.append(head)
+    if s.endswith("-latest") and len(s) > 7:
+        out.append(s[:-7])
+    if s[-1:].isdigit():
+        stripped = _DATE_SUFFIX.sub("", s)
+        if stripped != s and stripped:
+            out.append(stripped)
+    return out
+
+
+def variants(name: str) -> list[str]:
+    """``name`` (lower-cased) and every form it normalises to, nearest first."""
+    seen = [name.strip().lower()]
+    known = set(seen)
+    i = 0
+    while i < len(seen):
+        for v in _steps(seen[i]):
+            if v not in known:
+                known.add(v)
+                seen.append(v)
+        i += 1
+    return seen
+
+
+# Which litellm providers are a model family's own, for ranking candidates.
+_MAKERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("claude", frozenset({"anthropic"})),
+    ("gpt", frozenset({"openai", "text-completion-openai", "chatgpt"})),
+    ("chatgpt", frozenset({"openai", "chatgpt"})),
+    ("o1", frozenset({"openai"})),
+    ("o3", frozenset({"openai"})),
+    ("o4", frozenset({"openai"})),
+    ("gemini", frozenset({"gemini", "vertex_ai-language-models"})),
+    ("gemma", frozenset({"gemini"})),
+    ("grok", frozenset({"xai"})),
+    ("deepseek", frozenset({"deepseek"})),
+    ("command", frozenset({"cohere", "cohere_chat"})),
+    ("jamba", frozenset({"ai21"})),
+    ("llama", frozenset({"meta_llama", "meta"})),
+    ("kimi", frozenset({"moonshot"})),
+    ("glm", frozenset({"zai"})),
+    ("qwen", frozenset({"dashscope"})),
+    ("minimax", frozenset({"minimax"})),
+    ("nova", frozenset({"amazon_nova"})),
+)
+_MISTRAL = ("mistral", "codestral", "devstral", "magistral", "ministral", "pixtral")
+_CLOUDS = ("azure", "bedrock", "vertex_ai")
+
+
+def tier(name: str, provider: str) -> int:
+    """0: the model maker's own entry; 1: a big cloud; 2: anyone else."""
+    bare = bare_name(name)
+    for prefix, makers in _MAKERS:
+        if bare.startswith(prefix):
+            if provider in makers:
+                return 0
+            break
+    else:
+        if bare.startswith(_MISTRAL) and provider in {"mistral", "codestral"}:
+            return 0
+    return 1 if provider.startswith(_CLOUDS) else 2
+
+
+def name_date(name: str) -> int:
+    """The date in a name as YYYYMMDD; undated names count as newest."""
+    m = _DATE.search(name.lower())
+    return int("".join(m.groups())) if m else 99_999_999

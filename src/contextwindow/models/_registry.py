@@ -1,0 +1,525 @@
+"""Context windows and output limits of known models, and how to count for them.
+
+Contract:
+
+- The shipped table (``data/models.json``, trimmed from litellm's model map, MIT)
+  is read once, lazily, on the first lookup; importing this module reads nothing.
+- ``Registry.get`` never guesses silently: a name it cannot resolve gives
+  ``DEFAULT_MODEL_INFO`` with an ``UnknownModelWarning`` naming the model, or,
+  with ``default=False``, an ``UnknownModelError`` with close matches.
+- What users register (``register``, ``alias``) wins over the shipped table.
+- ``ModelInfo.exact`` is ``True`` only where a shipped BPE file is the model's
+  real tokenizer (OpenAI's ``o200k_base`` and ``cl100k_base`` families). Every
+  other model is counted with ``o200k_base`` as an approximation, labelled so.
+
+Resolution, in order (case-insensitive throughout):
+
+1. user aliases, then the exact name (user entries before shipped ones);
+2. the exact name of a normalised form, nearest first: a provider prefix
+   removed (``openai/gpt-4o``; a prefixed key that exists is used as it is),
+   Bedrock regions, vendors and versions removed
+   (``us.anthropic.claude-...-v1:0``), Vertex ``@date`` turned into ``-date``
+   or removed, ``-latest`` removed, a ``-YYYYMMDD`` / ``-YYYY-MM-DD`` date
+   removed, an OpenAI fine-tune's ``ft:base:org::id`` reduced to its base;
+3. otherwise any entry that normalises to one of those forms: the model
+   maker's own entry first (``anthropic`` for ``claude-*``), then the clouds
+   (Azure, Bedrock, Vertex), then resellers; among equals the nearest form, the
+   newest date (so an undated name finds the newest dated entry), then the
+   smallest window, because a window that is too small only compacts early
+   while one that is too large gets the request rejected.
+
+Example:
+    >>> get_model("openai/gpt-4o-2024-08-06").context_window
+    128000
+    >>> registry.resolve("anthropic/claude-opus-4-6-latest")
+    'claude-opus-4-6'
+    >>> registry.resolve("claude-sonnet-4-5@20250929")
+    'claude-sonnet-4-5-20250929'
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from contextwindow.errors import UnknownModelError, UnknownModelWarning
+from contextwindow.models._names import encoding_for, name_date, tier, variants
+from contextwindow.tokens.approx import ApproximateTokenizer
+from contextwindow.tokens.base import Tokenizer
+
+__all__ = [
+    "APPROXIMATION_SCALES",
+    "DEFAULT_MODEL_INFO",
+    "ModelInfo",
+    "Registry",
+    "approximation_scale",
+    "get_model",
+    "get_tokenizer",
+    "register_model",
+    "registry",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What contextwindow knows about one model.
+
+    Example:
+        >>> info = get_model("gpt-4o")
+        >>> (info.provider, info.context_window, info.encoding, info.exact)
+        ('openai', 128000, 'o200k_base', True)
+    """
+
+    name: str
+    """The canonical name (the registry's key)."""
+    provider: str
+    """Who serves it, in litellm's terms: ``openai``, ``anthropic``, ``azure``..."""
+    context_window: int
+    """Most input tokens a request may hold."""
+    max_output_tokens: int | None
+    """Most tokens the model may generate; ``None`` when not known."""
+    encoding: str | None
+    """The tiktoken encoding counted with: the real one when ``exact``, else the
+    one used as an approximation."""
+    exact: bool
+    """Whether ``get_tokenizer(name)`` counts this model's tokens exactly."""
+    function_calling: bool | None = None
+    """Whether the model takes tools, when the source says."""
+    vision: bool | None = None
+    """Whether the model takes images, when the source says."""
+
+
+DEFAULT_MODEL_INFO = ModelInfo(
+    name="unknown",
+    provider="unknown",
+    context_window=8192,
+    max_output_tokens=None,
+    encoding="o200k_base",
+    exact=False,
+)
+"""What an unknown model is taken to be: an 8,192-token window, counted
+approximately with ``o200k_base``.
+
+8,192 is the smallest window of the chat models still commonly served (GPT-4,
+Llama 3 8B, Gemma), so assuming it for a model nobody described keeps the
+conversation inside almost any real window: a window guessed too small costs an
+early compaction, one guessed too large costs a rejected request. Register the
+model (``register_model``) to use its real window.
+"""
+
+# -- the registry ----------------------------------------------------------------
+
+_CACHE_SIZE = 4096
+
+
+def _load_shipped() -> dict[str, Any]:
+    res = resources.files("contextwindow.models") / "data" / "models.json"
+    data = json.loads(res.read_bytes())
+    models: dict[str, Any] = data["models"]
+    return models
+
+
+def _from_raw(name: str, raw: Mapping[str, Any]) -> ModelInfo:
+    encoding, exact = encoding_for(name)
+    return ModelInfo(
+        name=name,
+        provider=raw["provider"],
+        context_window=raw["context_window"],
+        max_output_tokens=raw.get("max_output_tokens"),
+        encoding=encoding,
+        exact=exact,
+        function_calling=raw.get("function_calling"),
+        vision=raw.get("vision"),
+    )
+
+
+class Registry:
+    """Model names to ``ModelInfo``, with the resolution rules of this module.
+
+    Args:
+        entries: The base table; ``None`` reads the shipped one on first use.
+
+    Example:
+        >>> reg = Registry({})
+        >>> reg.register("my-llm", context_window=32_000).context_window
+        32000
+        >>> reg.alias("mine", "my-llm")
+        >>> reg.get("MINE").name
+        'my-llm'
+        >>> [m.name for m in reg.search("my-*")]
+        ['my-llm']
+    """
+
+    def __init__(self, entries: Mapping[str, ModelInfo] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._base: dict[str, ModelInfo | Mapping[str, Any]] | None = (
+            None if entries is None else dict(entries)
+        )
+        self._base_lower: dict[str, str] = {}
+        if self._base is not None:
+            self._base_lower = {k.lower(): k for k in self._base}
+        self._user: dict[str, ModelInfo] = {}
+        self._user_lower: dict[str, str] = {}
+        self._aliases: dict[str, str] = {}
+        self._infos: dict[str, ModelInfo] = {}
+        self._index: dict[str, list[str]] | None = None
+        self._cache: dict[str, str | None] = {}
+
+    # -- loading --------------------------------------------------------------
+
+    def _table(self) -> dict[str, ModelInfo | Mapping[str, Any]]:
+        base = self._base
+        if base is None:
+            with self._lock:
+                if self._base is None:
+                    shipped = _load_shipped()
+                    self._base_lower = {k.lower(): k for k in shipped}
+                    self._base = shipped
+                base = self._base
+        return base
+
+    def _info(self, name: str) -> ModelInfo:
+        user = self._user.get(name)
+        if user is not None:
+            return user
+        info = self._infos.get(name)
+        if info is None:
+            entry = self._table()[name]
+            info = entry if isinstance(entry, ModelInfo) else _from_raw(name, entry)
+            self._infos[name] = info
+        return info
+
+    def _names(self) -> set[str]:
+        return set(self._table()) | set(self._user)
+
+    # -- resolution -----------------------------------------------------------
+
+    def _exact(self, lowered: str) -> str | None:
+        return self._user_lower.get(lowered) or self._base_lower.get(lowered)
+
+    def _fuzzy_index(self) -> dict[str, list[str]]:
+        with self._lock:
+            if self._index is None:
+                index: dict[str, list[str]] = {}
+                for name in self._names():
+                    for v in variants(name)[1:]:
+                        index.setdefault(v, []).append(name)
+                self._index = index
+            return self._index
+
+    def _rank(self, name: str, nearness: int) -> tuple[int, int, int, int, int, str]:
+        info = self._info(name)
+        rank = -1 if name in self._user else tier(name, info.provider)
+        return (
+            rank,
+            nearness,
+            -name_date(name),
+            info.context_window,
+            len(name),
+            name,
+        )
+
+    def resolve(self, model: str) -> str | None:
+        """Return the canonical name ``model`` resolves to, or ``None``.
+
+        Example:
+            >>> registry.resolve("OpenAI/GPT-4o")
+            'gpt-4o'
+            >>> registry.resolve("no-such-model") is None
+            True
+        """
+        self._table()
+        key = model.strip().lower()
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+        found = self._resolve(key)
+        with self._lock:
+            if len(self._cache) >= _CACHE_SIZE:  # bound it: names can be anything
+                self._cache.clear()
+            self._cache[key] = found
+        return found
+
+    def _resolve(self, key: str) -> str | None:
+        if key in self._aliases:
+            return self._aliases[key]
+        forms = variants(key)
+        for v in forms:
+            hit = self._exact(v)
+            if hit is not None:
+                return hit
+        index = self._fuzzy_index()
+        best: tuple[tuple[int, int, int, int, int, str], str] | None = None
+        for nearness, v in enumerate(forms):
+            for name in index.get(v, ()):
+                rank = self._rank(name, nearness)
+                if best is None or rank < best[0]:
+                    best = (rank, name)
+        return None if best is None else best[1]
+
+    def suggest(self, model: str, n: int = 3) -> tuple[str, ...]:
+        """Names close to ``model`` (by ``difflib``), best first.
+
+        Example:
+            >>> "gpt-4o-mini" in registry.suggest("gpt-4o-mni")
+            True
+        """
+        names = {n.lower(): n for n in self._names()}
+        close = difflib.get_close_matches(model.strip().lower(), names, n=n)
+        return tuple(names[c] for c in close)
+
+    def get(self, model: str, *, default: bool = True) -> ModelInfo:
+        """Return the ``ModelInfo`` for ``model``.
+
+        Args:
+            model: Any name the resolution rules accept.
+            default: Whether an unknown model gets ``DEFAULT_MODEL_INFO`` (with
+                an ``UnknownModelWarning``) instead of an error.
+
+        Raises:
+            UnknownModelError: Unknown model and ``default=False``; it carries
+                close matches.
+
+        Example:
+            >>> registry.get("claude-sonnet-4-5-20250929").context_window
+            200000
+        """
+        return self._get(model, default=default, stacklevel=3)
+
+    def _get(self, model: str, *, default: bool, stacklevel: int) -> ModelInfo:
+        name = self.resolve(model)
+        if name is not None:
+            return self._info(name)
+        suggestions = self.suggest(model)
+        if not default:
+            raise UnknownModelError(model, suggestions)
+        hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+        warnings.warn(
+            f"unknown model {model!r}{hint}: using the default of "
+            f"{DEFAULT_MODEL_INFO.context_window:,} tokens of context "
+            f"(DEFAULT_MODEL_INFO), counted approximately with "
+            f"{DEFAULT_MODEL_INFO.encoding}; register it with "
+            "contextwindow.models.register_model() to use its real window",
+            UnknownModelWarning,
+            stacklevel=stacklevel,
+        )
+        return DEFAULT_MODEL_INFO
+
+    # -- user data ------------------------------------------------------------
+
+    def register(
+        self,
+        name: str,
+        *,
+        context_window: int,
+        max_output_tokens: int | None = None,
+        provider: str = "custom",
+        encoding: str | None = None,
+        exact: bool = False,
+    ) -> ModelInfo:
+        """Add or override a model; it wins over the shipped table.
+
+        Args:
+            name: The model's name, as it will be looked up.
+            context_window: Its window in tokens (positive).
+            max_output_tokens: Its output limit, if known (positive).
+            provider: Who serves it.
+            encoding: The tiktoken encoding to count with. ``None`` infers it
+                from the name, as for shipped models (``exact`` is then
+                inferred too, and the argument is ignored).
+            exact: Whether ``encoding`` is the model's real tokenizer.
+
+        Raises:
+            ValueError: A limit that is not a positive integer, an empty name,
+                or ``exact=True`` with an encoding that is not shipped.
+
+        Example:
+            >>> reg = Registry({})
+            >>> reg.register("gpt-4o-proxy", context_window=64_000).encoding
+            'o200k_base'
+        """
+        from contextwindow.tokens.bpe import ENCODINGS
+
+        if not name.strip():
+            raise ValueError("name: must not be empty")
+        for label, value in (
+            ("context_window", context_window),
+            ("max_output_tokens", max_output_tokens),
+        ):
+            if value is None and label == "max_output_tokens":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{label}: must be a positive int, got {value!r}")
+        if encoding is None:
+            encoding, exact = encoding_for(name)
+        elif encoding not in ENCODINGS:
+            known = ", ".join(sorted(ENCODINGS))
+            raise ValueError(f"encoding: {encoding!r} is not shipped (known: {known})")
+        info = ModelInfo(
+            name=name,
+            provider=provider,
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
+            encoding=encoding,
+            exact=exact,
+        )
+        self._table()
+        with self._lock:
+            old = self._user_lower.get(name.lower())
+            if old is not None:
+                del self._user[old]
+            self._user[name] = info
+            self._user_lower[name.lower()] = name
+            self._aliases.pop(name.lower(), None)
+            self._index = None
+            self._cache.clear()
+        return info
+
+    def alias(self, alias: str, target: str) -> None:
+        """Make ``alias`` resolve to what ``target`` resolves to now.
+
+        Raises:
+            UnknownModelError: ``target`` does not resolve.
+
+        Example:
+            >>> reg = Registry({})
+            >>> _ = reg.register("big-model-2", context_window=1_000_000)
+            >>> reg.alias("big", "big-model-2")
+            >>> reg.resolve("big")
+            'big-model-2'
+        """
+        name = self.resolve(target)
+        if name is None:
+            raise UnknownModelError(target, self.suggest(target))
+        with self._lock:
+            self._aliases[alias.strip().lower()] = name
+            self._cache.clear()
+
+    # -- listing --------------------------------------------------------------
+
+    def search(self, pattern: str) -> list[ModelInfo]:
+        """Models whose name contains ``pattern``, or matches it as a glob.
+
+        Matching ignores case; a pattern with ``*``, ``?`` or ``[`` is a glob
+        (``fnmatch``) over the whole name. Sorted by name.
+
+        Example:
+            >>> [m.name for m in registry.search("claude-sonnet-4-5*")][:2]
+            ['claude-sonnet-4-5', 'claude-sonnet-4-5-20250929']
+        """
+        p = pattern.strip().lower()
+        if any(c in p for c in "*?["):
+            hits = [n for n in self._names() if fnmatch.fnmatchcase(n.lower(), p)]
+        else:
+            hits = [n for n in self._names() if p in n.lower()]
+        return [self._info(n) for n in sorted(hits)]
+
+    def __iter__(self) -> Iterator[ModelInfo]:
+        """Every model, sorted by name (user entries in place of shipped ones)."""
+        return iter([self._info(n) for n in sorted(self._names())])
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, model: object) -> bool:
+        """Whether ``model`` (a name) resolves."""
+        return isinstance(model, str) and self.resolve(model) is not None
+
+    def __repr__(self) -> str:
+        state = "not loaded" if self._base is None else f"{len(self)} models"
+        return f"<Registry {state}>"
+
+
+registry = Registry()
+"""The process-wide registry that ``get_model`` and ``register_model`` use."""
+
+
+def get_model(model: str, *, default: bool = True) -> ModelInfo:
+    """``registry.get(model, default=default)``.
+
+    Example:
+        >>> get_model("gpt-4o").context_window
+        128000
+    """
+    return registry._get(model, default=default, stacklevel=3)
+
+
+def register_model(
+    name: str,
+    *,
+    context_window: int,
+    max_output_tokens: int | None = None,
+    provider: str = "custom",
+    encoding: str | None = None,
+    exact: bool = False,
+) -> ModelInfo:
+    """``registry.register(...)``: add or override a model process-wide."""
+    return registry.register(
+        name,
+        context_window=context_window,
+        max_output_tokens=max_output_tokens,
+        provider=provider,
+        encoding=encoding,
+        exact=exact,
+    )
+
+
+def get_tokenizer(model: str | None) -> Tokenizer:
+    """The tokenizer to count ``model``'s tokens with.
+
+    Exact BPE for OpenAI models whose encoding ships; for every other model,
+    ``o200k_base`` wrapped as an ``ApproximateTokenizer`` whose ``exact`` is
+    ``False``, scaled where the ratio was measured (``APPROXIMATION_SCALES``).
+    ``None`` (no model given) gets the approximation too; an unknown model
+    warns, as ``get_model`` does.
+
+    Example:
+        >>> get_tokenizer("gpt-4o").name
+        'o200k_base'
+        >>> tok = get_tokenizer("claude-sonnet-4-5")
+        >>> (tok.name, tok.exact)
+        ('o200k_base x1.17 (approximate for claude-sonnet-4-5)', False)
+    """
+    from contextwindow.tokens.bpe import BPETokenizer
+
+    if model is None:
+        return ApproximateTokenizer(BPETokenizer("o200k_base"), "an unnamed model")
+    info = registry._get(model, default=True, stacklevel=3)
+    bpe = BPETokenizer(info.encoding or "o200k_base")
+    if info.exact:
+        return bpe
+    label = info.name if info is not DEFAULT_MODEL_INFO else model
+    return ApproximateTokenizer(bpe, label, scale=approximation_scale(info))
+
+
+APPROXIMATION_SCALES: dict[str, float] = {"claude": 1.17}
+"""Measured ratio of a model family's real token counts to o200k's, by a word
+in the model's name. Claude: 1.17, the Theil-Sen slope of real prompt growth (the API's
+``usage``) against o200k counts of the added content over 774 consecutive API
+calls of the Claude Code sessions in the shared data (Opus 4.6: 1.16, Haiku
+4.5: 1.21); reproduce with ``python scripts/calibrate_claude.py``. Undercounting
+is the costly error (the provider rejects the request), so no family without a
+measurement is scaled below 1."""
+
+
+def approximation_scale(info: ModelInfo) -> float:
+    """The factor applied to o200k counts for an approximated model (1.0 if none).
+
+    Example:
+        >>> approximation_scale(get_model("claude-opus-4-6"))
+        1.17
+        >>> approximation_scale(get_model("gemini-2.5-pro"))
+        1.0
+    """
+    name = info.name.lower()
+    for family, scale in APPROXIMATION_SCALES.items():
+        if family in name:
+            return scale
+    return 1.0

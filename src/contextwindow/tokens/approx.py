@@ -1,0 +1,96 @@
+"""A tokenizer standing in for one whose real vocabulary is not available.
+
+Contract: ``ApproximateTokenizer`` counts what its base counts, times a stated
+``scale`` (rounded up, so ``count("") == 0`` still holds), always reports
+``exact = False`` and a name that says what it approximates and by which factor,
+so every report built on it is labelled as an estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from contextwindow.tokens.base import Tokenizer
+
+__all__ = ["ApproximateTokenizer"]
+
+
+class ApproximateTokenizer:
+    """Count with ``base``, labelled as an approximation for ``label``.
+
+    Args:
+        base: The tokenizer whose counts are used (e.g. ``o200k_base`` BPE).
+        label: What is approximated, usually a model name.
+        scale: Measured ratio of the real tokenizer's counts to the base's
+            (e.g. Claude's to o200k's); ``1.0`` when nothing was measured.
+
+    Raises:
+        ValueError: ``scale`` is not positive.
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> tok = ApproximateTokenizer(FakeTokenizer(), "claude-sonnet-4-5")
+        >>> tok.name
+        'fake (approximate for claude-sonnet-4-5)'
+        >>> (tok.count("three short words"), tok.exact)
+        (3, False)
+        >>> scaled = ApproximateTokenizer(FakeTokenizer(), "claude", scale=1.17)
+        >>> (scaled.name, scaled.count("three short words"))
+        ('fake x1.17 (approximate for claude)', 4)
+    """
+
+    __slots__ = ("_base", "_label", "_scale")
+
+    def __init__(self, base: Tokenizer, label: str, *, scale: float = 1.0) -> None:
+        if not scale > 0:
+            raise ValueError(f"scale must be positive, got {scale!r}")
+        self._base = base
+        self._label = label
+        self._scale = scale
+
+    @property
+    def name(self) -> str:
+        """The base's name, the factor if any, and what it approximates."""
+        factor = "" if self._scale == 1.0 else f" x{self._scale:g}"
+        return f"{self._base.name}{factor} (approximate for {self._label})"
+
+    @property
+    def scale(self) -> float:
+        """The factor applied to the base's counts."""
+        return self._scale
+
+    @property
+    def exact(self) -> bool:
+        """Always ``False``."""
+        return False
+
+    @property
+    def base(self) -> Tokenizer:
+        """The tokenizer doing the counting."""
+        return self._base
+
+    @property
+    def label(self) -> str:
+        """What is approximated."""
+        return self._label
+
+    def count(self, text: str) -> int:
+        """Return the base's count of ``text`` times the scale, rounded up."""
+        n = self._base.count(text)
+        return n if self._scale == 1.0 else math.ceil(n * self._scale)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Count several texts, in one batch when the base can."""
+        batch = getattr(self._base, "count_many", None)
+        if callable(batch):
+            counts = list(batch(list(texts)))
+        else:
+            counts = [self._base.count(t) for t in texts]
+        if self._scale == 1.0:
+            return counts
+        return [math.ceil(n * self._scale) for n in counts]
+
+    def __repr__(self) -> str:
+        extra = "" if self._scale == 1.0 else f", scale={self._scale!r}"
+        return f"ApproximateTokenizer({self._base!r}, {self._label!r}{extra})"

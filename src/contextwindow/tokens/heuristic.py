@@ -1,0 +1,224 @@
+"""A fast token estimate that approximates ``o200k_base`` without a vocabulary.
+
+Contract: ``count`` is a pure function of the text, ``count("") == 0`` and any
+non-empty text counts at least 1. It never loads a file and never loops over
+characters in Python: the text is encoded to UTF-8 once, mapped to a small
+alphabet of character classes with one ``bytes.translate`` (continuation bytes
+deleted, so one class byte per character), and a handful of ``bytes.count``
+calls on that class string give the features. Each ``count`` is a pass over
+the text, so there are only five for ASCII text; that keeps it several times
+faster than exact BPE (``benchmarks/heuristic_accuracy.py`` measures both in
+one run).
+
+The estimate is linear in those features. Why these features: o200k splits text
+into pre-tokens (words with their leading space or punctuation, runs of up to
+three digits, punctuation runs, whitespace runs) and then merges bytes inside
+each. So every character costs a base rate, lowercase letters much less (they
+merge into words), a word ending in punctuation or a space marks a token
+boundary, digits cost more than letters (numbers split every three digits and
+rarely merge with their neighbours), and runs of spaces are cheap. Non-ASCII
+characters are classed by their UTF-8 lead byte (Latin extensions; Greek/
+Cyrillic/Hebrew/Arabic; Indic/Thai; the U+2000 block of symbols and arrows;
+CJK; Hangul; emoji) with a rate for each.
+
+The weights are fitted by ``scripts/fit_heuristic.py``: on every message text of
+the shared data for ASCII and the U+2000 symbols, minimising the squared
+*relative* error (so short messages weigh as much as long ones), and on a small
+built-in multilingual sample for the other scripts, which the data lacks. On
+the shared data the estimate is within 4.2 % of o200k in the median and 11.3 %
+at the 90th percentile (``len/4`` gets 16 % and 33 %).
+"""
+
+from __future__ import annotations
+
+__all__ = ["HeuristicTokenizer"]
+
+# -- character classes -----------------------------------------------------------
+#
+# One class byte per character: ASCII by kind, non-ASCII by UTF-8 lead byte.
+#   a  lowercase ASCII letter       A  uppercase ASCII letter     0  digit
+#   ' ' space                       \n line break (\r, \n)        \t other space
+#   .  ASCII punctuation/control    x  U+0080-U+027F (Latin-1, Latin extended)
+#   y  U+0280-U+07FF (Greek, Cyrillic, Hebrew, Arabic ...)
+#   u  U+0800-U+1FFF and private use (Indic, Thai, Georgian ...)
+#   s  U+2000-U+2FFF (punctuation, arrows, box drawing, dingbats)
+#   c  U+3000-U+9FFF and U+F000-U+FFFF (CJK, kana, fullwidth forms)
+#   h  U+A000-U+DFFF (Hangul syllables, Yi)
+#   e  4-byte characters (emoji, rare CJK)
+
+
+def _class_of(byte: int) -> str:
+    if byte < 0x80:
+        ch = chr(byte)
+        if "a" <= ch <= "z":
+            return "a"
+        if "A" <= ch <= "Z":
+            return "A"
+        if "0" <= ch <= "9":
+            return "0"
+        if ch == " ":
+            return " "
+        if ch in "\r\n":
+            return "\n"
+        if ch in "\t\x0b\x0c":
+            return "\t"
+        return "."
+    if byte < 0xC0:
+        return "-"  # continuation byte: deleted by translate
+    if byte < 0xCA:
+        return "x"
+    if byte < 0xE0:
+        return "y"
+    if byte < 0xE2 or byte == 0xEE:
+        return "u"
+    if byte == 0xE2:
+        return "s"
+    if byte < 0xEA or byte == 0xEF:
+        return "c"
+    if byte < 0xEE:
+        return "h"
+    return "e"
+
+
+_CLASSES = bytes(ord(_class_of(b)) for b in range(256))
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+# -- weights ---------------------------------------------------------------------
+#
+# Fitted by scripts/fit_heuristic.py (o200k_base, every message text of
+# ../shared/data plus its built-in multilingual sample). Rerun it and paste its
+# output here when the features change.
+_W_TEXT = 0.1002
+_W_CHAR = 0.4014
+_W_LOWER = -0.3327
+_W_WORD_PUNCT = 0.8526
+_W_WORD_SPACE = 0.2465
+_W_DIGIT = 0.3063
+_W_SPACE2 = -0.4655
+_W_SYMBOL = 1.5407
+_W_LATIN = 0.0852
+_W_ALPHABETIC = -0.1641
+_W_OTHER = -0.0618
+_W_CJK = 0.3359
+_W_HANGUL = 0.2419
+_W_EMOJI = 1.0916
+
+FEATURES: tuple[str, ...] = (
+    "text",
+    "char",
+    "lower",
+    "word_punct",
+    "word_space",
+    "digit",
+    "space2",
+    "symbol",
+    "latin",
+    "alphabetic",
+    "other",
+    "cjk",
+    "hangul",
+    "emoji",
+)
+"""Feature names, in the order ``_features`` returns them (for the fit script)."""
+
+
+def _features(text: str) -> tuple[int, ...]:
+    """The feature counts of a non-empty text, in ``FEATURES`` order."""
+    s = text.encode("utf-8", "surrogatepass").translate(_CLASSES, _CONTINUATION)
+    c = s.count
+    return (
+        1,
+        len(s),
+        c(b"a"),
+        c(b"a."),
+        c(b"a "),
+        c(b"0"),
+        c(b"  "),
+        c(b"s"),
+        c(b"x"),
+        c(b"y"),
+        c(b"u"),
+        c(b"c"),
+        c(b"h"),
+        c(b"e"),
+    )
+
+
+def _weights() -> tuple[float, ...]:
+    """The weights, in ``FEATURES`` order."""
+    return (
+        _W_TEXT,
+        _W_CHAR,
+        _W_LOWER,
+        _W_WORD_PUNCT,
+        _W_WORD_SPACE,
+        _W_DIGIT,
+        _W_SPACE2,
+        _W_SYMBOL,
+        _W_LATIN,
+        _W_ALPHABETIC,
+        _W_OTHER,
+        _W_CJK,
+        _W_HANGUL,
+        _W_EMOJI,
+    )
+
+
+class HeuristicTokenizer:
+    """Estimates ``o200k_base`` token counts from character classes.
+
+    Use it where speed matters more than the last token (budget checks on every
+    push); use ``BPETokenizer`` where the count must be exact.
+
+    Example:
+        >>> tok = HeuristicTokenizer()
+        >>> tok.count("The quick brown fox jumps over the lazy dog.")  # o200k: 10
+        9
+        >>> tok.count("")
+        0
+        >>> (tok.name, tok.exact)
+        ('heuristic', False)
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """Always ``heuristic``."""
+        return "heuristic"
+
+    @property
+    def exact(self) -> bool:
+        """Always ``False``: counts are estimates."""
+        return False
+
+    def count(self, text: str) -> int:
+        """Return the estimated token count of ``text`` (at least 1 unless empty)."""
+        if not text:
+            return 0
+        # Inlined _features(): this is the hot path, no tuple is built.
+        s = text.encode("utf-8", "surrogatepass").translate(_CLASSES, _CONTINUATION)
+        c = s.count
+        est = (
+            _W_TEXT
+            + _W_CHAR * len(s)
+            + _W_LOWER * c(b"a")
+            + _W_WORD_PUNCT * c(b"a.")
+            + _W_WORD_SPACE * c(b"a ")
+            + _W_DIGIT * c(b"0")
+            + _W_SPACE2 * c(b"  ")
+        )
+        if not text.isascii():
+            est += (
+                _W_SYMBOL * c(b"s")
+                + _W_LATIN * c(b"x")
+                + _W_ALPHABETIC * c(b"y")
+                + _W_OTHER * c(b"u")
+                + _W_CJK * c(b"c")
+                + _W_HANGUL * c(b"h")
+                + _W_EMOJI * c(b"e")
+            )
+        return int(est + 0.5) if est >= 1.0 else 1
+
+    def __repr__(self) -> str:
+        return "HeuristicTokenizer()"

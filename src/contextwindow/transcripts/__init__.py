@@ -1,0 +1,393 @@
+"""Read conversation files of many kinds into neutral transcripts.
+
+Contract:
+
+- ``read_transcripts(source)`` reads a path or an open file, detects its
+  format (or takes the one named) and returns one ``Transcript`` per
+  conversation in it; ``read_transcript`` insists on exactly one.
+- Formats (``FORMATS``): ``openai`` (a JSON list of Chat Completions messages),
+  ``openai_request`` (``{"model", "messages", "tools"}``), ``anthropic`` (a
+  JSON list of Anthropic turns), ``anthropic_request`` (``{"model", "system",
+  "messages", "tools"}``), ``responses`` (a list of Responses items or a body
+  with ``input``), ``jsonl`` (one message or item per line, in any of those
+  shapes), ``claude_code`` (Claude Code session records), ``tau_bench``
+  (τ-bench trajectories, one transcript each) and ``locomo`` (LoCoMo
+  conversations, one transcript each).
+- Messages are converted by ``contextwindow.formats``, so the same rules and
+  the same ``meta`` apply; readers add only where a message came from.
+- Malformed files raise ``InvalidMessageError`` naming the file and the line or
+  record (``session.jsonl:line 3: not valid JSON: …``,
+  ``chat.jsonl:line 2.content[0].type: unknown part type 'foo'``); a JSON
+  shape that matches no format names the formats tried. A file that cannot
+  be read raises ``InvalidMessageError(path, "cannot read: …")`` from the
+  ``OSError``.
+
+Example:
+    >>> import io, json
+    >>> chat = [{"role": "user", "content": "hi"},
+    ...         {"role": "assistant", "content": "hello"}]
+    >>> t = read_transcript(io.StringIO(json.dumps(chat)))
+    >>> t.format, len(t.messages), t.messages[1].text
+    ('openai', 2, 'hello')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.formats import from_anthropic, from_openai, from_responses
+from contextwindow.formats._common import expect_list, expect_mapping, type_name
+from contextwindow.messages import Message, ToolSpec
+from contextwindow.transcripts._base import FORMATS, Records, Transcript
+from contextwindow.transcripts._claude_code import read_claude_code
+from contextwindow.transcripts._datasets import read_locomo, read_tau_bench
+
+__all__ = [
+    "FORMATS",
+    "Transcript",
+    "detect_format",
+    "read_transcript",
+    "read_transcripts",
+]
+
+_ANTHROPIC_BLOCKS = frozenset(
+    ("tool_use", "tool_result", "thinking", "redacted_thinking", "document")
+)
+_RESPONSES_PARTS = frozenset(("input_text", "output_text", "input_image"))
+
+
+def read_transcripts(
+    source: str | os.PathLike[str] | IO[str] | IO[bytes], *, format: str | None = None
+) -> list[Transcript]:
+    """Read every conversation in a file.
+
+    Args:
+        source: A path, or an open text or binary file.
+        format: One of ``FORMATS``; detected when ``None``.
+
+    Returns:
+        The transcripts, in file order.
+
+    Raises:
+        InvalidMessageError: The file is not valid JSON or JSONL, matches no
+            format, or holds a malformed message, or cannot be read (the
+            ``OSError`` is its ``__cause__``); the error names the place.
+
+    Example:
+        >>> import io
+        >>> read_transcripts(io.StringIO('{"role": "user", "content": "hi"}'))[0].format
+        'jsonl'
+    """
+    name, text = _read_source(source)
+    kind, value = _parse(text, name)
+    fmt = format if format is not None else _detect(kind, value, name)
+    reader = _READERS.get(fmt)
+    if reader is None:
+        raise InvalidMessageError(
+            "format", f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})"
+        )
+    if fmt in ("claude_code", "jsonl") and kind == "json":
+        kind, value = "jsonl", [(1, value)]
+    elif fmt not in ("claude_code", "jsonl") and kind == "jsonl":
+        raise InvalidMessageError(name, f"a {fmt} file is one JSON document, not JSONL")
+    return reader(value, name)
+
+
+def read_transcript(
+    source: str | os.PathLike[str] | IO[str] | IO[bytes], *, format: str | None = None
+) -> Transcript:
+    """Read a file holding exactly one conversation.
+
+    Raises:
+        InvalidMessageError: As ``read_transcripts``, or the file holds some
+            other number of conversations.
+
+    Example:
+        >>> import io
+        >>> read_transcript(io.StringIO("[]")).messages
+        ()
+    """
+    found = read_transcripts(source, format=format)
+    if len(found) != 1:
+        raise InvalidMessageError(
+            _name(source), f"expected one transcript, found {len(found)}"
+        )
+    return found[0]
+
+
+def detect_format(source: str | os.PathLike[str] | IO[str] | IO[bytes]) -> str:
+    """Name the format of a file, one of ``FORMATS``.
+
+    Raises:
+        InvalidMessageError: The file is not JSON or JSONL, or matches no
+            format (the error lists those tried).
+
+    Example:
+        >>> import io
+        >>> detect_format(io.StringIO('[{"traj": [], "task_id": 0}]'))
+        'tau_bench'
+    """
+    name, text = _read_source(source)
+    kind, value = _parse(text, name)
+    return _detect(kind, value, name)
+
+
+# -- reading and detecting -----------------------------------------------------------
+
+
+def _name(source: object) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).name
+    return Path(str(getattr(source, "name", "<stream>"))).name
+
+
+def _read_source(
+    source: str | os.PathLike[str] | IO[str] | IO[bytes],
+) -> tuple[str, str]:
+    name = _name(source)
+    data: str | bytes
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            reason = f"cannot read: {exc.strerror or exc}"
+            raise InvalidMessageError(os.fspath(source), reason) from exc
+    else:
+        data = source.read()
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidMessageError(name, f"not UTF-8 text: {exc}") from None
+    return name, data.lstrip("\ufeff")
+
+
+def _parse(text: str, name: str) -> tuple[str, Any]:
+    """Parse JSON, else JSONL: ``("json", value)`` or ``("jsonl", records)``."""
+    try:
+        return "json", json.loads(text)
+    except json.JSONDecodeError as exc:
+        whole = exc
+    records: Records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append((n, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            bad = exc if records else whole
+            line_no = n if records else whole.lineno
+            raise InvalidMessageError(
+                f"{name}:line {line_no}",
+                f"not valid JSON: {bad.msg} (column {bad.colno})",
+            ) from None
+    if not records:
+        raise InvalidMessageError(name, "empty file")
+    return "jsonl", records
+
+
+def _detect(kind: str, value: Any, name: str) -> str:
+    if kind == "jsonl" or (
+        isinstance(value, Mapping) and ("role" in value or "sessionId" in value)
+    ):
+        recs = [v for _, v in value] if kind == "jsonl" else [value]
+        if any(
+            isinstance(r, Mapping) and "sessionId" in r and "type" in r for r in recs
+        ):
+            return "claude_code"
+        if _shape(recs) is not None:
+            return "jsonl"
+    elif isinstance(value, Mapping):
+        if "input" in value:
+            return "responses"
+        if "messages" in value:
+            return "anthropic_request" if _anthropic_body(value) else "openai_request"
+    elif isinstance(value, list):
+        if not value:
+            return "openai"
+        first = value[0]
+        if isinstance(first, Mapping) and "traj" in first:
+            return "tau_bench"
+        if isinstance(first, Mapping) and "conversation" in first and "qa" in first:
+            return "locomo"
+        shape = _shape(value)
+        if shape is not None:
+            return shape
+    tried = ", ".join(FORMATS)
+    raise InvalidMessageError(name, f"matches no known format (tried {tried})")
+
+
+def _shape(items: Sequence[Any]) -> str | None:
+    """Which message shape a list is in: ``openai``, ``anthropic``, ``responses``."""
+    if not all(isinstance(it, Mapping) for it in items):
+        return None
+    if any("type" in it for it in items):
+        return "responses"
+    if not all("role" in it for it in items):
+        return None
+    shape = "openai"
+    for it in items:
+        if (
+            it.get("role") in ("system", "developer", "tool", "function")
+            or "tool_calls" in it
+        ):
+            return "openai"
+        content = it.get("content")
+        if isinstance(content, list):
+            for block in content:
+                kind = block.get("type") if isinstance(block, Mapping) else None
+                if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block):
+                    shape = "anthropic"
+                elif kind in _RESPONSES_PARTS:
+                    return "responses"
+    return shape
+
+
+def _anthropic_body(body: Mapping[str, Any]) -> bool:
+    if "system" in body:
+        return True
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(
+        isinstance(t, Mapping) and "input_schema" in t for t in tools
+    ):
+        return True
+    messages = body.get("messages")
+    return isinstance(messages, list) and _shape(messages) == "anthropic"
+
+
+# -- request bodies and message lists -------------------------------------------------
+
+
+def _relocated(
+    exc: InvalidMessageError, name: str, lines: Sequence[int]
+) -> InvalidMessageError:
+    """Turn ``name[k]…`` into ``name:line N…`` for a JSONL record."""
+    m = re.match(re.escape(name) + r"\[(\d+)\]", exc.path)
+    if m is None or int(m.group(1)) >= len(lines):
+        return exc
+    path = f"{name}:line {lines[int(m.group(1))]}{exc.path[m.end() :]}"
+    return InvalidMessageError(path, exc.reason)
+
+
+def _convert(shape: str, items: Any, path: str) -> list[Message]:
+    if shape == "anthropic":
+        return from_anthropic(items, path=path)
+    if shape == "responses":
+        return from_responses(items, path=path)
+    return from_openai(items, path=path)
+
+
+def _read_list(shape: str) -> Callable[[Any, str], list[Transcript]]:
+    def read(value: Any, name: str) -> list[Transcript]:
+        return [Transcript(tuple(_convert(shape, value, name)), shape, name)]
+
+    return read
+
+
+def _read_jsonl(records: Records, name: str) -> list[Transcript]:
+    items = [v for _, v in records]
+    shape = _shape(items) or "openai"
+    try:
+        messages = _convert(shape, items, name)
+    except InvalidMessageError as exc:
+        raise _relocated(exc, name, [n for n, _ in records]) from None
+    return [Transcript(tuple(messages), "jsonl", name, meta={"shape": shape})]
+
+
+def _read_request(shape: str) -> Callable[[Any, str], list[Transcript]]:
+    def read(value: Any, name: str) -> list[Transcript]:
+        if shape == "responses" and isinstance(value, list):
+            return _read_list("responses")(value, name)
+        body = expect_mapping(value, name)
+        key = "input" if shape == "responses" else "messages"
+        if key not in body:
+            raise InvalidMessageError(f"{name}.{key}", "missing")
+        if shape == "anthropic":
+            msgs = from_anthropic(
+                body[key], system=body.get("system"), path=f"{name}.{key}"
+            )
+        elif shape == "responses":
+            msgs = from_responses(
+                body[key], instructions=body.get("instructions"), path=f"{name}.{key}"
+            )
+        else:
+            msgs = from_openai(body[key], path=f"{name}.{key}")
+        tools, other = _tools(body.get("tools"), f"{name}.tools")
+        model = body.get("model")
+        rest = {
+            k: v
+            for k, v in body.items()
+            if k not in ("model", "tools", key, "system", "instructions")
+        }
+        meta: dict[str, Any] = {"request": rest} if rest else {}
+        if other:
+            meta["other_tools"] = other
+        fmt = {"anthropic": "anthropic_request", "openai": "openai_request"}.get(
+            shape, shape
+        )
+        return [
+            Transcript(
+                tuple(msgs),
+                fmt,
+                name,
+                model if isinstance(model, str) else None,
+                tools,
+                meta,
+            )
+        ]
+
+    return read
+
+
+def _tools(raw: object, path: str) -> tuple[tuple[ToolSpec, ...], list[Any]]:
+    """Function tools as specs; other tools (web search…) as they are."""
+    if raw is None:
+        return (), []
+    specs: list[ToolSpec] = []
+    other: list[Any] = []
+    for k, item in enumerate(expect_list(raw, path)):
+        tool = expect_mapping(item, f"{path}[{k}]")
+        fn = tool.get("function") if tool.get("type") == "function" else None
+        if isinstance(fn, Mapping):  # Chat Completions
+            spec = fn
+            schema = fn.get("parameters")
+        elif "input_schema" in tool:  # Anthropic
+            spec, schema = tool, tool.get("input_schema")
+        elif tool.get("type") == "function":  # Responses
+            spec, schema = tool, tool.get("parameters")
+        else:
+            other.append(tool)
+            continue
+        name = spec.get("name")
+        if not isinstance(name, str):
+            raise InvalidMessageError(
+                f"{path}[{k}].name", f"expected a string, got {type_name(name)}"
+            )
+        desc = spec.get("description")
+        specs.append(
+            ToolSpec(
+                name,
+                desc if isinstance(desc, str) else "",
+                schema if isinstance(schema, Mapping) else {},
+            )
+        )
+    return tuple(specs), other
+
+
+_READERS: dict[str, Callable[[Any, str], list[Transcript]]] = {
+    "openai": _read_list("openai"),
+    "anthropic": _read_list("anthropic"),
+    "responses": _read_request("responses"),
+    "openai_request": _read_request("openai"),
+    "anthropic_request": _read_request("anthropic"),
+    "jsonl": _read_jsonl,
+    "claude_code": read_claude_code,
+    "tau_bench": read_tau_bench,
+    "locomo": read_locomo,
+}

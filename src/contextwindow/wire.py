@@ -1,0 +1,463 @@
+"""contextwindow's own JSON form of messages, for storage and transcripts.
+
+Contract:
+
+- Lossless: ``message_from_dict(message_to_dict(m))`` equals ``m`` and keeps its
+  ``id`` and ``meta`` (which equality ignores), for every field of ``Message``
+  and of every part.
+- Compact: a field at its default (``None``, ``False``, empty ``meta``) is left
+  out; ``id`` and ``parts`` are always written. Reading accepts an explicit
+  ``null`` wherever a field may be left out.
+- Each part carries a ``"kind"`` discriminator (``text``, ``image``,
+  ``tool_call``, ``tool_result``, ``thinking``), as the dataclasses do.
+- Versioned once, not per message: ``WIRE_VERSION`` is the version of this form.
+  Whatever stores many messages records it once (``to_document`` writes
+  ``{"v": 1, "messages": [...]}``; a JSONL transcript puts it in its header).
+- Validated at the edge: malformed input raises ``InvalidMessageError`` naming
+  the exact place (``messages[3].parts[1].call_id: missing``). Unknown fields
+  are errors too, so nothing is dropped silently.
+- ``meta`` is copied shallowly; it is expected to hold JSON values.
+
+Example:
+    >>> call = ToolCall("c1", "ls", "{}")
+    >>> m = Message.assistant("On it.", tool_calls=[call], id="m1")
+    >>> d = message_to_dict(m)
+    >>> d["parts"][1]
+    {'kind': 'tool_call', 'id': 'c1', 'name': 'ls', 'arguments': '{}'}
+    >>> message_from_dict(d) == m and message_from_dict(d).id == "m1"
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, TypedDict, cast
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.messages import (
+    ROLES,
+    Image,
+    Message,
+    Part,
+    Role,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    new_id,
+)
+
+__all__ = [
+    "WIRE_VERSION",
+    "DocumentDict",
+    "ImageDict",
+    "MessageDict",
+    "PartDict",
+    "TextDict",
+    "ThinkingDict",
+    "ToolCallDict",
+    "ToolResultDict",
+    "from_dicts",
+    "from_document",
+    "message_from_dict",
+    "message_to_dict",
+    "to_dicts",
+    "to_document",
+]
+
+WIRE_VERSION = 1
+"""The version of this JSON form. Bumped on any change a reader of the old
+form could misread; readers refuse versions they do not know."""
+
+
+class TextDict(TypedDict):
+    """A ``Text`` part."""
+
+    kind: Literal["text"]
+    text: str
+
+
+class _ImageBase(TypedDict):
+    kind: Literal["image"]
+    url: str
+
+
+class ImageDict(_ImageBase, total=False):
+    """An ``Image`` part; optional fields are left out at their default."""
+
+    detail: str
+    width: int
+    height: int
+
+
+class ToolCallDict(TypedDict):
+    """A ``ToolCall`` part; ``arguments`` is JSON text, as in the model."""
+
+    kind: Literal["tool_call"]
+    id: str
+    name: str
+    arguments: str
+
+
+class _ToolResultBase(TypedDict):
+    kind: Literal["tool_result"]
+    call_id: str
+    content: str | list[TextDict | ImageDict]
+
+
+class ToolResultDict(_ToolResultBase, total=False):
+    """A ``ToolResult`` part; ``content`` is a string or text and image parts."""
+
+    is_error: bool
+    name: str
+
+
+class _ThinkingBase(TypedDict):
+    kind: Literal["thinking"]
+    text: str
+
+
+class ThinkingDict(_ThinkingBase, total=False):
+    """A ``Thinking`` part."""
+
+    signature: str
+    redacted: bool
+
+
+PartDict = TextDict | ImageDict | ToolCallDict | ToolResultDict | ThinkingDict
+"""Any part, told apart by ``kind``."""
+
+
+class _MessageBase(TypedDict):
+    role: Role
+    parts: list[PartDict]
+    id: str
+
+
+class MessageDict(_MessageBase, total=False):
+    """A ``Message``; optional fields are left out at their default."""
+
+    name: str
+    agent: str
+    pinned: bool
+    meta: dict[str, Any]
+
+
+class DocumentDict(TypedDict):
+    """A conversation with the version of the form it is written in."""
+
+    v: int
+    messages: list[MessageDict]
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+def _content_to_dict(part: Text | Image) -> TextDict | ImageDict:
+    if isinstance(part, Text):
+        return {"kind": "text", "text": part.text}
+    d: ImageDict = {"kind": "image", "url": part.url}
+    if part.detail is not None:
+        d["detail"] = part.detail
+    if part.width is not None:
+        d["width"] = part.width
+    if part.height is not None:
+        d["height"] = part.height
+    return d
+
+
+def _part_to_dict(part: Part) -> PartDict:
+    if isinstance(part, (Text, Image)):
+        return _content_to_dict(part)
+    if isinstance(part, ToolCall):
+        return {
+            "kind": "tool_call",
+            "id": part.id,
+            "name": part.name,
+            "arguments": part.arguments,
+        }
+    if isinstance(part, ToolResult):
+        content = part.content
+        r: ToolResultDict = {
+            "kind": "tool_result",
+            "call_id": part.call_id,
+            "content": (
+                content
+                if isinstance(content, str)
+                else [_content_to_dict(p) for p in content]
+            ),
+        }
+        if part.is_error:
+            r["is_error"] = True
+        if part.name is not None:
+            r["name"] = part.name
+        return r
+    t: ThinkingDict = {"kind": "thinking", "text": part.text}
+    if part.signature is not None:
+        t["signature"] = part.signature
+    if part.redacted:
+        t["redacted"] = True
+    return t
+
+
+def message_to_dict(msg: Message) -> MessageDict:
+    """The JSON form of one message.
+
+    Example:
+        >>> message_to_dict(Message.system("Be brief.", id="s1"))
+        {'role': 'system', 'parts': [{'kind': 'text', 'text': 'Be brief.'}], 'id': 's1'}
+        >>> message_to_dict(Message.user("hi", agent="ada", pinned=True))["agent"]
+        'ada'
+    """
+    d: MessageDict = {
+        "role": msg.role,
+        "parts": [_part_to_dict(p) for p in msg.parts],
+        "id": msg.id,
+    }
+    if msg.name is not None:
+        d["name"] = msg.name
+    if msg.agent is not None:
+        d["agent"] = msg.agent
+    if msg.pinned:
+        d["pinned"] = True
+    if msg.meta:
+        d["meta"] = dict(msg.meta)
+    return d
+
+
+def to_dicts(msgs: Iterable[Message]) -> list[MessageDict]:
+    """The JSON form of several messages, in order."""
+    return [message_to_dict(m) for m in msgs]
+
+
+def to_document(msgs: Iterable[Message]) -> DocumentDict:
+    """A versioned JSON document holding a conversation.
+
+    Example:
+        >>> to_document([Message.user("hi", id="u1")])["v"]
+        1
+    """
+    return {"v": WIRE_VERSION, "messages": to_dicts(msgs)}
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def _type_name(value: object) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), type(value).__name__)
+
+
+def _obj(value: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidMessageError(path, f"expected an object, got {_type_name(value)}")
+    return value
+
+
+def _check_keys(d: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    for key in d:
+        if key not in allowed:
+            raise InvalidMessageError(f"{path}.{key}", "unknown field")
+
+
+def _str(d: Mapping[str, Any], key: str, path: str) -> str:
+    if key not in d or d[key] is None:
+        raise InvalidMessageError(f"{path}.{key}", "missing")
+    value = d[key]
+    if not isinstance(value, str):
+        raise InvalidMessageError(
+            f"{path}.{key}", f"expected a string, got {_type_name(value)}"
+        )
+    return value
+
+
+def _opt_str(d: Mapping[str, Any], key: str, path: str) -> str | None:
+    return None if d.get(key) is None else _str(d, key, path)
+
+
+def _opt_bool(d: Mapping[str, Any], key: str, path: str) -> bool:
+    value = d.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidMessageError(
+            f"{path}.{key}", f"expected a boolean, got {_type_name(value)}"
+        )
+    return value
+
+
+def _opt_size(d: Mapping[str, Any], key: str, path: str) -> int | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidMessageError(
+            f"{path}.{key}", f"expected a non-negative integer, got {value!r}"
+        )
+    return value
+
+
+_PART_KEYS: dict[str, frozenset[str]] = {
+    "text": frozenset({"kind", "text"}),
+    "image": frozenset({"kind", "url", "detail", "width", "height"}),
+    "tool_call": frozenset({"kind", "id", "name", "arguments"}),
+    "tool_result": frozenset({"kind", "call_id", "content", "is_error", "name"}),
+    "thinking": frozenset({"kind", "text", "signature", "redacted"}),
+}
+_KINDS = ", ".join(_PART_KEYS)
+_MESSAGE_KEYS = frozenset({"role", "parts", "id", "name", "agent", "pinned", "meta"})
+
+
+def _kind(d: Mapping[str, Any], path: str, allowed: Sequence[str]) -> str:
+    kind = _str(d, "kind", path)
+    if kind not in allowed:
+        raise InvalidMessageError(
+            f"{path}.kind", f"unknown kind {kind!r} (expected {', '.join(allowed)})"
+        )
+    _check_keys(d, _PART_KEYS[kind], path)
+    return kind
+
+
+def _content_from_dict(value: object, path: str) -> Text | Image:
+    d = _obj(value, path)
+    kind = _kind(d, path, ("text", "image"))
+    if kind == "text":
+        return Text(_str(d, "text", path))
+    return Image(
+        _str(d, "url", path),
+        detail=_opt_str(d, "detail", path),
+        width=_opt_size(d, "width", path),
+        height=_opt_size(d, "height", path),
+    )
+
+
+def _result_content(d: Mapping[str, Any], path: str) -> str | tuple[Text | Image, ...]:
+    content = d.get("content")
+    if content is None:
+        raise InvalidMessageError(f"{path}.content", "missing")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        raise InvalidMessageError(
+            f"{path}.content",
+            f"expected a string or an array of parts, got {_type_name(content)}",
+        )
+    return tuple(
+        _content_from_dict(p, f"{path}.content[{i}]") for i, p in enumerate(content)
+    )
+
+
+def _part_from_dict(value: object, path: str) -> Part:
+    d = _obj(value, path)
+    kind = _kind(d, path, tuple(_PART_KEYS))
+    if kind in ("text", "image"):
+        return _content_from_dict(d, path)
+    if kind == "tool_call":
+        arguments = "{}" if d.get("arguments") is None else _str(d, "arguments", path)
+        return ToolCall(_str(d, "id", path), _str(d, "name", path), arguments)
+    if kind == "tool_result":
+        return ToolResult(
+            _str(d, "call_id", path),
+            _result_content(d, path),
+            is_error=_opt_bool(d, "is_error", path),
+            name=_opt_str(d, "name", path),
+        )
+    return Thinking(
+        _str(d, "text", path),
+        signature=_opt_str(d, "signature", path),
+        redacted=_opt_bool(d, "redacted", path),
+    )
+
+
+def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
+    """Read one message from its JSON form, validating every field.
+
+    Args:
+        d: The decoded JSON object.
+        path: Where ``d`` sits, for error messages.
+
+    Raises:
+        InvalidMessageError: ``d`` is malformed; ``path`` names the field.
+
+    Example:
+        >>> message_from_dict({"role": "tool", "parts": [{"kind": "tool_result"}]})
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: messages[0].parts[0].call_id: missing
+    """
+    obj = _obj(d, path)
+    _check_keys(obj, _MESSAGE_KEYS, path)
+    role = _str(obj, "role", path)
+    if role not in ROLES:
+        raise InvalidMessageError(
+            f"{path}.role",
+            f"expected one of system, user, assistant, tool, got {role!r}",
+        )
+    raw_parts = obj.get("parts")
+    if raw_parts is None:
+        raise InvalidMessageError(f"{path}.parts", "missing")
+    if not isinstance(raw_parts, (list, tuple)):
+        raise InvalidMessageError(
+            f"{path}.parts", f"expected an array, got {_type_name(raw_parts)}"
+        )
+    parts = tuple(
+        _part_from_dict(p, f"{path}.parts[{i}]") for i, p in enumerate(raw_parts)
+    )
+    meta = obj.get("meta")
+    if meta is None:
+        meta = {}
+    elif not isinstance(meta, Mapping):
+        raise InvalidMessageError(
+            f"{path}.meta", f"expected an object, got {_type_name(meta)}"
+        )
+    ident = _opt_str(obj, "id", path)
+    return Message(
+        cast(Role, role),
+        parts,
+        name=_opt_str(obj, "name", path),
+        agent=_opt_str(obj, "agent", path),
+        pinned=_opt_bool(obj, "pinned", path),
+        id=new_id() if ident is None else ident,
+        meta=dict(meta),
+    )
+
+
+def from_dicts(ds: object, *, path: str = "messages") -> list[Message]:
+    """Read several messages; errors name ``messages[i]...``.
+
+    Example:
+        >>> [m.text for m in from_dicts([{"role": "user", "parts": []}])]
+        ['']
+    """
+    if isinstance(ds, (str, bytes, Mapping)) or not isinstance(ds, Iterable):
+        raise InvalidMessageError(path, f"expected an array, got {_type_name(ds)}")
+    return [message_from_dict(d, path=f"{path}[{i}]") for i, d in enumerate(ds)]
+
+
+def from_document(doc: object) -> list[Message]:
+    """Read a document written by ``to_document``, checking its version.
+
+    Raises:
+        InvalidMessageError: Not such a document, a version this code does not
+            read, or a malformed message.
+
+    Example:
+        >>> from_document({"v": 2, "messages": []})
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: v: unsupported version 2 (reads 1)
+    """
+    d = _obj(doc, "document")
+    _check_keys(d, frozenset({"v", "messages"}), "document")
+    version = d.get("v")
+    if version is None:
+        raise InvalidMessageError("v", "missing")
+    if version != WIRE_VERSION or isinstance(version, bool):
+        raise InvalidMessageError(
+            "v", f"unsupported version {version!r} (reads {WIRE_VERSION})"
+        )
+    if "messages" not in d:
+        raise InvalidMessageError("messages", "missing")
+    return from_dicts(d["messages"])

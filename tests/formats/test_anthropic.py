@@ -1,0 +1,472 @@
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.formats import (
+    AnthropicRequest,
+    from_anthropic,
+    from_openai,
+    to_anthropic,
+)
+from contextwindow.messages import (
+    Image,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    units,
+)
+
+PNG_B64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAC0lEQVR4nGNgwAIAABUAAapll8QAAAAASUVO"
+    "RK5CYII="
+)
+CACHE = {"type": "ephemeral"}
+
+SYSTEM: list[dict[str, Any]] = [
+    {"type": "text", "text": "You are terse.", "cache_control": CACHE},
+    {"type": "text", "text": "Policy."},
+]
+RICH: list[dict[str, Any]] = [
+    {"role": "user", "content": "List files."},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Use ls.", "signature": "SIG"},
+            {"type": "redacted_thinking", "data": "OPAQUE"},
+            {"type": "text", "text": "Listing."},
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "ls",
+                "input": {"dir": "é", "n": 1.5},
+                "caller": {"type": "direct"},
+            },
+            {"type": "tool_use", "id": "t2", "name": "ls", "input": {}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": "a.txt",
+                "is_error": False,
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "t2",
+                "is_error": True,
+                "content": [
+                    {"type": "text", "text": "denied"},
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": "image/png",
+                            "data": PNG_B64,
+                        },
+                    },
+                ],
+            },
+            {"type": "text", "text": "Why denied?", "cache_control": CACHE},
+            {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": "doc"},
+            },
+            {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}},
+        ],
+    },
+    {"role": "assistant", "content": [{"type": "text", "text": "Permissions."}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9"}]},
+    {"role": "assistant", "content": ""},
+    {
+        "role": "user",
+        "content": [{"type": "image", "source": {"type": "file", "file_id": "f1"}}],
+    },
+]
+
+
+class TestFromAnthropic:
+    def test_user_turn_split(self) -> None:
+        """A user turn's results become one tool message, the rest a user message."""
+        msgs = from_anthropic(RICH)
+        assert [m.role for m in msgs] == [
+            "user",
+            "assistant",
+            "tool",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+        ]
+        assert [r.call_id for r in msgs[2].tool_results] == ["t1", "t2"]
+        assert msgs[3].parts == (Text("Why denied?"), Image("https://x/y.png"))
+
+    def test_blocks(self) -> None:
+        """Thinking, redacted thinking, text and tool_use map to neutral parts."""
+        parts = from_anthropic(RICH)[1].parts
+        assert parts == (
+            Thinking("Use ls.", "SIG"),
+            Thinking("", "OPAQUE", redacted=True),
+            Text("Listing."),
+            ToolCall("t1", "ls", '{"dir":"é","n":1.5}'),
+            ToolCall("t2", "ls", "{}"),
+        )
+
+    def test_tool_result_content(self) -> None:
+        """Results keep string or block content and is_error."""
+        results = from_anthropic(RICH)[2].tool_results
+        assert results[0] == ToolResult("t1", "a.txt")
+        assert results[1].is_error
+        assert results[1].content[0] == Text("denied")
+        image = results[1].content[1]
+        assert isinstance(image, Image)
+        assert (image.media_type, image.width, image.height) == ("image/png", 2, 3)
+
+    def test_system(self) -> None:
+        """The top-level system becomes a leading system message."""
+        msgs = from_anthropic([], system=SYSTEM)
+        assert msgs == [Message("system", (Text("You are terse."), Text("Policy.")))]
+        assert from_anthropic([], system="Hi")[0] == Message.system("Hi")
+
+    def test_units_complete(self) -> None:
+        """The exchange of the rich example is one complete unit."""
+        assert units(from_anthropic(RICH))[1].kind == "tool_exchange"
+        assert units(from_anthropic(RICH))[1].complete
+
+
+class TestToAnthropic:
+    def test_roundtrip_identity(self) -> None:
+        """Reading then writing gives back system and messages."""
+        before = copy.deepcopy(RICH)
+        req = to_anthropic(from_anthropic(RICH, system=SYSTEM))
+        assert req == AnthropicRequest(SYSTEM, RICH)
+        assert before == RICH
+
+    def test_merges_tool_messages_and_user(self) -> None:
+        """Consecutive tool messages and a following user message form one turn."""
+        conv = [
+            Message.assistant(tool_calls=[ToolCall("a", "f"), ToolCall("b", "g")]),
+            Message.tool("a", "1"),
+            Message.tool("b", "2", is_error=True),
+            Message.user("next"),
+            Message.user("again"),
+        ]
+        assert to_anthropic(conv).messages[1:] == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "a", "content": "1"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "b",
+                        "content": "2",
+                        "is_error": True,
+                    },
+                    {"type": "text", "text": "next"},
+                ],
+            },
+            {"role": "user", "content": "again"},
+        ]
+
+    def test_system_forms(self) -> None:
+        """One plain system message is a string; several are a block list."""
+        assert to_anthropic([Message.system("a")]).system == "a"
+        assert to_anthropic([Message.user("x")]).system is None
+        two = to_anthropic(
+            [Message.system("a"), Message.user("x"), Message.system("b")]
+        )
+        assert two.system == [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "b"},
+        ]
+        assert two.body() == {"system": two.system, "messages": two.messages}
+
+    def test_images(self) -> None:
+        """Data URIs become base64 sources, other URLs url sources."""
+        msg = Message.user(
+            [Image("data:image/png;base64," + PNG_B64), Image("https://a/b")]
+        )
+        assert to_anthropic([msg]).messages[0]["content"] == [
+            {
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": "image/png",
+                    "data": PNG_B64,
+                },
+            },
+            {"type": "image", "source": {"type": "url", "url": "https://a/b"}},
+        ]
+
+    def test_from_openai_conversion(self) -> None:
+        """OpenAI arguments are parsed into input; foreign reasoning is dropped."""
+        conv = from_openai(
+            [
+                {"role": "system", "content": "S"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "reasoning_content": "r",
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": '{"a": [1]}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c", "content": "ok", "name": "f"},
+            ]
+        )
+        req = to_anthropic(conv)
+        assert req.system == "S"
+        assert req.messages == [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "c", "name": "f", "input": {"a": [1]}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "c", "content": "ok"}
+                ],
+            },
+        ]
+
+    def test_thinking_without_signature(self) -> None:
+        """Neutral thinking is written as a thinking block."""
+        msg = Message.assistant([Thinking("t"), Text("x")])
+        assert to_anthropic([msg]).messages[0]["content"][0] == {
+            "type": "thinking",
+            "thinking": "t",
+        }
+
+    @pytest.mark.parametrize(
+        ("msg", "where", "reason"),
+        [
+            (
+                Message.assistant(tool_calls=[ToolCall("c", "f", "{bad")]),
+                "messages[1].parts[0].arguments",
+                "not valid JSON",
+            ),
+            (
+                Message.assistant(tool_calls=[ToolCall("c", "f", "[1]")]),
+                "messages[1].parts[0].arguments",
+                "expected a JSON object, got list",
+            ),
+            (
+                Message("system", (Image("https://a/b"),)),
+                "messages[1].parts[0]",
+                "a image part cannot be sent in a system message",
+            ),
+            (
+                Message.user([ToolCall("c", "f")]),
+                "messages[1].parts[0]",
+                "a tool_call part cannot be sent in a user message",
+            ),
+            (
+                Message("tool", (Text("x"),)),
+                "messages[1].parts[0]",
+                "a text part cannot be sent in a tool message",
+            ),
+        ],
+    )
+    def test_unwritable(self, msg: Message, where: str, reason: str) -> None:
+        """A part that cannot be written raises naming messages[i].parts[j]."""
+        with pytest.raises(InvalidMessageError) as info:
+            to_anthropic([Message.user("hi"), msg])
+        assert (info.value.path, info.value.reason) == (where, reason)
+
+
+class TestAnthropicErrors:
+    @pytest.mark.parametrize(
+        ("messages", "where", "reason"),
+        [
+            ("hi", "messages", "expected a list, got string"),
+            ([None], "messages[0]", "expected an object, got null"),
+            (
+                [{"role": "system", "content": "x"}],
+                "messages[0].role",
+                "unknown role 'system' (the system prompt is a separate field)",
+            ),
+            ([{"role": "user"}], "messages[0].content", "missing"),
+            (
+                [{"role": "user", "content": 1}],
+                "messages[0].content",
+                "expected a string or a list, got number",
+            ),
+            (
+                [{"role": "user", "content": [{"type": "foo"}]}],
+                "messages[0].content[0].type",
+                "unknown block type 'foo'",
+            ),
+            (
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_use", "id": "t", "name": "f", "input": {}}
+                        ],
+                    }
+                ],
+                "messages[0].content[0].type",
+                "a tool_use block belongs in an assistant message",
+            ),
+            (
+                [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_result", "tool_use_id": "t"}],
+                    }
+                ],
+                "messages[0].content[0].type",
+                "a tool_result block belongs in a user message",
+            ),
+            (
+                [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "t", "name": "f"}],
+                    }
+                ],
+                "messages[0].content[0].input",
+                "missing",
+            ),
+            (
+                [
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": "t", "name": "f", "input": "{}"}
+                        ],
+                    }
+                ],
+                "messages[0].content[0].input",
+                "expected an object, got string",
+            ),
+            (
+                [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "name": "f", "input": {}}],
+                    }
+                ],
+                "messages[0].content[0].id",
+                "missing",
+            ),
+            (
+                [{"role": "user", "content": [{"type": "tool_result"}]}],
+                "messages[0].content[0].tool_use_id",
+                "missing",
+            ),
+            (
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": "t",
+                                "is_error": "yes",
+                            }
+                        ],
+                    }
+                ],
+                "messages[0].content[0].is_error",
+                "expected a bool, got string",
+            ),
+            (
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": "t",
+                                "content": {"a": 1},
+                            }
+                        ],
+                    }
+                ],
+                "messages[0].content[0].content",
+                "expected a string or a list, got object",
+            ),
+            (
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": "t",
+                                "content": [{"type": "tool_use"}],
+                            }
+                        ],
+                    }
+                ],
+                "messages[0].content[0].content[0].type",
+                "unknown block type 'tool_use' in a tool result",
+            ),
+            (
+                [{"role": "user", "content": [{"type": "image"}]}],
+                "messages[0].content[0].source",
+                "missing",
+            ),
+            (
+                [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "image", "source": {"type": "base64", "data": "x"}}
+                        ],
+                    }
+                ],
+                "messages[0].content[0].source.media_type",
+                "missing",
+            ),
+            (
+                [{"role": "assistant", "content": [{"type": "thinking"}]}],
+                "messages[0].content[0].thinking",
+                "missing",
+            ),
+            (
+                [{"role": "assistant", "content": [{"type": "redacted_thinking"}]}],
+                "messages[0].content[0].data",
+                "missing",
+            ),
+        ],
+    )
+    def test_malformed(self, messages: Any, where: str, reason: str) -> None:
+        """Malformed input names the exact place and what is wrong there."""
+        with pytest.raises(InvalidMessageError) as info:
+            from_anthropic(messages)
+        assert (info.value.path, info.value.reason) == (where, reason)
+
+    @pytest.mark.parametrize(
+        ("system", "where", "reason"),
+        [
+            (3, "system", "expected a list, got number"),
+            (
+                [{"type": "image"}],
+                "system[0].type",
+                "expected a text block in system, got 'image'",
+            ),
+            (["x"], "system[0]", "expected an object, got string"),
+        ],
+    )
+    def test_malformed_system(self, system: Any, where: str, reason: str) -> None:
+        """A malformed system prompt names its place."""
+        with pytest.raises(InvalidMessageError) as info:
+            from_anthropic([], system=system)
+        assert (info.value.path, info.value.reason) == (where, reason)

@@ -1,0 +1,333 @@
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.formats import (
+    from_anthropic,
+    from_provider,
+    from_responses,
+    to_provider,
+    to_responses,
+)
+from contextwindow.messages import (
+    Image,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    units,
+)
+
+PNG = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAC0lEQVR4"
+    "nGNgwAIAABUAAapll8QAAAAASUVORK5CYII="
+)
+
+ITEMS: list[dict[str, Any]] = [
+    {"type": "message", "role": "developer", "content": "Be terse."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "What is this?"},
+            {"type": "input_image", "image_url": PNG, "detail": "low"},
+            {"type": "input_file", "file_id": "file_1"},
+        ],
+    },
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "encrypted_content": "ENC",
+        "summary": [
+            {"type": "summary_text", "text": "First."},
+            {"type": "summary_text", "text": "Second."},
+        ],
+    },
+    {
+        "type": "message",
+        "id": "msg_1",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Zooming.", "annotations": []}],
+    },
+    {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "c1",
+        "name": "zoom",
+        "arguments": '{"x": 1}',
+        "status": "completed",
+    },
+    {
+        "type": "function_call",
+        "id": "fc_2",
+        "call_id": "c2",
+        "name": "zoom",
+        "arguments": "{}",
+        "status": "completed",
+    },
+    {"type": "function_call_output", "call_id": "c1", "output": "big"},
+    {
+        "type": "function_call_output",
+        "call_id": "c2",
+        "id": "fco_2",
+        "output": [{"type": "input_text", "text": "small"}],
+    },
+    {"type": "reasoning", "id": "rs_2", "summary": []},
+    {"type": "message", "role": "assistant", "content": "done"},
+    {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "output_text", "text": "odd but allowed"}],
+    },
+]
+
+
+class TestFromResponses:
+    def test_grouping(self) -> None:
+        """Reasoning, assistant text and calls merge; consecutive outputs merge."""
+        msgs = from_responses(ITEMS)
+        assert [(m.role, len(m.parts)) for m in msgs] == [
+            ("system", 1),
+            ("user", 2),
+            ("assistant", 4),
+            ("tool", 2),
+            ("assistant", 2),
+            ("user", 1),
+        ]
+        assert msgs[2].parts == (
+            Thinking("First.\n\nSecond.", "ENC"),
+            Text("Zooming."),
+            ToolCall("c1", "zoom", '{"x": 1}'),
+            ToolCall("c2", "zoom", "{}"),
+        )
+        assert msgs[3].parts == (
+            ToolResult("c1", "big"),
+            ToolResult("c2", (Text("small"),)),
+        )
+        assert all(u.complete for u in units(msgs))
+
+    def test_image(self) -> None:
+        """input_image with a data URI gives an Image with its size."""
+        assert from_responses(ITEMS)[1].parts[1] == Image(PNG, "low", 2, 3)
+
+    def test_instructions_and_string_input(self) -> None:
+        """instructions lead as a system message; a string input is a user message."""
+        msgs = from_responses("hi", instructions="Be brief.")
+        assert msgs == [Message.system("Be brief."), Message.user("hi")]
+
+    def test_ids_in_meta(self) -> None:
+        """Item ids are kept in meta so they round-trip."""
+        layout = from_responses(ITEMS)[2].meta["responses"]["items"]
+        assert [e.get("extra", {}).get("id") for e in layout] == [
+            "rs_1",
+            "msg_1",
+            "fc_1",
+            "fc_2",
+        ]
+
+
+class TestToResponses:
+    def test_roundtrip_identity(self) -> None:
+        """Reading then writing gives the same items back."""
+        before = copy.deepcopy(ITEMS)
+        assert to_responses(from_responses(ITEMS)) == ITEMS
+        assert before == ITEMS
+
+    def test_neutral_defaults(self) -> None:
+        """Hand-built messages get default item shapes; foreign thinking is dropped."""
+        conv = [
+            Message.system("S"),
+            Message.user([Text("a"), Image("https://x/y.png", detail="high")]),
+            Message.assistant(
+                [Thinking("secret", "sig"), Text("t")],
+                tool_calls=[ToolCall("c", "f", "{}")],
+            ),
+            Message("tool", (ToolResult("c", "r"), ToolResult("d", (Text("x"),)))),
+        ]
+        assert to_responses(conv) == [
+            {"type": "message", "role": "system", "content": "S"},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "a"},
+                    {
+                        "type": "input_image",
+                        "image_url": "https://x/y.png",
+                        "detail": "high",
+                    },
+                ],
+            },
+            {"type": "message", "role": "assistant", "content": "t"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "r"},
+            {
+                "type": "function_call_output",
+                "call_id": "d",
+                "output": [{"type": "input_text", "text": "x"}],
+            },
+        ]
+
+    def test_edited_parts_fall_back(self) -> None:
+        """When a strategy drops parts, the stale layout is not applied."""
+        msg = from_responses(ITEMS)[2]
+        edited = msg.with_parts(msg.parts[1:2])
+        assert to_responses([edited]) == [
+            {"type": "message", "role": "assistant", "content": "Zooming."}
+        ]
+
+    def test_edited_summary(self) -> None:
+        """An edited reasoning text is written as one summary."""
+        msg = from_responses(ITEMS[2:3])[0]
+        edited = msg.with_parts([Thinking("short", "ENC")])
+        assert to_responses([edited])[0]["summary"] == [
+            {"type": "summary_text", "text": "short"}
+        ]
+
+    def test_anthropic_thinking_dropped(self) -> None:
+        """Anthropic thinking is not written as a reasoning item."""
+        conv = from_anthropic(
+            [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "x", "signature": "s"},
+                        {"type": "text", "text": "y"},
+                    ],
+                }
+            ]
+        )
+        assert to_responses(conv) == [
+            {"type": "message", "role": "assistant", "content": "y"}
+        ]
+
+    def test_misplaced(self) -> None:
+        """A tool call in a user message cannot be written."""
+        with pytest.raises(InvalidMessageError) as info:
+            to_responses([Message.user([ToolCall("c", "f")])])
+        assert info.value.path == "messages[0].parts[0]"
+
+
+class TestResponsesErrors:
+    @pytest.mark.parametrize(
+        ("items", "where", "reason"),
+        [
+            ({"type": "message"}, "input", "expected a list, got object"),
+            ([1], "input[0]", "expected an object, got number"),
+            ([{"content": "x"}], "input[0].type", "missing"),
+            ([{"type": 1}], "input[0].type", "expected a string, got number"),
+            (
+                [{"type": "computer_call"}],
+                "input[0].type",
+                "unknown item type 'computer_call' (supported: message, function_call, "
+                "function_call_output, reasoning)",
+            ),
+            (
+                [{"type": "message", "role": "robot", "content": "x"}],
+                "input[0].role",
+                "unknown role 'robot'",
+            ),
+            ([{"type": "message", "role": "user"}], "input[0].content", "missing"),
+            (
+                [{"role": "user", "content": [{"type": "foo"}]}],
+                "input[0].content[0].type",
+                "unknown part type 'foo'",
+            ),
+            (
+                [
+                    {
+                        "type": "function_call",
+                        "call_id": "c",
+                        "name": "f",
+                        "arguments": "{x",
+                    }
+                ],
+                "input[0].arguments",
+                "not valid JSON",
+            ),
+            (
+                [{"type": "function_call", "name": "f", "arguments": "{}"}],
+                "input[0].call_id",
+                "missing",
+            ),
+            (
+                [{"type": "function_call_output", "call_id": "c"}],
+                "input[0].output",
+                "missing",
+            ),
+            (
+                [{"type": "function_call_output", "call_id": "c", "output": 3}],
+                "input[0].output",
+                "expected a string or a list, got number",
+            ),
+            (
+                [
+                    {
+                        "type": "reasoning",
+                        "summary": [{"type": "reasoning_text", "text": "x"}],
+                    }
+                ],
+                "input[0].summary[0].type",
+                "unknown summary type 'reasoning_text'",
+            ),
+            (
+                [{"type": "reasoning", "summary": "x"}],
+                "input[0].summary",
+                "expected a list, got string",
+            ),
+        ],
+    )
+    def test_malformed(self, items: Any, where: str, reason: str) -> None:
+        """Malformed input names the exact place and what is wrong there."""
+        with pytest.raises(InvalidMessageError) as info:
+            from_responses(items)
+        assert (info.value.path, info.value.reason) == (where, reason)
+
+    def test_instructions_type(self) -> None:
+        """Instructions must be a string."""
+        with pytest.raises(InvalidMessageError, match=r"^instructions: "):
+            from_responses([], instructions=[])  # type: ignore[arg-type]  # wrong on purpose
+
+
+class TestDispatch:
+    def test_from_provider_bodies(self) -> None:
+        """Request bodies and plain lists are read for each provider."""
+        user = {"role": "user", "content": "hi"}
+        assert from_provider({"model": "m", "messages": [user]}, "openai") == [
+            Message.user("hi")
+        ]
+        assert from_provider({"system": "S", "messages": [user]}, "anthropic") == [
+            Message.system("S"),
+            Message.user("hi"),
+        ]
+        assert from_provider({"instructions": "S", "input": "hi"}, "responses") == [
+            Message.system("S"),
+            Message.user("hi"),
+        ]
+        assert from_provider([user], "anthropic") == [Message.user("hi")]
+        assert from_provider([user], "responses") == [Message.user("hi")]
+
+    def test_to_provider(self) -> None:
+        """Each provider's writer is used; the Anthropic request reads back."""
+        conv = [Message.system("S"), Message.user("hi")]
+        assert to_provider(conv, "openai")[0] == {"role": "system", "content": "S"}
+        req = to_provider(conv, "anthropic")
+        assert from_provider(req, "anthropic") == conv
+        assert to_provider(conv, "responses")[1]["role"] == "user"
+
+    def test_unknown_provider(self) -> None:
+        """An unknown provider is an InvalidMessageError naming the choices."""
+        with pytest.raises(InvalidMessageError, match="openai, anthropic, responses"):
+            to_provider([], "gemini")  # type: ignore[call-overload]  # wrong on purpose
+        with pytest.raises(InvalidMessageError, match="unknown provider"):
+            from_provider([], "gemini")  # type: ignore[arg-type]  # wrong on purpose
+
+    def test_missing_body_field(self) -> None:
+        """A body without its message list names the missing field."""
+        with pytest.raises(InvalidMessageError, match=r"^messages: missing"):
+            from_provider({"model": "m"}, "openai")

@@ -1,0 +1,528 @@
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from contextwindow.errors import UnknownModelError, UnknownModelWarning
+from contextwindow.models import (
+    DEFAULT_MODEL_INFO,
+    ModelInfo,
+    Registry,
+    get_model,
+    get_tokenizer,
+    register_model,
+    registry,
+)
+from contextwindow.tokens.approx import ApproximateTokenizer
+from contextwindow.tokens.bpe import BPETokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "src" / "contextwindow" / "models" / "data"
+registry_module = importlib.import_module("contextwindow.models._registry")
+names = importlib.import_module("contextwindow.models._names")
+
+
+def info(name: str, window: int = 100_000, provider: str = "custom") -> ModelInfo:
+    return ModelInfo(name, provider, window, None, "o200k_base", False)
+
+
+def small(*entries: ModelInfo) -> Registry:
+    return Registry({e.name: e for e in entries})
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> Registry:
+    """A process-wide registry of its own, so tests never leak registrations."""
+    reg = Registry()
+    monkeypatch.setattr(registry_module, "registry", reg)
+    return reg
+
+
+class TestShippedData:
+    def raw(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((DATA / "models.json").read_text("utf-8"))
+        return data
+
+    def test_every_window_positive(self) -> None:
+        """Every shipped entry has a positive integer window and sane fields."""
+        models = self.raw()["models"]
+        assert len(models) > 1000
+        for name, entry in models.items():
+            window = entry["context_window"]
+            assert type(window) is int, name
+            assert window > 0, name
+            out = entry["max_output_tokens"]
+            assert out is None or (type(out) is int and out > 0), name
+            assert isinstance(entry["provider"], str), name
+            assert entry["provider"], name
+
+    def test_header_names_source_and_license(self) -> None:
+        """The file says where it came from, which version, when, and its license."""
+        data = self.raw()
+        assert "litellm" in data["_source"]
+        assert re.fullmatch(r"\d+\.\d+\.\d+.*", data["litellm_version"])
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", data["retrieved"])
+        assert "MIT" in data["_license"]
+        notice = (DATA / "NOTICE").read_text("utf-8")
+        assert "MIT License" in notice
+        assert "Berri AI" in notice
+
+    def test_one_sorted_entry_per_line(self) -> None:
+        """Entries are sorted, one per line, so refreshes diff well."""
+        lines = (DATA / "models.json").read_text("utf-8").splitlines()
+        start = lines.index('"models": {') + 1
+        names = [json.loads("{" + ln.rstrip(",") + "}") for ln in lines[start:-2]]
+        keys = [next(iter(d)) for d in names]
+        assert keys == sorted(keys)
+        assert len(keys) == len(self.raw()["models"])
+
+    def test_loaded_lazily(self) -> None:
+        """Importing and constructing read nothing; the first lookup does."""
+        code = (
+            "import contextwindow.models as m; "
+            "print(repr(m.registry)); m.get_model('gpt-4o'); print(repr(m.registry))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        assert out[0] == "<Registry not loaded>"
+        assert re.fullmatch(r"<Registry \d+ models>", out[1])
+
+    def test_load_is_fast(self) -> None:
+        """Reading the shipped table takes well under a second."""
+        reg = Registry()
+        start = time.perf_counter()
+        assert reg.get("gpt-4o").context_window == 128_000
+        assert time.perf_counter() - start < 1.0
+
+
+class TestResolution:
+    def test_exact_name(self) -> None:
+        """An exact name gives its entry: gpt-4o has 128,000 tokens."""
+        m = get_model("gpt-4o")
+        assert (m.name, m.provider, m.context_window) == ("gpt-4o", "openai", 128_000)
+
+    def test_case_insensitive(self) -> None:
+        """Names match regardless of case."""
+        assert registry.resolve("GPT-4O") == "gpt-4o"
+        assert registry.resolve("Claude-Sonnet-4-5") == "claude-sonnet-4-5"
+
+    def test_provider_prefix_stripped(self) -> None:
+        """A provider prefix with no entry of its own is removed."""
+        assert registry.resolve("openai/gpt-4o") == "gpt-4o"
+        assert registry.resolve("anthropic/claude-sonnet-4-5") == "claude-sonnet-4-5"
+
+    def test_prefixed_key_kept_when_it_exists(self) -> None:
+        """A prefixed name with its own entry (azure/...) resolves to that entry."""
+        assert registry.resolve("azure/gpt-4o") == "azure/gpt-4o"
+        assert get_model("azure/gpt-4o").provider == "azure"
+
+    def test_dated_claude(self) -> None:
+        """claude-sonnet-4-5-20250929 resolves, with 200,000 tokens."""
+        assert get_model("claude-sonnet-4-5-20250929").context_window == 200_000
+
+    def test_unknown_date_falls_back_to_undated(self) -> None:
+        """A date the table lacks (-YYYYMMDD or -YYYY-MM-DD) is removed."""
+        assert registry.resolve("claude-sonnet-4-5-20991231") == "claude-sonnet-4-5"
+        assert registry.resolve("gpt-4o-2099-01-01") == "gpt-4o"
+        reg = small(info("model-a"))
+        assert reg.resolve("model-a-20250101") == "model-a"
+        assert reg.resolve("model-a-2025-01-01") == "model-a"
+
+    def test_undated_finds_newest_dated(self) -> None:
+        """With only dated entries, an undated name gets the newest one."""
+        reg = small(
+            info("model-b-20240101"),
+            info("model-b-20250301"),
+            info("model-b-2024-12-31"),
+        )
+        assert reg.resolve("model-b") == "model-b-20250301"
+
+    def test_latest_suffix(self) -> None:
+        """A -latest suffix resolves to the undated (or newest dated) entry."""
+        assert small(info("model-c")).resolve("model-c-latest") == "model-c"
+        assert registry.resolve("claude-opus-4-6-latest") == "claude-opus-4-6"
+
+    def test_bedrock_names(self) -> None:
+        """Bedrock region, vendor and version parts are removed when needed."""
+        reg = small(info("claude-x-1"))
+        assert reg.resolve("anthropic.claude-x-1-v1:0") == "claude-x-1"
+        assert reg.resolve("us.anthropic.claude-x-1-v2:0") == "claude-x-1"
+        assert reg.resolve("bedrock/eu.anthropic.claude-x-1-v1") == "claude-x-1"
+        name = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+        assert registry.resolve(name) == name
+        assert registry.resolve("bedrock/" + name) == name
+
+    def test_version_suffix_is_kept_in_plain_names(self) -> None:
+        """-v3 is part of a plain name (deepseek-v3), not a Bedrock version."""
+        assert small(info("deepseek")).resolve("deepseek-v3") is None
+        reg = small(info("deepseek"), info("deepseek-v3"))
+        assert reg.resolve("deepseek-v3") == "deepseek-v3"
+
+    def test_vertex_at_date(self) -> None:
+        """claude-...@20250929 becomes claude-...-20250929, or drops the @ part."""
+        assert (
+            registry.resolve("claude-sonnet-4-5@20250929")
+            == "claude-sonnet-4-5-20250929"
+        )
+        assert registry.resolve("claude-opus-4-6@default") == "claude-opus-4-6"
+        assert small(info("claude-y")).resolve("claude-y@20250101") == "claude-y"
+
+    def test_fine_tune(self) -> None:
+        """An OpenAI fine-tune name resolves to its base model's entry."""
+        name = "ft:gpt-4o-2024-08-06:my-org::abc123"
+        assert registry.resolve(name) == "ft:gpt-4o-2024-08-06"
+        assert small(info("gpt-x")).resolve("ft:gpt-x:org:tag:id") == "gpt-x"
+
+    def test_prefers_the_makers_own_entry(self) -> None:
+        """The maker's entry wins over clouds, and clouds over resellers."""
+        reg = small(
+            info("reseller/claude-z", 100_000, "reseller"),
+            info("vertex_ai/claude-z", 150_000, "vertex_ai-anthropic_models"),
+            info("anthropic/claude-z", 200_000, "anthropic"),
+        )
+        assert reg.resolve("claude-z") == "anthropic/claude-z"
+        del reg  # the same without the maker:
+        reg = small(
+            info("reseller/claude-z", 100_000, "reseller"),
+            info("vertex_ai/claude-z", 150_000, "vertex_ai-anthropic_models"),
+        )
+        assert reg.resolve("claude-z") == "vertex_ai/claude-z"
+        assert registry.resolve("grok-4.3") == "xai/grok-4.3"
+        assert (
+            registry.resolve("mistral-large-latest") == "mistral/mistral-large-latest"
+        )
+
+    def test_resellers_resolve_to_smallest_window(self) -> None:
+        """Among equal candidates, the smallest window wins (never overflow)."""
+        reg = small(
+            info("r1/llama-q", 131_072, "r1"),
+            info("r2/llama-q", 16_384, "r2"),
+            info("r3/llama-q", 65_536, "r3"),
+        )
+        assert reg.get("llama-q").context_window == 16_384
+
+    def test_alias(self) -> None:
+        """A user alias resolves, case-insensitively, to its target's entry."""
+        reg = small(info("model-d-20250101"))
+        reg.alias("Dee", "model-d")
+        assert reg.resolve("dee") == "model-d-20250101"
+        assert reg.get("DEE").name == "model-d-20250101"
+
+    def test_alias_to_unknown_raises(self) -> None:
+        """Aliasing a name that does not resolve raises UnknownModelError."""
+        with pytest.raises(UnknownModelError, match="nope"):
+            small(info("model-e")).alias("e", "nope")
+
+    def test_unknown_returns_none(self) -> None:
+        """resolve() answers None for an unknown name, without warning."""
+        assert registry.resolve("zzz-no-such-model") is None
+        assert "zzz-no-such-model" not in registry
+        assert "gpt-4o" in registry
+        assert 42 not in registry
+
+
+class TestUnknownModels:
+    def test_warns_and_gives_default(self) -> None:
+        """An unknown model warns, naming it and the default, and gets the default."""
+        with pytest.warns(UnknownModelWarning, match=r"'my-own-llm'.*8,192"):
+            m = get_model("my-own-llm")
+        assert m is DEFAULT_MODEL_INFO
+        assert (m.context_window, m.exact) == (8192, False)
+
+    def test_warning_suggests_close_names(self) -> None:
+        """The warning for a typo names the model it probably meant."""
+        with pytest.warns(UnknownModelWarning, match=r"did you mean gpt-4o\b"):
+            get_model("gpt4o")
+
+    def test_resolution_cache_is_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Looking up endless distinct names does not grow memory without bound."""
+        monkeypatch.setattr(registry_module, "_CACHE_SIZE", 8)
+        reg = small(info("m"))
+        for i in range(50):
+            reg.resolve(f"name-{i}")
+        assert len(reg._cache) <= 8
+        assert reg.resolve("M") == "m"
+
+    def test_warning_points_at_the_caller(self) -> None:
+        """The warning is attributed to the line calling get_model."""
+        with pytest.warns(UnknownModelWarning) as record:
+            Registry({}).get("nothing-here")
+        assert record[0].filename == __file__
+
+    def test_no_default_raises_with_suggestions(self) -> None:
+        """default=False raises UnknownModelError (a KeyError) with close names."""
+        with pytest.raises(UnknownModelError) as exc:
+            get_model("gpt-4o-mni", default=False)
+        assert isinstance(exc.value, KeyError)
+        assert "gpt-4o-mini" in exc.value.suggestions
+        assert "did you mean" in str(exc.value)
+
+
+class TestRegister:
+    def test_override_wins_over_shipped(self) -> None:
+        """A registered entry replaces the shipped one, also via prefixes."""
+        reg = Registry()
+        reg.register("gpt-4o", context_window=1000, provider="proxy")
+        assert reg.get("gpt-4o").context_window == 1000
+        assert reg.get("openai/gpt-4o").provider == "proxy"
+        assert [m.context_window for m in reg.search("gpt-4o") if m.name == "gpt-4o"]
+        assert get_model("gpt-4o").context_window == 128_000  # others untouched
+
+    def test_register_model_uses_process_registry(self, fresh: Registry) -> None:
+        """register_model() adds to the registry get_model() reads."""
+        register_model("house-llm", context_window=12_000, max_output_tokens=2_000)
+        m = get_model("House-LLM")
+        assert (m.context_window, m.max_output_tokens, m.provider) == (
+            12_000,
+            2_000,
+            "custom",
+        )
+        assert fresh.resolve("house-llm") == "house-llm"
+
+    def test_encoding_inferred_from_name(self) -> None:
+        """Without an encoding, the name decides it, as for shipped models."""
+        reg = Registry({})
+        a = reg.register("gpt-4o-proxy", context_window=64_000)
+        b = reg.register("my-llm", context_window=64_000, exact=True)
+        assert (a.encoding, a.exact) == ("o200k_base", True)
+        assert (b.encoding, b.exact) == ("o200k_base", False)
+
+    def test_explicit_encoding(self) -> None:
+        """An explicit shipped encoding is used with the exactness given."""
+        reg = Registry({})
+        m = reg.register("x", context_window=10, encoding="cl100k_base", exact=True)
+        assert (m.encoding, m.exact) == ("cl100k_base", True)
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {"context_window": 0},
+            {"context_window": -5},
+            {"context_window": True},
+            {"context_window": 10, "max_output_tokens": 0},
+            {"context_window": 10, "encoding": "p50k_base"},
+        ],
+    )
+    def test_bad_values_raise(self, kwargs: dict[str, Any]) -> None:
+        """Non-positive limits and unshipped encodings raise ValueError."""
+        with pytest.raises(ValueError, match=r"context_window|max_output|encoding"):
+            Registry({}).register("x", **kwargs)
+
+    def test_register_replaces_alias_and_listing(self) -> None:
+        """A later register() of an alias's name wins, and lists once."""
+        reg = small(info("base-1"))
+        reg.alias("short", "base-1")
+        reg.register("short", context_window=5)
+        assert reg.get("short").context_window == 5
+        assert len(reg) == 2
+        assert [m.name for m in reg] == ["base-1", "short"]
+
+
+class TestSearch:
+    def test_substring_ignores_case(self) -> None:
+        """A plain pattern matches names containing it, in any case, sorted."""
+        found = registry.search("SONNET-4-5")
+        names = [m.name for m in found]
+        assert "claude-sonnet-4-5" in names
+        assert all("sonnet-4-5" in n.lower() for n in names)
+        assert names == sorted(names)
+
+    def test_glob(self) -> None:
+        """A pattern with * is a glob over the whole name."""
+        names = [m.name for m in registry.search("claude-*-4-5")]
+        assert "claude-sonnet-4-5" in names
+        assert "claude-opus-4-5" in names
+        assert all(n.startswith("claude-") and n.endswith("-4-5") for n in names)
+
+    def test_no_match(self) -> None:
+        """A pattern matching nothing gives an empty list."""
+        assert registry.search("zzz-nothing-*") == []
+
+    def test_iteration_and_len(self) -> None:
+        """Iterating yields every ModelInfo, sorted by name; len agrees."""
+        reg = small(info("b"), info("a"))
+        assert [m.name for m in reg] == ["a", "b"]
+        assert len(reg) == 2
+
+
+class TestEncodings:
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "gpt-4o",
+            "gpt-4o-mini",
+            "chatgpt-4o-latest",
+            "gpt-4.1",
+            "gpt-4.5-preview",
+            "gpt-5",
+            "gpt-5.1-codex",
+            "o1",
+            "o3-mini",
+            "o4-mini",
+            "gpt-oss-120b",
+            "azure/gpt-4o",
+            "ft:gpt-4o-2024-08-06",
+        ],
+    )
+    def test_o200k_exact(self, name: str) -> None:
+        """OpenAI's o200k families count exactly with o200k_base."""
+        assert names.encoding_for(name) == ("o200k_base", True)
+
+    @pytest.mark.parametrize(
+        "name", ["gpt-4", "gpt-4-turbo", "gpt-4-0613", "gpt-3.5-turbo", "gpt-35-turbo"]
+    )
+    def test_cl100k_exact(self, name: str) -> None:
+        """GPT-4 (not 4o/4.1/4.5) and GPT-3.5 count exactly with cl100k_base."""
+        assert names.encoding_for(name) == ("cl100k_base", True)
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "claude-sonnet-4-5",
+            "gemini/gemini-2.5-pro",
+            "mistral/mistral-large-latest",
+            "deepseek-chat",
+            "o1x",
+            "gpt-6-sol",
+        ],
+    )
+    def test_others_approximate(self, name: str) -> None:
+        """Every other model is approximated with o200k_base, exact=False."""
+        assert names.encoding_for(name) == ("o200k_base", False)
+
+    def test_agrees_with_tiktoken(self) -> None:
+        """For every shipped model tiktoken knows, the exact encoding matches it."""
+        from tiktoken.model import encoding_name_for_model
+
+        checked = 0
+        for m in registry:
+            try:
+                theirs = encoding_name_for_model(names.bare_name(m.name))
+            except KeyError:
+                continue
+            theirs = {"o200k_harmony": "o200k_base"}.get(theirs, theirs)
+            if theirs in ("o200k_base", "cl100k_base"):
+                checked += 1
+                assert (m.encoding, m.exact) == (theirs, True), m.name
+        assert checked > 100
+
+
+class TestGetTokenizer:
+    def test_exact_for_openai(self) -> None:
+        """gpt-4o gets the exact o200k_base BPE, gpt-4 the cl100k_base one."""
+        tok = get_tokenizer("gpt-4o")
+        assert isinstance(tok, BPETokenizer)
+        assert (tok.name, tok.exact, tok.count("hello world")) == (
+            "o200k_base",
+            True,
+            2,
+        )
+        assert get_tokenizer("gpt-4").name == "cl100k_base"
+
+    def test_approximate_for_claude(self) -> None:
+        """Claude gets o200k_base counts scaled by the measured 1.17, labelled."""
+        tok = get_tokenizer("claude-sonnet-4-5")
+        assert isinstance(tok, ApproximateTokenizer)
+        assert tok.exact is False
+        assert tok.name == "o200k_base x1.17 (approximate for claude-sonnet-4-5)"
+        text = "Les tokens de Claude ne sont pas ceux d'OpenAI."
+        base = BPETokenizer("o200k_base").count(text)
+        assert tok.count(text) == math.ceil(base * 1.17)
+        assert get_tokenizer("anthropic/claude-opus-4-6").scale == 1.17
+
+    def test_unmeasured_family_is_not_scaled(self) -> None:
+        """A family without a measured ratio counts plain o200k_base."""
+        tok = get_tokenizer("gemini-2.5-pro")
+        assert isinstance(tok, ApproximateTokenizer)
+        assert tok.scale == 1.0
+        assert tok.name == "o200k_base (approximate for gemini-2.5-pro)"
+
+    def test_none_is_approximate_without_warning(self) -> None:
+        """No model at all gives the approximation, and no warning."""
+        tok = get_tokenizer(None)
+        assert tok.exact is False
+        assert "approximate" in tok.name
+
+    def test_unknown_warns_and_names_model(self) -> None:
+        """An unknown model warns and its tokenizer names it."""
+        with pytest.warns(UnknownModelWarning, match="my-own-llm"):
+            tok = get_tokenizer("my-own-llm")
+        assert tok.name == "o200k_base (approximate for my-own-llm)"
+
+
+def load_script() -> ModuleType:
+    path = ROOT / "scripts" / "refresh_models.py"
+    spec = importlib.util.spec_from_file_location("refresh_models", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SAMPLE = {
+    "sample_spec": {"mode": "chat", "max_input_tokens": "doc"},
+    "b-chat": {
+        "litellm_provider": "openai",
+        "mode": "chat",
+        "max_input_tokens": 1000,
+        "max_output_tokens": 100,
+        "supports_vision": True,
+        "input_cost_per_token": 1e-6,
+    },
+    "a-old": {"litellm_provider": "x", "mode": "completion", "max_tokens": 2048},
+    "c-embed": {"litellm_provider": "x", "mode": "embedding", "max_input_tokens": 8},
+    "d-none": {"litellm_provider": "x", "mode": "chat"},
+    "e-zero": {"litellm_provider": "x", "mode": "chat", "max_input_tokens": 0},
+}
+
+
+class TestRefreshScript:
+    def test_trim(self) -> None:
+        """Keeps chat/responses/completion with a window; max_tokens is a fallback."""
+        models = load_script().trim(SAMPLE)
+        assert list(models) == ["a-old", "b-chat"]
+        assert models["b-chat"] == {
+            "provider": "openai",
+            "context_window": 1000,
+            "max_output_tokens": 100,
+            "vision": True,
+        }
+        assert models["a-old"]["window_from"] == "max_tokens"
+        assert models["a-old"]["context_window"] == 2048
+        assert models["a-old"]["mode"] == "completion"
+
+    def test_from_wheel(self, tmp_path: Path) -> None:
+        """--from a wheel writes models.json and NOTICE, recording the version."""
+        wheel = tmp_path / "litellm-9.8.7-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.writestr(
+                "litellm/model_prices_and_context_window_backup.json",
+                json.dumps(SAMPLE),
+            )
+            zf.writestr("litellm-9.8.7.dist-info/licenses/LICENSE", "MIT License\n")
+        out = tmp_path / "data"
+        args = ["--from", str(wheel), "--out", str(out), "--date", "2025-01-02"]
+        assert load_script().main(args) == 0
+        data = json.loads((out / "models.json").read_text("utf-8"))
+        assert data["litellm_version"] == "9.8.7"
+        assert data["retrieved"] == "2025-01-02"
+        assert list(data["models"]) == ["a-old", "b-chat"]
+        assert "MIT License" in (out / "NOTICE").read_text("utf-8")
+        reg = Registry(
+            {n: registry_module._from_raw(n, e) for n, e in data["models"].items()}
+        )
+        assert reg.get("b-chat").vision is True

@@ -1,0 +1,517 @@
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextwindow.errors import InvalidMessageError
+from contextwindow.messages import Message, Text, ToolCall, ToolResult, ToolSpec, units
+from contextwindow.transcripts import (
+    FORMATS,
+    Transcript,
+    detect_format,
+    read_transcript,
+    read_transcripts,
+)
+
+OPENAI_CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Oslo?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "3 C"},
+    {"role": "assistant", "content": "3 C."},
+]
+ANTHROPIC_CHAT: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Oslo?"},
+    {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "weather",
+                "input": {"city": "Oslo"},
+            }
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "3 C"}],
+    },
+    {"role": "assistant", "content": [{"type": "text", "text": "3 C."}]},
+]
+RESPONSES_ITEMS: list[dict[str, Any]] = [
+    {"type": "message", "role": "user", "content": "Weather in Oslo?"},
+    {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "3 C"},
+    {"type": "message", "role": "assistant", "content": "3 C."},
+]
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def write(tmp_path: Path, name: str, data: Any) -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def jsonl(records: list[Any]) -> str:
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def record(kind: str, n: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "uuid": f"u{n}",
+        "sessionId": "s-1",
+        "timestamp": f"2026-01-01T00:00:{n:02d}Z",
+        **fields,
+    }
+
+
+CLAUDE_CODE = [
+    {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}},
+    record("user", 1, message={"role": "user", "content": "List files."}),
+    record("progress", 2, data={"type": "hook_progress"}),
+    record(
+        "assistant",
+        3,
+        message={
+            "id": "m1",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [{"type": "text", "text": "Listing."}],
+        },
+    ),
+    record(
+        "assistant",
+        4,
+        message={
+            "id": "m1",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        },
+    ),
+    record(
+        "user",
+        5,
+        message={
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}
+            ],
+        },
+    ),
+    record(
+        "assistant",
+        6,
+        message={
+            "id": "m1",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [
+                {"type": "tool_use", "id": "t2", "name": "ls", "input": {"d": 1}}
+            ],
+            "usage": {"input_tokens": 7},
+        },
+    ),
+    record(
+        "user",
+        7,
+        message={
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": "b",
+                    "is_error": True,
+                }
+            ],
+        },
+    ),
+    record("system", 8, subtype="turn_duration"),
+    record(
+        "system",
+        9,
+        subtype="compact_boundary",
+        compactMetadata={"trigger": "auto", "preTokens": 1234},
+    ),
+    record("user", 10, isMeta=True, message={"role": "user", "content": "<caveat>"}),
+    record(
+        "assistant",
+        11,
+        message={
+            "id": "m2",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": "Done."}],
+        },
+    ),
+    {"type": "queue-operation", "operation": "enqueue"},
+]
+
+
+class TestReadFormats:
+    def test_openai_list(self, tmp_path: Path) -> None:
+        """A JSON list of Chat Completions messages is read as openai."""
+        t = read_transcript(write(tmp_path, "chat.json", OPENAI_CHAT))
+        assert (t.format, t.title, len(t.messages)) == ("openai", "chat.json", 5)
+        assert all(u.complete for u in units(t.messages))
+
+    def test_openai_request(self, tmp_path: Path) -> None:
+        """An OpenAI request body gives messages, model and tool specs."""
+        body = {
+            "model": "gpt-4o",
+            "messages": OPENAI_CHAT,
+            "temperature": 0,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "weather",
+                        "description": "Weather.",
+                        "parameters": SCHEMA,
+                    },
+                }
+            ],
+        }
+        t = read_transcript(write(tmp_path, "req.json", body))
+        assert (t.format, t.model, len(t.messages)) == ("openai_request", "gpt-4o", 5)
+        assert t.tools == (ToolSpec("weather", "Weather.", SCHEMA),)
+        assert t.meta["request"] == {"temperature": 0}
+
+    def test_anthropic_list(self, tmp_path: Path) -> None:
+        """A JSON list of Anthropic turns is read as anthropic."""
+        t = read_transcript(write(tmp_path, "a.json", ANTHROPIC_CHAT))
+        assert t.format == "anthropic"
+        assert [m.role for m in t.messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+
+    def test_anthropic_request(self, tmp_path: Path) -> None:
+        """An Anthropic body is told apart by system and input_schema."""
+        body = {
+            "model": "claude-x",
+            "system": "Be brief.",
+            "messages": ANTHROPIC_CHAT,
+            "tools": [
+                {"name": "weather", "input_schema": SCHEMA},
+                {"type": "web_search_20250305", "name": "web_search"},
+            ],
+        }
+        t = read_transcript(write(tmp_path, "a.json", body))
+        assert (t.format, t.model) == ("anthropic_request", "claude-x")
+        assert t.messages[0] == Message.system("Be brief.")
+        assert t.tools == (ToolSpec("weather", "", SCHEMA),)
+        assert t.meta["other_tools"][0]["name"] == "web_search"
+        del body["system"]
+        assert detect_format(write(tmp_path, "b.json", body)) == "anthropic_request"
+
+    def test_responses(self, tmp_path: Path) -> None:
+        """A Responses body or item list is read as responses."""
+        body = {
+            "model": "o3",
+            "instructions": "Be brief.",
+            "input": RESPONSES_ITEMS,
+            "tools": [{"type": "function", "name": "weather", "parameters": SCHEMA}],
+        }
+        t = read_transcript(write(tmp_path, "r.json", body))
+        assert (t.format, t.model, len(t.messages)) == ("responses", "o3", 5)
+        assert t.tools == (ToolSpec("weather", "", SCHEMA),)
+        t2 = read_transcript(write(tmp_path, "r2.json", RESPONSES_ITEMS))
+        assert t2.format == "responses"
+        assert t2.messages == t.messages[1:]
+
+    @pytest.mark.parametrize(
+        ("records", "shape"),
+        [
+            (OPENAI_CHAT, "openai"),
+            (ANTHROPIC_CHAT, "anthropic"),
+            (RESPONSES_ITEMS, "responses"),
+        ],
+    )
+    def test_jsonl(self, tmp_path: Path, records: list[Any], shape: str) -> None:
+        """One message per line is read in the shape the lines have."""
+        t = read_transcript(write(tmp_path, "c.jsonl", jsonl(records)))
+        assert (t.format, t.meta["shape"]) == ("jsonl", shape)
+        assert all(u.complete for u in units(t.messages))
+        assert t.messages[-1].text == "3 C."
+
+    def test_claude_code(self, tmp_path: Path) -> None:
+        """Claude Code records are grouped by message id; only messages are kept."""
+        t = read_transcript(write(tmp_path, "s.jsonl", jsonl(CLAUDE_CODE)))
+        assert t.format == "claude_code"
+        assert [m.role for m in t.messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "user",
+            "assistant",
+        ]
+        assert t.messages[1].parts == (
+            Text("Listing."),
+            ToolCall("t1", "ls", "{}"),
+            ToolCall("t2", "ls", '{"d":1}'),
+        )
+        assert t.messages[2].parts == (
+            ToolResult("t1", "a.txt"),
+            ToolResult("t2", "b", is_error=True),
+        )
+        assert all(u.complete for u in units(t.messages))
+        assert t.messages[1].meta["uuids"] == ["u3", "u4", "u6"]
+        assert t.messages[1].meta["usage"] == {"input_tokens": 7}
+        assert t.messages[0].meta["timestamp"] == "2026-01-01T00:00:01Z"
+        assert t.messages[3].meta["is_meta"] is True
+        assert t.meta["compactions"] == [
+            {
+                "index": 3,
+                "trigger": "auto",
+                "pre_tokens": 1234,
+                "uuid": "u9",
+                "timestamp": "2026-01-01T00:00:09Z",
+            }
+        ]
+        assert (t.model, t.title) == ("claude-x", "s-1")
+
+    def test_tau_bench_and_locomo(self, tmp_path: Path) -> None:
+        """tau-bench runs and LoCoMo conversations give one transcript each."""
+        runs = [
+            {"task_id": 3, "trial": 1, "reward": 1.0, "traj": OPENAI_CHAT},
+            {"task_id": 4, "trial": 0, "reward": 0.0, "traj": OPENAI_CHAT[:2]},
+        ]
+        ts = read_transcripts(write(tmp_path, "tau.json", runs))
+        assert [t.title for t in ts] == [
+            "trajectory 0 (task 3, trial 1)",
+            "trajectory 1 (task 4, trial 0)",
+        ]
+        assert ts[0].meta["reward"] == 1.0
+        conv = {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_2": [{"speaker": "Bo", "dia_id": "D2:1", "text": "Later."}],
+            "session_1_date_time": "1 May",
+            "session_2_date_time": "2 May",
+            "session_1": [
+                {
+                    "speaker": "Ann",
+                    "dia_id": "D1:1",
+                    "text": "Hi.",
+                    "blip_caption": "a dog",
+                    "img_url": ["u"],
+                }
+            ],
+        }
+        lt = read_transcript(
+            write(
+                tmp_path,
+                "lo.json",
+                [{"sample_id": "c-1", "conversation": conv, "qa": []}],
+            )
+        )
+        assert (lt.format, lt.title) == ("locomo", "c-1")
+        first, second = lt.messages
+        assert (first.role, first.name, first.parts) == (
+            "user",
+            "Ann",
+            (Text("Hi."), Text("[shared an image: a dog]")),
+        )
+        assert (second.role, second.meta["dia_id"], second.meta["date_time"]) == (
+            "assistant",
+            "D2:1",
+            "2 May",
+        )
+
+    def test_streams(self) -> None:
+        """Open text and binary files are read like paths."""
+        text = io.StringIO(json.dumps(OPENAI_CHAT))
+        binary = io.BytesIO(jsonl(OPENAI_CHAT).encode("utf-8-sig"))
+        assert read_transcript(text).messages == read_transcript(binary).messages
+
+    def test_explicit_format(self, tmp_path: Path) -> None:
+        """A named format skips detection; a one-line file can be jsonl."""
+        path = write(tmp_path, "one.jsonl", jsonl(OPENAI_CHAT[:1]))
+        assert read_transcript(path, format="jsonl").messages == (
+            Message.system("Be brief."),
+        )
+        assert read_transcript(path).format == "jsonl"
+        assert set(FORMATS) >= {"openai", "claude_code", "tau_bench", "locomo"}
+
+    def test_transcript_defaults(self) -> None:
+        """A Transcript needs only messages, format and title."""
+        t = Transcript((), "openai", "x")
+        assert (t.model, t.tools, dict(t.meta)) == (None, (), {})
+
+
+class TestReadErrors:
+    def test_invalid_json(self, tmp_path: Path) -> None:
+        """Invalid JSON names the file and the line."""
+        path = write(tmp_path, "bad.json", '[\n  {"role": "user",\n  "content": }\n]')
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(path)
+        assert info.value.path == "bad.json:line 3"
+        assert info.value.reason.startswith("not valid JSON")
+
+    def test_invalid_jsonl_line(self, tmp_path: Path) -> None:
+        """A bad JSONL line is named by its number."""
+        text = jsonl(OPENAI_CHAT[:2]) + "\n{oops\n"
+        with pytest.raises(
+            InvalidMessageError, match=r"^c\.jsonl:line 4: not valid JSON"
+        ):
+            read_transcripts(write(tmp_path, "c.jsonl", text))
+
+    def test_no_format(self, tmp_path: Path) -> None:
+        """A shape that matches no format lists the formats tried."""
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "x.json", {"hello": 1}))
+        assert info.value.path == "x.json"
+        assert "tried openai, openai_request" in info.value.reason
+        with pytest.raises(InvalidMessageError, match="matches no known format"):
+            read_transcripts(write(tmp_path, "y.json", [1, 2]))
+
+    def test_bad_message_in_jsonl(self, tmp_path: Path) -> None:
+        """A malformed message in JSONL is named by line and field."""
+        lines = jsonl([OPENAI_CHAT[1], {"role": "user", "content": [{"type": "foo"}]}])
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "c.jsonl", "\n" + lines))
+        assert info.value.path == "c.jsonl:line 3.content[0].type"
+
+    def test_bad_block_in_claude_code(self, tmp_path: Path) -> None:
+        """A malformed block of a grouped Claude Code message names its own record."""
+        records = [
+            *CLAUDE_CODE[:5],
+            record(
+                "assistant",
+                12,
+                message={
+                    "id": "m1",
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t3"}],
+                },
+            ),
+        ]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
+        assert info.value.path == "s.jsonl:line 6.message.content[0].name"
+
+    def test_claude_code_record_without_message(self, tmp_path: Path) -> None:
+        """A user record without a message names the line."""
+        records = [record("user", 1)]
+        with pytest.raises(
+            InvalidMessageError, match=r"^s\.jsonl:line 1\.message: missing"
+        ):
+            read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
+
+    def test_bad_trajectory(self, tmp_path: Path) -> None:
+        """A malformed tau-bench message names the run and message."""
+        runs = [{"traj": OPENAI_CHAT}, {"traj": [{"role": "tool", "content": "x"}]}]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "t.json", runs))
+        assert info.value.path == "t.json[1].traj[0].tool_call_id"
+
+    def test_count_and_format_checks(self, tmp_path: Path) -> None:
+        """read_transcript wants one transcript; unknown formats are refused."""
+        runs = [{"traj": OPENAI_CHAT}, {"traj": OPENAI_CHAT}]
+        path = write(tmp_path, "t.json", runs)
+        with pytest.raises(
+            InvalidMessageError, match="expected one transcript, found 2"
+        ):
+            read_transcript(path)
+        with pytest.raises(InvalidMessageError, match="unknown format 'csv'"):
+            read_transcripts(path, format="csv")
+        with pytest.raises(InvalidMessageError, match="not JSONL"):
+            read_transcripts(
+                write(tmp_path, "c.jsonl", jsonl(OPENAI_CHAT)), format="openai"
+            )
+
+    def test_empty_and_binary(self, tmp_path: Path) -> None:
+        """Empty, non-UTF-8 and missing files are clear errors."""
+        with pytest.raises(InvalidMessageError, match="empty file"):
+            read_transcripts(write(tmp_path, "e.json", "\n\n"))
+        with pytest.raises(InvalidMessageError, match="not UTF-8"):
+            read_transcripts(io.BytesIO(b"\xff\xfe\x00"))
+        with pytest.raises(
+            InvalidMessageError, match=r"missing\.json: cannot read"
+        ) as info:
+            read_transcripts(tmp_path / "missing.json")
+        assert isinstance(info.value.__cause__, FileNotFoundError)
+
+
+class TestSharedData:
+    def test_tau_bench(self, shared_data: Path) -> None:
+        """200 trajectories; the first has one neutral message per traj entry."""
+        path = shared_data / "tau-bench_gpt-4o-airline.json"
+        ts = read_transcripts(path)
+        raw = json.loads(path.read_text())
+        assert len(ts) == 200
+        assert {t.format for t in ts} == {"tau_bench"}
+        assert len(ts[0].messages) == len(raw[0]["traj"])
+        assert sum(len(t.messages) for t in ts) == 5308
+        assert sum(len(m.tool_calls) for t in ts for m in t.messages) == 1164
+        assert all(u.complete for t in ts for u in units(t.messages))
+
+    def test_locomo(self, shared_data: Path) -> None:
+        """10 conversations, 5,882 turns, each a named user or assistant message."""
+        ts = read_transcripts(shared_data / "locomo10.json")
+        assert len(ts) == 10
+        assert sum(len(t.messages) for t in ts) == 5882
+        # 910 turns have an image; 316 more carry a caption without img_url
+        assert sum(len(m.parts) == 2 for t in ts for m in t.messages) == 1226
+        assert sum("img_url" in m.meta for t in ts for m in t.messages) == 910
+        first = ts[0]
+        assert first.title == "conv-26"
+        assert (first.messages[0].role, first.messages[0].name) == ("user", "Caroline")
+        assert first.messages[0].meta["dia_id"] == "D1:1"
+        assert {m.role for m in first.messages} == {"user", "assistant"}
+
+    def test_claude_code(self, shared_data: Path) -> None:
+        """Each file is one transcript, all units complete, 1,064 calls and results."""
+        files = sorted((shared_data / "claude_code_sessions").rglob("*.jsonl"))
+        assert len(files) == 16
+        calls = results = 0
+        triggers: list[str] = []
+        for path in files:
+            ts = read_transcripts(path)
+            assert len(ts) == 1, path.name
+            t = ts[0]
+            assert t.format == "claude_code"
+            assert all(u.complete for u in units(t.messages)), path.name
+            calls += sum(isinstance(p, ToolCall) for m in t.messages for p in m.parts)
+            results += sum(
+                isinstance(p, ToolResult) for m in t.messages for p in m.parts
+            )
+            triggers += [c["trigger"] for c in t.meta["compactions"]]
+            assert str(t.model).startswith("claude-"), path.name
+            for c in t.meta["compactions"]:
+                follow = t.messages[c["index"]]
+                assert follow.meta.get("is_compact_summary") is True, path.name
+        assert (calls, results) == (1064, 1064)
+        assert sorted(triggers) == ["auto", "auto", "auto", "auto", "manual"]
+
+    def test_biggest_session_is_fast(self, shared_data: Path) -> None:
+        """The biggest session (3.4 MB) reads in well under half a second."""
+        files = (shared_data / "claude_code_sessions").glob("*.jsonl")
+        biggest = max(files, key=lambda p: p.stat().st_size)
+        read_transcript(biggest)  # warm the file cache
+        start = time.perf_counter()
+        t = read_transcript(biggest)
+        assert time.perf_counter() - start < 0.5
+        assert t.title == biggest.stem

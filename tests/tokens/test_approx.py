@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens.approx import ApproximateTokenizer
+from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.bpe import BPETokenizer
+
+
+class TestApproximateTokenizer:
+    def test_delegates_count(self) -> None:
+        """Counts are exactly the base's counts."""
+        base = BPETokenizer("o200k_base")
+        tok = ApproximateTokenizer(base, "claude-opus-4-6")
+        for text in [
+            "",
+            "hello world",
+            "東京タワーの高さは何メートル",
+            "def f(x):\n  return x\n",
+        ]:
+            assert tok.count(text) == base.count(text)
+
+    def test_never_exact(self) -> None:
+        """It reports exact=False even over an exact base."""
+        assert ApproximateTokenizer(BPETokenizer("o200k_base"), "m").exact is False
+
+    def test_name_says_approximate(self) -> None:
+        """The name gives the base and what it approximates."""
+        tok = ApproximateTokenizer(FakeTokenizer("words"), "gemini-2.5-pro")
+        assert tok.name == "words (approximate for gemini-2.5-pro)"
+        assert (tok.label, tok.base.name) == ("gemini-2.5-pro", "words")
+        assert "gemini-2.5-pro" in repr(tok)
+
+    def test_is_a_tokenizer(self) -> None:
+        """It satisfies the Tokenizer protocol."""
+        assert isinstance(ApproximateTokenizer(FakeTokenizer(), "m"), Tokenizer)
+
+    def test_count_many_batches_through_the_base(self) -> None:
+        """count_many uses the base's batch counting when it has one."""
+        base = BPETokenizer("o200k_base")
+        tok = ApproximateTokenizer(base, "m")
+        texts = ["one two", "three", ""]
+        assert tok.count_many(texts) == [base.count(t) for t in texts]
+
+    def test_count_many_without_batching(self) -> None:
+        """count_many falls back to one count per text."""
+        base = FakeTokenizer()
+        tok = ApproximateTokenizer(base, "m")
+        assert tok.count_many(["a b", "c"]) == [2, 1]
+        assert base.calls == ["a b", "c"]
+
+    def test_scale_rounds_up(self) -> None:
+        """A scale multiplies the base's counts, rounding up; empty stays 0."""
+        tok = ApproximateTokenizer(FakeTokenizer(), "m", scale=1.17)
+        assert tok.count("a b c d e f g h i j") == 12  # 11.7 -> 12
+        assert tok.count("") == 0
+        assert tok.count_many(["a b c d e f g h i j", "a"]) == [12, 2]
+        assert "x1.17" in tok.name
+        assert "scale=1.17" in repr(tok)
+
+    @pytest.mark.parametrize("scale", [0.0, -1.0, float("nan")])
+    def test_bad_scale(self, scale: float) -> None:
+        """A scale that is not positive fails at construction."""
+        with pytest.raises(ValueError, match="scale must be positive"):
+            ApproximateTokenizer(FakeTokenizer(), "m", scale=scale)

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import tiktoken
+import tiktoken.registry
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.tokens import BPETokenizer, Tokenizer, load_encoding
+from contextwindow.tokens import bpe as bpe_module
+
+# The blob paths tiktoken_ext.openai_public loads; tiktoken caches each file
+# under sha1(blobpath) in TIKTOKEN_CACHE_DIR, so placing our shipped copy there
+# lets tiktoken's own registry build the encoding without the network.
+BLOBS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+
+
+@pytest.fixture
+def tiktoken_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken.get_encoding served from a cache holding our shipped files."""
+    for name, blob in BLOBS.items():
+        shipped = resources.files("contextwindow.tokens") / "data" / f"{name}.tiktoken"
+        key = hashlib.sha1(blob.encode()).hexdigest()
+        (tmp_path / key).write_bytes(shipped.read_bytes())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    # Drop encodings tiktoken may have built already, so ours are really loaded.
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+
+
+class TestBPETokenizer:
+    def test_is_a_tokenizer(self) -> None:
+        """BPETokenizer satisfies the Tokenizer protocol and is exact."""
+        tok = BPETokenizer("o200k_base")
+        assert isinstance(tok, Tokenizer)
+        assert (tok.name, tok.exact) == ("o200k_base", True)
+
+    def test_empty_is_zero(self) -> None:
+        """The empty string has no tokens."""
+        assert BPETokenizer("cl100k_base").count("") == 0
+
+    def test_special_token_text_is_ordinary(self) -> None:
+        """Special-token text in content is counted as plain text, not rejected."""
+        assert BPETokenizer("o200k_base").count("<|endoftext|>") > 1
+
+    def test_count_many_matches_count(self) -> None:
+        """The batch count equals counting one text at a time."""
+        tok = BPETokenizer("o200k_base")
+        texts = ["hello world", "", "東京タワー", "def f(x):\n    return x\n"]
+        assert tok.count_many(texts) == [tok.count(t) for t in texts]
+
+    @pytest.mark.usefixtures("tiktoken_registry")
+    @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+    def test_equals_tiktoken_on_every_message_text(
+        self, name: str, message_texts: list[str]
+    ) -> None:
+        """Counts equal tiktoken's own registry encoding on every shared-data text."""
+        reference = tiktoken.get_encoding(name)
+        assert reference is not load_encoding(name)
+        expected = [len(ids) for ids in reference.encode_ordinary_batch(message_texts)]
+        assert BPETokenizer(name).count_many(message_texts) == expected
+        assert len(expected) > 13_000
+
+
+class TestLoadEncoding:
+    def test_unknown_name(self) -> None:
+        """An unknown encoding name is a ContextWindowError listing the known ones."""
+        with pytest.raises(ContextWindowError, match="cl100k_base, o200k_base"):
+            load_encoding("p50k_base")
+
+    def test_sha256_mismatch(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A shipped file that fails its sha256 is a clear error, not wrong counts."""
+        spec = bpe_module.ENCODINGS["o200k_base"]
+        bad = dataclasses.replace(spec, sha256="0" * 64)
+        monkeypatch.setitem(bpe_module.ENCODINGS, "o200k_base", bad)
+        monkeypatch.setattr(bpe_module, "_cache", {})
+        with pytest.raises(ContextWindowError, match=r"does not match.*reinstall"):
+            load_encoding("o200k_base")
+
+    def test_cached(self) -> None:
+        """Loading twice returns the same Encoding object."""
+        assert load_encoding("cl100k_base") is load_encoding("cl100k_base")

@@ -1,0 +1,491 @@
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import (
+    Image,
+    Message,
+    Provider,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+from contextwindow.tokens import BPETokenizer, TokenCounter, count_messages
+from contextwindow.tokens.counting import (
+    ANTHROPIC_TOOLS_OVERHEAD,
+    render_openai_tools,
+)
+
+CL100K = BPETokenizer("cl100k_base")
+O200K = BPETokenizer("o200k_base")
+
+
+class CountingTokenizer:
+    """One token per whitespace-separated word; records every text it counts."""
+
+    name = "words"
+    exact = False
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return len(text.split())
+
+
+def spec(name: str, description: str = "", **parameters: Any) -> ToolSpec:
+    return ToolSpec(name, description, parameters)
+
+
+# Cases from hmarr/openai-chat-tokens' test suite, whose counts were checked
+# against the API's prompt_tokens (gpt-3.5-turbo, cl100k_base).
+HMARR_CASES: list[tuple[list[Message], list[ToolSpec], int]] = [
+    ([Message.user("hello")], [], 8),
+    ([Message.user("hello world")], [], 9),
+    ([Message.system("hello")], [], 8),
+    ([Message.system("hello:")], [], 9),
+    (
+        [
+            Message.system("# Important: you're the best robot"),
+            Message.user("hello robot"),
+            Message.assistant("hello world"),
+        ],
+        [],
+        27,
+    ),
+    ([Message.user("hello")], [spec("foo", type="object", properties={})], 31),
+    (
+        [Message.user("hello")],
+        [spec("foo", "Do a foo", type="object", properties={})],
+        36,
+    ),
+    (
+        [Message.user("hello")],
+        [
+            spec(
+                "bing_bong",
+                "Do a bing bong",
+                type="object",
+                properties={"foo": {"type": "string"}},
+            )
+        ],
+        49,
+    ),
+    (
+        [Message.user("hello")],
+        [
+            spec(
+                "bing_bong",
+                "Do a bing bong",
+                type="object",
+                properties={
+                    "foo": {"type": "string"},
+                    "bar": {"type": "number", "description": "A number"},
+                },
+            )
+        ],
+        57,
+    ),
+    (
+        [Message.user("hello")],
+        [
+            spec(
+                "bing_bong",
+                "Do a bing bong",
+                type="object",
+                properties={
+                    "foo": {
+                        "type": "object",
+                        "properties": {
+                            "bar": {"type": "string", "enum": ["a", "b", "c"]},
+                            "baz": {"type": "boolean"},
+                        },
+                    }
+                },
+            )
+        ],
+        68,
+    ),
+    (
+        [
+            Message.assistant(
+                tool_calls=[ToolCall("c", "do_stuff", '{"foo": "bar", "baz": 1.5}')]
+            )
+        ],
+        [],
+        26,
+    ),
+    (
+        [
+            Message.assistant(
+                tool_calls=[ToolCall("c", "do_stuff", '{"foo":"bar", "baz":\n\n 1.5}')]
+            )
+        ],
+        [],
+        25,
+    ),
+    (
+        [Message.system("Hello"), Message.user("Hi there")],
+        [spec("do_stuff", type="object", properties={})],
+        35,
+    ),
+    (
+        [Message.system("Hello:"), Message.user("Hi there")],
+        [spec("do_stuff", type="object", properties={})],
+        35,
+    ),
+    (
+        [Message.system("Hello:"), Message.system("Hello"), Message.user("Hi there")],
+        [spec("do_stuff", type="object", properties={})],
+        40,
+    ),
+]
+
+RECIPE = spec(
+    "get_recipe",
+    type="object",
+    required=["ingredients", "instructions", "time_to_cook"],
+    properties={
+        "ingredients": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "unit", "amount"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "unit": {
+                        "enum": ["grams", "ml", "cups", "pieces", "teaspoons"],
+                        "type": "string",
+                    },
+                    "amount": {"type": "number"},
+                },
+            },
+        },
+        "instructions": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Steps to prepare the recipe (no numbering)",
+        },
+        "time_to_cook": {
+            "type": "number",
+            "description": "Total time to prepare the recipe in minutes",
+        },
+    },
+)
+
+
+def png(width: int, height: int) -> str:
+    header = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    data = header + width.to_bytes(4, "big") + height.to_bytes(4, "big") + b"\0" * 8
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+class TestOpenAIFraming:
+    def test_cookbook_example(self) -> None:
+        """The OpenAI cookbook's example conversation is 129 prompt tokens (cl100k)."""
+        conv = [
+            Message.system(
+                "You are a helpful, pattern-following assistant that translates "
+                "corporate jargon into plain English."
+            ),
+            Message.system(
+                "New synergies will help drive top-line growth.", name="example_user"
+            ),
+            Message.system(
+                "Things working well together will increase revenue.",
+                name="example_assistant",
+            ),
+            Message.system(
+                "Let's circle back when we have more bandwidth to touch base on "
+                "opportunities for increased leverage.",
+                name="example_user",
+            ),
+            Message.system(
+                "Let's talk later when we're less busy about how to do better.",
+                name="example_assistant",
+            ),
+            Message.user(
+                "This late pivot means we don't have time to boil the ocean for the "
+                "client deliverable."
+            ),
+        ]
+        assert TokenCounter(CL100K).messages(conv) == 129
+
+    @pytest.mark.parametrize(("conv", "tools", "expected"), HMARR_CASES)
+    def test_api_verified_cases(
+        self, conv: list[Message], tools: list[ToolSpec], expected: int
+    ) -> None:
+        """Requests whose prompt_tokens were checked against the API count the same."""
+        assert count_messages(conv, CL100K, tools=tools) == expected
+
+    def test_nested_tool_schema(self) -> None:
+        """The recipe tool (arrays of objects, enums, required) is 106 tokens."""
+        assert count_messages([Message.user("hello")], CL100K, tools=[RECIPE]) == 106
+
+    def test_each_tool_result_is_its_own_message(self) -> None:
+        """A tool message with two results pays the message framing twice."""
+        counter = TokenCounter(O200K)
+        one = counter.message(Message.tool("a", "sunny"))
+        two = Message("tool", (ToolResult("a", "sunny"), ToolResult("b", "sunny")))
+        assert counter.message(two) == 2 * one
+        assert one == 3 + 1 + O200K.count("sunny")
+
+    def test_parallel_tool_calls(self) -> None:
+        """Each tool call adds its name, its arguments and 3 tokens."""
+        counter = TokenCounter(O200K)
+        calls = [ToolCall("1", "search", '{"q": "a"}'), ToolCall("2", "fetch", "{}")]
+        msg = Message.assistant(tool_calls=calls)
+        parts = sum(3 + O200K.count(c.name) + O200K.count(c.arguments) for c in calls)
+        assert counter.message(msg) == 3 + O200K.count("assistant") + parts
+
+    def test_thinking_counts_its_text(self) -> None:
+        """A thinking part counts the tokens of its text."""
+        counter = TokenCounter(O200K)
+        thought = Thinking("First check the booking date.")
+        msg = Message.assistant([thought, Text("Done.")])
+        assert counter.part(thought) == O200K.count(thought.text)
+        assert counter.breakdown(msg)["thinking"] == O200K.count(thought.text)
+
+    def test_responses_uses_openai_framing(self) -> None:
+        """The Responses provider frames messages like Chat Completions."""
+        conv = [Message.system("Be brief."), Message.user("hi", name="ada")]
+        assert count_messages(conv, O200K, provider="responses") == count_messages(
+            conv, O200K
+        )
+
+
+class TestAnthropicFraming:
+    def test_message_framing(self) -> None:
+        """Anthropic messages add 3 tokens and do not count the role."""
+        counter = TokenCounter(O200K, "anthropic")
+        assert counter.message(Message.user("hello world")) == 3 + 2
+        assert counter.messages([Message.user("hello world")]) == 5
+
+    def test_tool_blocks(self) -> None:
+        """tool_use counts name and input JSON, tool_result its content, +3 each."""
+        counter = TokenCounter(O200K, "anthropic")
+        call = ToolCall("toolu_1", "Read", '{"file_path":"/a.ex"}')
+        result = ToolResult("toolu_1", "defmodule A do\nend")
+        assert counter.part(call) == 3 + O200K.count("Read") + O200K.count(
+            call.arguments
+        )
+        assert counter.part(result) == 3 + O200K.count(result.content)  # type: ignore[arg-type]  # content is a str here
+
+    def test_tools_are_json_plus_system_prompt(self) -> None:
+        """Tools cost Anthropic's tool-use system prompt plus each schema's JSON."""
+        counter = TokenCounter(O200K, "anthropic")
+        tool = spec("Read", "Read a file", type="object", properties={})
+        schema = {
+            "name": "Read",
+            "description": "Read a file",
+            "input_schema": {"type": "object", "properties": {}},
+        }
+        expected = ANTHROPIC_TOOLS_OVERHEAD + O200K.count(json.dumps(schema))
+        assert counter.tools([tool]) == expected
+        assert counter.tools([]) == 0
+
+
+class TestImages:
+    @pytest.mark.parametrize(
+        ("width", "height", "detail", "expected"),
+        [
+            (512, 512, "high", 255),
+            (1024, 1024, "high", 765),
+            (2048, 4096, "high", 1105),
+            (2048, 4096, "low", 85),
+            (1024, 1024, "auto", 765),
+            (None, None, None, 765),
+        ],
+    )
+    def test_openai_tile_rule(
+        self, width: int | None, height: int | None, detail: str | None, expected: int
+    ) -> None:
+        """OpenAI images cost 85 + 170 per 512 px tile after scaling (low: 85)."""
+        img = Image("https://example.com/x.png", detail, width, height)
+        assert TokenCounter(O200K).image(img) == expected
+
+    def test_size_read_from_data_uri(self) -> None:
+        """A data: URI without a size is measured from its PNG header."""
+        counter = TokenCounter(O200K)
+        assert counter.image(Image(png(512, 512))) == 255
+        assert counter.image(Image(png(2048, 4096))) == 1105
+
+    def test_anthropic_rule(self) -> None:
+        """Anthropic images cost w*h/750, capped at 1600 (unknown size: 1600)."""
+        counter = TokenCounter(O200K, "anthropic")
+        assert counter.image(Image(png(200, 200))) == 54
+        assert counter.image(Image("https://example.com/x.png")) == 1600
+        assert counter.image(Image(png(4000, 3000))) == 1600
+
+    def test_images_in_messages_and_results(self) -> None:
+        """Images count inside user messages and inside tool results."""
+        counter = TokenCounter(O200K)
+        img = Image("https://e.com/i.png", "low")
+        user = Message.user([Text("look"), img])
+        assert counter.breakdown(user)["image"] == 85
+        result = Message.tool("c1", (Text("screenshot"), img))
+        assert counter.message(result) == 3 + 1 + O200K.count("screenshot") + 85
+
+
+class TestRenderOpenAITools:
+    def test_no_parameters(self) -> None:
+        """A tool without properties renders as a function of no arguments."""
+        out = render_openai_tools([spec("ping", "Ping.", type="object")])
+        assert out == (
+            "namespace functions {\n\n// Ping.\ntype ping = () => any;\n\n"
+            "} // namespace functions"
+        )
+
+    def test_nested_optional_enum_array(self) -> None:
+        """Nested objects indent, optional props get '?', enums and arrays render."""
+        out = render_openai_tools([RECIPE])
+        assert out == (
+            "namespace functions {\n\n"
+            "type get_recipe = (_: {\n"
+            "ingredients: {\n"
+            "  name: string,\n"
+            '  unit: "grams" | "ml" | "cups" | "pieces" | "teaspoons",\n'
+            "  amount: number,\n"
+            "}[],\n"
+            "// Steps to prepare the recipe (no numbering)\n"
+            "instructions: string[],\n"
+            "// Total time to prepare the recipe in minutes\n"
+            "time_to_cook: number,\n"
+            "}) => any;\n\n"
+            "} // namespace functions"
+        )
+
+    def test_unions_and_unknown_types(self) -> None:
+        """Type lists and anyOf render as unions; unknown types as any."""
+        tool = spec(
+            "f",
+            type="object",
+            properties={
+                "a": {"type": ["string", "null"]},
+                "b": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+                "c": {},
+                "d": {"type": "array"},
+            },
+        )
+        out = render_openai_tools([tool])
+        assert "a?: string | null," in out
+        assert "b?: number | boolean," in out
+        assert "c?: any," in out
+        assert "d?: any[]," in out
+
+
+class TestTokenCounter:
+    def test_same_message_counted_once(self) -> None:
+        """Counting the same message twice calls the tokenizer only the first time."""
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok)
+        msg = Message.user("one two three")
+        first = counter.message(msg)
+        calls = len(tok.calls)
+        assert counter.message(msg) == first
+        assert len(tok.calls) == calls > 0
+
+    def test_equal_content_shares_cache(self) -> None:
+        """A different message object with equal content (new id) hits the cache."""
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok)
+        counter.message(Message.user("one two"))
+        calls = len(tok.calls)
+        assert counter.message(Message.user("one two")) == 3 + 1 + 2
+        assert len(tok.calls) == calls
+
+    def test_recount_after_append_costs_one_message(self) -> None:
+        """After one append, only the new message reaches the tokenizer."""
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok)
+        conv = [Message.user(f"message number {i}") for i in range(1000)]
+        before = counter.messages(conv)
+        tok.calls.clear()
+        conv.append(Message.assistant("a brand new reply"))
+        after = counter.messages(conv)
+        assert after - before == 3 + 1 + 4
+        assert tok.calls == ["assistant", "a brand new reply"]
+
+    def test_changed_history_is_recounted(self) -> None:
+        """Replacing or dropping an earlier message gives the right total."""
+        counter = TokenCounter(CountingTokenizer())
+        conv = [Message.user("a b c"), Message.user("d"), Message.user("e f")]
+        counter.messages(conv)
+        conv[1] = Message.user("x y z w")
+        fresh = TokenCounter(CountingTokenizer())
+        assert counter.messages(conv) == fresh.messages(conv)
+        assert counter.messages(conv[1:]) == fresh.messages(conv[1:])
+        assert counter.messages([]) == 3
+
+    def test_cache_is_bounded(self) -> None:
+        """A full cache evicts its oldest entry and still counts correctly."""
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok, cache_size=2)
+        msgs = [Message.user(w) for w in ("alpha", "beta", "gamma")]
+        counts = [counter.message(m) for m in msgs]
+        tok.calls.clear()
+        assert counter.message(msgs[2]) == counts[2]
+        assert tok.calls == []
+        assert counter.message(msgs[0]) == counts[0]
+        assert "alpha" in tok.calls
+
+    def test_clear(self) -> None:
+        """clear() forgets cached counts."""
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok)
+        msg = Message.user("x")
+        counter.message(msg)
+        counter.clear()
+        tok.calls.clear()
+        counter.message(msg)
+        assert tok.calls
+
+    def test_breakdown_sums_to_message(self) -> None:
+        """The breakdown's values sum to the message count."""
+        counter = TokenCounter(O200K)
+        msg = Message.assistant(
+            [Thinking("hmm"), Text("Let me look.")],
+            tool_calls=[ToolCall("1", "search", '{"q":"x"}')],
+            name="bot",
+        )
+        parts = counter.breakdown(msg)
+        assert set(parts) == {"framing", "thinking", "text", "tool_call"}
+        assert sum(parts.values()) == counter.message(msg)
+        assert parts["framing"] == 3 + 1 + 1 + O200K.count("bot")
+
+    def test_unhashable_content_still_counted(self) -> None:
+        """A message holding a list (unhashable) is counted without the cache."""
+        counter = TokenCounter(O200K)
+        result = ToolResult("c", [Text("a b")])  # type: ignore[arg-type]  # a list on purpose
+        msg = Message("tool", (result,))
+        assert counter.message(msg) == 3 + 1 + O200K.count("a b")
+
+    def test_bad_configuration(self) -> None:
+        """Unknown providers and empty caches fail at construction."""
+        with pytest.raises(ContextWindowError, match="unknown provider"):
+            TokenCounter(O200K, "gemini")  # type: ignore[arg-type]  # invalid on purpose
+        with pytest.raises(ContextWindowError, match="cache_size"):
+            TokenCounter(O200K, cache_size=0)
+
+    def test_properties(self) -> None:
+        """The counter exposes its tokenizer and provider."""
+        counter = TokenCounter(O200K, "anthropic")
+        assert (counter.tokenizer, counter.provider) == (O200K, "anthropic")
+
+    def test_count_messages_matches_counter(self) -> None:
+        """count_messages equals a fresh TokenCounter's messages()."""
+        conv = [Message.system("s"), Message.user("u"), Message.assistant("a")]
+        tools = [spec("f", "F", type="object", properties={"x": {"type": "string"}})]
+        providers: tuple[Provider, ...] = ("openai", "anthropic", "responses")
+        for provider in providers:
+            expected = TokenCounter(O200K, provider).messages(conv, tools=tools)
+            got = count_messages(conv, O200K, provider=provider, tools=tools)
+            assert got == expected

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import statistics
+
+from contextwindow.tokens import BPETokenizer, HeuristicTokenizer, Tokenizer
+from contextwindow.tokens import heuristic as heuristic_module
+
+O200K = BPETokenizer("o200k_base")
+HEUR = HeuristicTokenizer()
+
+PROSE = (
+    "The airline policy says a passenger may change a basic economy ticket only "
+    "within 24 hours of booking. After that, changes are not allowed."
+)
+CODE = (
+    "defmodule Spotter.Transcripts do\n"
+    "  def list_sessions(project_id, opts \\\\ []) do\n"
+    "    Repo.all(from s in Session, where: s.project_id == ^project_id, limit: 50)\n"
+    "  end\nend\n"
+)
+CHINESE = (
+    "上下文窗口是模型一次能够处理的最大令牌数量。"
+    "当对话变得太长时，需要删除较早的消息。"  # noqa: RUF001  (a real fullwidth comma)
+)
+JAPANESE = "東京の天気は晴れです。明日は雨が降るかもしれません。"
+
+
+def rel_err(text: str) -> float:
+    truth = O200K.count(text)
+    return abs(HEUR.count(text) - truth) / truth
+
+
+class TestHeuristicTokenizer:
+    def test_protocol(self) -> None:
+        """It is a Tokenizer named heuristic, and not exact."""
+        assert isinstance(HEUR, Tokenizer)
+        assert (HEUR.name, HEUR.exact) == ("heuristic", False)
+
+    def test_empty_is_zero(self) -> None:
+        """The empty string counts 0."""
+        assert HEUR.count("") == 0
+
+    def test_any_text_counts_at_least_one(self) -> None:
+        """Every non-empty text, even one space or one letter, counts at least 1."""
+        for text in [" ", "a", "\n", ".", "7", "é", "字", "🙂", " " * 50]:
+            assert HEUR.count(text) >= 1, text
+
+    def test_short_texts_within_one_token(self) -> None:
+        """Short replies (1-5 tokens) are counted within one token of o200k."""
+        texts = ["Yes", "OK", "Thanks!", "Hello, world!", "hi there", "###STOP###"]
+        texts += ["How old is Luna?", "Now run all tests.", "Transfer successful"]
+        for text in texts:
+            assert abs(HEUR.count(text) - O200K.count(text)) <= 1, text
+        assert [HEUR.count(t) for t in ("Yes", "OK", "Hello, world!")] == [1, 1, 4]
+
+    def test_grows_with_text(self) -> None:
+        """Repeating a text never lowers its count, and roughly scales it."""
+        one = HEUR.count(PROSE)
+        counts = [HEUR.count(" ".join([PROSE] * k)) for k in range(1, 6)]
+        assert counts == sorted(counts)
+        assert 4.5 * one <= counts[-1] <= 5.5 * one
+
+    def test_prose_and_code_close_to_o200k(self) -> None:
+        """English prose and source code are within 15 % of o200k."""
+        assert rel_err(PROSE) <= 0.15
+        assert rel_err(CODE) <= 0.15
+
+    def test_cjk_counts_per_character(self) -> None:
+        """CJK text costs roughly a token per character, as in o200k, not len/4."""
+        for text in (CHINESE, JAPANESE):
+            per_char = HEUR.count(text) / len(text)
+            assert 0.5 <= per_char <= 1.0, text
+            assert rel_err(text) <= 0.2, text
+
+    def test_code_costs_more_than_prose_per_char(self) -> None:
+        """Code and punctuation cost more per character than English prose."""
+        assert HEUR.count(CODE) / len(CODE) > HEUR.count(PROSE) / len(PROSE)
+
+    def test_digits_counted(self) -> None:
+        """Digits cost more than letters of the same length."""
+        assert HEUR.count("4815162342 1234567") > HEUR.count("abcdefghij abcdefg")
+
+    def test_lone_surrogate_does_not_raise(self) -> None:
+        """Text holding a lone surrogate (from bad JSON) is still counted."""
+        assert HEUR.count("ab\ud800cd") >= 1
+
+    def test_count_matches_features(self) -> None:
+        """The inlined hot path equals the weighted feature sum used by the fit."""
+        weights = heuristic_module._weights()
+        for text in [PROSE, CODE, CHINESE, "x → y — “z” 🚀", "Ünïcödé 12 345"]:
+            feats = heuristic_module._features(text)
+            assert len(feats) == len(weights) == len(heuristic_module.FEATURES)
+            est = sum(w * f for w, f in zip(weights, feats, strict=True))
+            assert HEUR.count(text) == max(1, int(est + 0.5)), text
+
+    def test_accuracy_on_shared_data(
+        self, message_texts: list[str], o200k_counts: list[int]
+    ) -> None:
+        """On every shared-data message text: median error <= 6 %, p90 <= 15 %."""
+        errs = sorted(
+            abs(HEUR.count(t) - n) / n
+            for t, n in zip(message_texts, o200k_counts, strict=True)
+        )
+        median = statistics.median(errs)
+        p90 = errs[int(0.9 * (len(errs) - 1))]
+        assert median <= 0.06, median
+        assert p90 <= 0.15, p90
+        # And far better than the len/4 rule it replaces.
+        quarter = sorted(
+            abs(len(t) / 4 - n) / n
+            for t, n in zip(message_texts, o200k_counts, strict=True)
+        )
+        assert p90 < 0.5 * quarter[int(0.9 * (len(quarter) - 1))]
