@@ -13,6 +13,13 @@ one message and recounts with the warm counter. Acceptance: the recount takes
 at most 1 % of the scratch count. Also shown: a warm recount of the whole list
 through the per-message cache alone (``message()`` summed), the path a caller
 takes when it does not keep the list.
+
+Peers, same conversation, same run: what a user would otherwise run after each
+new message, namely recount everything with the OpenAI cookbook's
+``num_tokens_from_messages`` (tiktoken o200k, exact) or with LangChain's
+``count_tokens_approximately`` (chars/4, needs ``langchain-core``; skipped with
+a note when it is not installed). Reported as how many times slower each is
+than our recount after one append.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 
 from _data import data_dir
 
+from contextwindow.formats import to_openai
 from contextwindow.messages import Message, ToolCall
 from contextwindow.tokens import BPETokenizer, HeuristicTokenizer, TokenCounter
 from contextwindow.tokens.base import Tokenizer
@@ -88,6 +96,60 @@ def run(tokenizer: Tokenizer, conv: list[Message]) -> tuple[float, float, float,
     return scratch, recount, lookup, all(r[3] for r in runs)
 
 
+def cookbook_count(messages: list[dict[str, Any]], encoding: Any) -> int:
+    """The OpenAI cookbook's num_tokens_from_messages, extended to tool calls."""
+    total = 3
+    for message in messages:
+        total += 3
+        for key, value in message.items():
+            if key == "tool_calls":
+                for call in value:
+                    fn = call["function"]
+                    total += 3 + len(encoding.encode(fn["name"]))
+                    total += len(encoding.encode(fn["arguments"]))
+            elif isinstance(value, str):
+                total += len(encoding.encode(value))
+                if key == "name":
+                    total += 1
+    return total
+
+
+def best_of(fn: Any, n: int = 3) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def peers(conv: list[Message], ours: float) -> None:
+    """Time what a user would otherwise run after each new message."""
+    wire = to_openai(conv)
+    wire.append({"role": "user", "content": "One more thing: a checked bag?"})
+    encoding = BPETokenizer("o200k_base").encoding
+    print("\npeers: recount everything after one append (what users do today)")
+    rows = [
+        ("cookbook num_tokens_from_messages", lambda: cookbook_count(wire, encoding))
+    ]
+    try:
+        from langchain_core.messages import convert_to_messages
+        from langchain_core.messages.utils import count_tokens_approximately
+    except ImportError:
+        print("  langchain-core not installed: pip install 'contextwindow[bench]'")
+    else:
+        lc = convert_to_messages(wire)
+        rows.append(
+            (
+                "langchain count_tokens_approximately",
+                lambda: count_tokens_approximately(lc),
+            )
+        )
+    for name, fn in rows:
+        t = best_of(fn)
+        print(f"  {name:<38}{t * 1e3:>10.1f} ms  {t / ours:>8.0f}x our recount")
+
+
 def main() -> None:
     conv = conversation()
     chars = sum(len(m.text) + sum(len(c.arguments) for c in m.tool_calls) for m in conv)
@@ -98,12 +160,15 @@ def main() -> None:
         f"{header[0]:<12}{header[1]:>10}{header[2]:>12}{header[3]:>9}"
         f"{header[4]:>15}{header[5]:>5}"
     )
+    exact_recount = 0.0
     for tok in (BPETokenizer("o200k_base"), HeuristicTokenizer()):
         scratch, recount, lookup, ok = run(tok, conv)
+        exact_recount = exact_recount or recount
         print(
             f"{tok.name:<12}{scratch:>10.3f}{recount * 1e3:>12.3f}"
             f"{recount / scratch:>9.3%}{lookup * 1e3:>15.2f}{'yes' if ok else 'NO':>5}"
         )
+    peers(conv, exact_recount)
 
 
 if __name__ == "__main__":

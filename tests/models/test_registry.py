@@ -441,7 +441,9 @@ class TestGetTokenizer:
         text = "Les tokens de Claude ne sont pas ceux d'OpenAI."
         base = BPETokenizer("o200k_base").count(text)
         assert tok.count(text) == math.ceil(base * 1.17)
-        assert get_tokenizer("anthropic/claude-opus-4-6").scale == 1.17
+        opus = get_tokenizer("anthropic/claude-opus-4-6")
+        assert isinstance(opus, ApproximateTokenizer)
+        assert opus.scale == 1.17
 
     def test_unmeasured_family_is_not_scaled(self) -> None:
         """A family without a measured ratio counts plain o200k_base."""
