@@ -208,7 +208,7 @@ def msg(*parts: Any, **kw: Any) -> dict[str, Any]:
 BAD: list[tuple[object, str, str]] = [
     ([], "messages[0]", "expected an object, got array"),
     ({"parts": []}, "messages[0].role", "missing"),
-    ({"role": 3, "parts": []}, "messages[0].role", "expected a string, got int"),
+    ({"role": 3, "parts": []}, "messages[0].role", "expected a string, got number"),
     ({"role": "bot", "parts": []}, "messages[0].role", "expected one of"),
     ({"role": "user"}, "messages[0].parts", "missing"),
     ({"role": "user", "parts": "hi"}, "messages[0].parts", "expected an array"),

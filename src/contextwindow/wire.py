@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
+from contextwindow._validate import expect_mapping, expect_str, opt_str, type_name
 from contextwindow.errors import InvalidMessageError
 from contextwindow.messages import (
     ROLES,
@@ -243,19 +244,6 @@ def to_document(msgs: Iterable[Message]) -> DocumentDict:
 # -- reading ---------------------------------------------------------------------
 
 
-def _type_name(value: object) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean"}
-    if value is None:
-        return "null"
-    return names.get(type(value), type(value).__name__)
-
-
-def _obj(value: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InvalidMessageError(path, f"expected an object, got {_type_name(value)}")
-    return value
-
-
 def _check_keys(d: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
     for key in d:
         if key not in allowed:
@@ -263,18 +251,10 @@ def _check_keys(d: Mapping[str, Any], allowed: frozenset[str], path: str) -> Non
 
 
 def _str(d: Mapping[str, Any], key: str, path: str) -> str:
-    if key not in d or d[key] is None:
+    # An explicit null reads as "left out", which a required field cannot be.
+    if d.get(key) is None:
         raise InvalidMessageError(f"{path}.{key}", "missing")
-    value = d[key]
-    if not isinstance(value, str):
-        raise InvalidMessageError(
-            f"{path}.{key}", f"expected a string, got {_type_name(value)}"
-        )
-    return value
-
-
-def _opt_str(d: Mapping[str, Any], key: str, path: str) -> str | None:
-    return None if d.get(key) is None else _str(d, key, path)
+    return expect_str(d, key, path)
 
 
 def _opt_bool(d: Mapping[str, Any], key: str, path: str) -> bool:
@@ -283,7 +263,7 @@ def _opt_bool(d: Mapping[str, Any], key: str, path: str) -> bool:
         return False
     if not isinstance(value, bool):
         raise InvalidMessageError(
-            f"{path}.{key}", f"expected a boolean, got {_type_name(value)}"
+            f"{path}.{key}", f"expected a boolean, got {type_name(value)}"
         )
     return value
 
@@ -321,13 +301,13 @@ def _kind(d: Mapping[str, Any], path: str, allowed: Sequence[str]) -> str:
 
 
 def _content_from_dict(value: object, path: str) -> Text | Image:
-    d = _obj(value, path)
+    d = expect_mapping(value, path)
     kind = _kind(d, path, ("text", "image"))
     if kind == "text":
         return Text(_str(d, "text", path))
     return Image(
         _str(d, "url", path),
-        detail=_opt_str(d, "detail", path),
+        detail=opt_str(d, "detail", path),
         width=_opt_size(d, "width", path),
         height=_opt_size(d, "height", path),
     )
@@ -342,7 +322,7 @@ def _result_content(d: Mapping[str, Any], path: str) -> str | tuple[Text | Image
     if not isinstance(content, (list, tuple)):
         raise InvalidMessageError(
             f"{path}.content",
-            f"expected a string or an array of parts, got {_type_name(content)}",
+            f"expected a string or an array of parts, got {type_name(content)}",
         )
     return tuple(
         _content_from_dict(p, f"{path}.content[{i}]") for i, p in enumerate(content)
@@ -350,7 +330,7 @@ def _result_content(d: Mapping[str, Any], path: str) -> str | tuple[Text | Image
 
 
 def _part_from_dict(value: object, path: str) -> Part:
-    d = _obj(value, path)
+    d = expect_mapping(value, path)
     kind = _kind(d, path, tuple(_PART_KEYS))
     if kind in ("text", "image"):
         return _content_from_dict(d, path)
@@ -362,11 +342,11 @@ def _part_from_dict(value: object, path: str) -> Part:
             _str(d, "call_id", path),
             _result_content(d, path),
             is_error=_opt_bool(d, "is_error", path),
-            name=_opt_str(d, "name", path),
+            name=opt_str(d, "name", path),
         )
     return Thinking(
         _str(d, "text", path),
-        signature=_opt_str(d, "signature", path),
+        signature=opt_str(d, "signature", path),
         redacted=_opt_bool(d, "redacted", path),
     )
 
@@ -387,7 +367,7 @@ def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
         ...
         contextwindow.errors.InvalidMessageError: messages[0].parts[0].call_id: missing
     """
-    obj = _obj(d, path)
+    obj = expect_mapping(d, path)
     _check_keys(obj, _MESSAGE_KEYS, path)
     role = _str(obj, "role", path)
     if role not in ROLES:
@@ -400,7 +380,7 @@ def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
         raise InvalidMessageError(f"{path}.parts", "missing")
     if not isinstance(raw_parts, (list, tuple)):
         raise InvalidMessageError(
-            f"{path}.parts", f"expected an array, got {_type_name(raw_parts)}"
+            f"{path}.parts", f"expected an array, got {type_name(raw_parts)}"
         )
     parts = tuple(
         _part_from_dict(p, f"{path}.parts[{i}]") for i, p in enumerate(raw_parts)
@@ -410,14 +390,14 @@ def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
         meta = {}
     elif not isinstance(meta, Mapping):
         raise InvalidMessageError(
-            f"{path}.meta", f"expected an object, got {_type_name(meta)}"
+            f"{path}.meta", f"expected an object, got {type_name(meta)}"
         )
-    ident = _opt_str(obj, "id", path)
+    ident = opt_str(obj, "id", path)
     return Message(
         cast(Role, role),
         parts,
-        name=_opt_str(obj, "name", path),
-        agent=_opt_str(obj, "agent", path),
+        name=opt_str(obj, "name", path),
+        agent=opt_str(obj, "agent", path),
         pinned=_opt_bool(obj, "pinned", path),
         id=new_id() if ident is None else ident,
         meta=dict(meta),
@@ -432,7 +412,7 @@ def from_dicts(ds: object, *, path: str = "messages") -> list[Message]:
         ['']
     """
     if isinstance(ds, (str, bytes, Mapping)) or not isinstance(ds, Iterable):
-        raise InvalidMessageError(path, f"expected an array, got {_type_name(ds)}")
+        raise InvalidMessageError(path, f"expected an array, got {type_name(ds)}")
     return [message_from_dict(d, path=f"{path}[{i}]") for i, d in enumerate(ds)]
 
 
@@ -449,7 +429,7 @@ def from_document(doc: object) -> list[Message]:
         ...
         contextwindow.errors.InvalidMessageError: v: unsupported version 2 (reads 1)
     """
-    d = _obj(doc, "document")
+    d = expect_mapping(doc, "document")
     _check_keys(d, frozenset({"v", "messages"}), "document")
     version = d.get("v")
     if version is None:

@@ -263,7 +263,7 @@ class TestToAnthropic:
             (
                 Message.assistant(tool_calls=[ToolCall("c", "f", "[1]")]),
                 "messages[1].parts[0].arguments",
-                "expected a JSON object, got list",
+                "expected a JSON object, got array",
             ),
             (
                 Message("system", (Image("https://a/b"),)),
@@ -293,7 +293,7 @@ class TestAnthropicErrors:
     @pytest.mark.parametrize(
         ("messages", "where", "reason"),
         [
-            ("hi", "messages", "expected a list, got string"),
+            ("hi", "messages", "expected an array, got string"),
             ([None], "messages[0]", "expected an object, got null"),
             (
                 [{"role": "system", "content": "x"}],
@@ -456,7 +456,7 @@ class TestAnthropicErrors:
     @pytest.mark.parametrize(
         ("system", "where", "reason"),
         [
-            (3, "system", "expected a list, got number"),
+            (3, "system", "expected an array, got number"),
             (
                 [{"type": "image"}],
                 "system[0].type",

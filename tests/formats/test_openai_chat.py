@@ -151,8 +151,8 @@ class TestOpenAIErrors:
     @pytest.mark.parametrize(
         ("messages", "where", "reason"),
         [
-            ({"role": "user"}, "messages", "expected a list, got object"),
-            ([[]], "messages[0]", "expected an object, got list"),
+            ({"role": "user"}, "messages", "expected an array, got object"),
+            ([[]], "messages[0]", "expected an object, got array"),
             ([{"content": "x"}], "messages[0].role", "missing"),
             (
                 [{"role": "robot", "content": "x"}],
@@ -218,7 +218,7 @@ class TestOpenAIErrors:
             (
                 [{"role": "assistant", "tool_calls": {"id": "c"}}],
                 "messages[0].tool_calls",
-                "expected a list, got object",
+                "expected an array, got object",
             ),
             (
                 [
@@ -275,7 +275,7 @@ class TestOpenAIErrors:
             (
                 [{"role": "assistant", "content": "x", "reasoning_content": []}],
                 "messages[0].reasoning_content",
-                "expected a string, got list",
+                "expected a string, got array",
             ),
             ([{"role": "function", "content": "x"}], "messages[0].name", "missing"),
             (

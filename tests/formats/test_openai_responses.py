@@ -217,7 +217,7 @@ class TestResponsesErrors:
     @pytest.mark.parametrize(
         ("items", "where", "reason"),
         [
-            ({"type": "message"}, "input", "expected a list, got object"),
+            ({"type": "message"}, "input", "expected an array, got object"),
             ([1], "input[0]", "expected an object, got number"),
             ([{"content": "x"}], "input[0].type", "missing"),
             ([{"type": 1}], "input[0].type", "expected a string, got number"),
@@ -278,7 +278,7 @@ class TestResponsesErrors:
             (
                 [{"type": "reasoning", "summary": "x"}],
                 "input[0].summary",
-                "expected a list, got string",
+                "expected an array, got string",
             ),
         ],
     )
