@@ -81,7 +81,7 @@ class TestInspect:
                 ' "type": "function", "function": {"name": "f", "arguments": "{x"}}]}]',
                 "arguments",
             ),
-            ('{"role": "user", "content": "unterminated', "line 1"),
+            ('{"role": "user", "content": "unterminated', "bad.json:1: not valid JSON"),
         ],
     )
     def test_malformed_file(self, tmp_path: Path, content: str, where: str) -> None:

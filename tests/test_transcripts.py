@@ -367,14 +367,14 @@ class TestReadErrors:
         path = write(tmp_path, "bad.json", '[\n  {"role": "user",\n  "content": }\n]')
         with pytest.raises(InvalidMessageError) as info:
             read_transcripts(path)
-        assert info.value.path == "bad.json:line 3"
+        assert info.value.path == "bad.json:3"
         assert info.value.reason.startswith("not valid JSON")
 
     def test_invalid_jsonl_line(self, tmp_path: Path) -> None:
         """A bad JSONL line is named by its number."""
         text = jsonl(OPENAI_CHAT[:2]) + "\n{oops\n"
         with pytest.raises(
-            InvalidMessageError, match=r"^c\.jsonl:line 4: not valid JSON"
+            InvalidMessageError, match=r"^c\.jsonl:4: not valid JSON"
         ):
             read_transcripts(write(tmp_path, "c.jsonl", text))
 
@@ -392,7 +392,7 @@ class TestReadErrors:
         lines = jsonl([OPENAI_CHAT[1], {"role": "user", "content": [{"type": "foo"}]}])
         with pytest.raises(InvalidMessageError) as info:
             read_transcripts(write(tmp_path, "c.jsonl", "\n" + lines))
-        assert info.value.path == "c.jsonl:line 3.content[0].type"
+        assert info.value.path == "c.jsonl:3: content[0].type"
 
     def test_bad_block_in_claude_code(self, tmp_path: Path) -> None:
         """A malformed block of a grouped Claude Code message names its own record."""
@@ -410,13 +410,13 @@ class TestReadErrors:
         ]
         with pytest.raises(InvalidMessageError) as info:
             read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
-        assert info.value.path == "s.jsonl:line 6.message.content[0].name"
+        assert info.value.path == "s.jsonl:6: message.content[0].name"
 
     def test_claude_code_record_without_message(self, tmp_path: Path) -> None:
         """A user record without a message names the line."""
         records = [record("user", 1)]
         with pytest.raises(
-            InvalidMessageError, match=r"^s\.jsonl:line 1\.message: missing"
+            InvalidMessageError, match=r"^s\.jsonl:1: message: missing"
         ):
             read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
 

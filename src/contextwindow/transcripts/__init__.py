@@ -184,7 +184,7 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
             bad = exc if records else whole
             line_no = n if records else whole.lineno
             raise InvalidMessageError(
-                f"{name}:line {line_no}",
+                f"{name}:{line_no}",
                 f"not valid JSON: {bad.msg} (column {bad.colno})",
             ) from None
     if not records:
@@ -267,11 +267,12 @@ def _anthropic_body(body: Mapping[str, Any]) -> bool:
 def _relocated(
     exc: InvalidMessageError, name: str, lines: Sequence[int]
 ) -> InvalidMessageError:
-    """Turn ``name[k]…`` into ``name:line N…`` for a JSONL record."""
+    """Turn ``name[k].x`` into ``name:N: x`` (N: the record's line) for JSONL."""
     m = re.match(re.escape(name) + r"\[(\d+)\]", exc.path)
     if m is None or int(m.group(1)) >= len(lines):
         return exc
-    path = f"{name}:line {lines[int(m.group(1))]}{exc.path[m.end() :]}"
+    rest = exc.path[m.end() :].lstrip(".")
+    path = f"{name}:{lines[int(m.group(1))]}" + (f": {rest}" if rest else "")
     return InvalidMessageError(path, exc.reason)
 
 

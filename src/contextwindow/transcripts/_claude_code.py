@@ -58,7 +58,7 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
     session_id = agent_id = model = None
     usage: Any = None
     for n, raw in records:
-        where = f"{name}:line {n}"
+        where = f"{name}:{n}"
         rec = expect_mapping(raw, where)
         kind = rec.get("type")
         session_id = session_id or rec.get("sessionId")
@@ -71,11 +71,11 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
             if kind in _SKIPPED or isinstance(kind, str):
                 continue
             raise InvalidMessageError(
-                f"{where}.type", f"expected a string, got {type_name(kind)}"
+                f"{where}: type", f"expected a string, got {type_name(kind)}"
             )
         if "message" not in rec:
-            raise InvalidMessageError(f"{where}.message", "missing")
-        msg = expect_mapping(rec["message"], f"{where}.message")
+            raise InvalidMessageError(f"{where}: message", "missing")
+        msg = expect_mapping(rec["message"], f"{where}: message")
         content = msg.get("content")
         blocks = content if isinstance(content, list) else None
         if kind == "assistant":
@@ -192,4 +192,4 @@ def _record_error(
         rest = f".content[{j - offset}]{exc.path[m.end() :]}"
     else:
         rest = exc.path[1:]
-    return InvalidMessageError(f"{name}:line {line}.message{rest}", exc.reason)
+    return InvalidMessageError(f"{name}:{line}: message{rest}", exc.reason)
