@@ -170,6 +170,13 @@ class HeuristicTokenizer:
     Use it where speed matters more than the last token (budget checks on every
     push); use ``BPETokenizer`` where the count must be exact.
 
+    Warning:
+        It is fitted to agent traffic (prose, code, JSON, logs). Text unlike
+        that is estimated worse: random-looking strings such as base64, JWTs
+        and hashes are undercounted by up to half, long digit runs and long
+        runs of spaces are overcounted. Keep a margin when such content may
+        fill the window, or count it exactly.
+
     Example:
         >>> tok = HeuristicTokenizer()
         >>> tok.count("The quick brown fox jumps over the lazy dog.")  # o200k: 10
