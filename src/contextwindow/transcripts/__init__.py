@@ -16,8 +16,8 @@ Contract:
 - Messages are converted by ``contextwindow.formats``, so the same rules and
   the same ``meta`` apply; readers add only where a message came from.
 - Malformed files raise ``InvalidMessageError`` naming the file and the line or
-  record (``session.jsonl:line 3: not valid JSON: …``,
-  ``chat.jsonl:line 2.content[0].type: unknown part type 'foo'``); a JSON
+  record, compiler-style (``session.jsonl:3: not valid JSON: …``,
+  ``chat.jsonl:2: content[0].type: unknown part type 'foo'``); a JSON
   shape that matches no format names the formats tried. A file that cannot
   be read raises ``InvalidMessageError(path, "cannot read: …")`` from the
   ``OSError``.
@@ -40,9 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from contextwindow._validate import expect_list, expect_mapping, type_name
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats import from_anthropic, from_openai, from_responses
-from contextwindow.formats._common import expect_list, expect_mapping, type_name
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.transcripts._base import FORMATS, Records, Transcript
 from contextwindow.transcripts._claude_code import read_claude_code

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from contextwindow._validate import expect_mapping, type_name
 from contextwindow.errors import InvalidMessageError
-from contextwindow.formats._common import expect_mapping, type_name
 from contextwindow.formats.anthropic import from_anthropic_message
 from contextwindow.messages import Message
 from contextwindow.transcripts._base import Records, Transcript

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contextwindow._validate import expect_list, expect_mapping, type_name
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats import from_openai
-from contextwindow.formats._common import expect_list, expect_mapping, type_name
 from contextwindow.messages import Message, Role, Text
 from contextwindow.transcripts._base import Transcript
 
