@@ -30,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
+from contextwindow._images import image_size
+from contextwindow._validate import expect_mapping
 from contextwindow.errors import InvalidMessageError
-from contextwindow.formats._common import expect_mapping, image_size
 from contextwindow.formats.anthropic import (
     AnthropicRequest,
     from_anthropic,

@@ -1,10 +1,10 @@
-"""Private helpers shared by the format converters and transcript readers.
+"""Private helpers shared by the format converters.
 
 Contract:
 
-- Every ``expect_*`` helper either returns a value of the asked type or raises
-  ``InvalidMessageError(path, reason)`` naming the exact place; nothing here
-  lets a ``KeyError`` or ``TypeError`` escape.
+- ``check_json`` and ``entry`` raise ``InvalidMessageError(path, reason)``
+  naming the exact place (the generic ``expect_*`` checks live in
+  ``contextwindow._validate``).
 - Provider extras (keys a converter does not model) are copied, never mutated,
   and only JSON values go into ``Message.meta``, so stores can serialise it.
 """
@@ -16,39 +16,19 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from contextwindow._images import (
-    data_uri,
-    decode_base64,
-    image_size,
-    parse_data_uri,
-)
-from contextwindow._validate import (
-    expect_list,
-    expect_mapping,
-    expect_str,
-    opt_str,
-    type_name,
-)
+from contextwindow._images import decode_base64, image_size, parse_data_uri
 from contextwindow.errors import InvalidMessageError
 from contextwindow.messages import Image
 
 __all__ = [
     "check_json",
-    "data_uri",
     "entry",
-    "expect_list",
-    "expect_mapping",
-    "expect_str",
     "extras",
     "image_from_url",
-    "image_size",
     "insert_opaque",
-    "opt_str",
-    "parse_data_uri",
     "part_extras",
     "provider_meta",
     "put_extras",
-    "type_name",
 ]
 
 

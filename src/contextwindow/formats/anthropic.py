@@ -51,22 +51,23 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from contextwindow.errors import InvalidMessageError
-from contextwindow.formats._common import (
-    data_uri,
-    entry,
+from contextwindow._images import data_uri, parse_data_uri
+from contextwindow._validate import (
     expect_list,
     expect_mapping,
     expect_str,
+    opt_str,
+    type_name,
+)
+from contextwindow.errors import InvalidMessageError
+from contextwindow.formats._common import (
+    entry,
     extras,
     image_from_url,
     insert_opaque,
-    opt_str,
-    parse_data_uri,
     part_extras,
     provider_meta,
     put_extras,
-    type_name,
 )
 from contextwindow.messages import (
     Image,

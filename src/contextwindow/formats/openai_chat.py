@@ -41,21 +41,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from contextwindow._validate import (
+    expect_list,
+    expect_mapping,
+    expect_str,
+    opt_str,
+    type_name,
+)
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
     check_json,
     entry,
-    expect_list,
-    expect_mapping,
-    expect_str,
     extras,
     image_from_url,
     insert_opaque,
-    opt_str,
     part_extras,
     provider_meta,
     put_extras,
-    type_name,
 )
 from contextwindow.messages import (
     Image,
