@@ -20,7 +20,7 @@ from contextwindow import __version__
 from contextwindow.errors import ContextWindowError
 from contextwindow.inspection import Inspection, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
-from contextwindow.models import get_model, registry
+from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
 from contextwindow.transcripts import Transcript, read_transcripts
 
 __all__ = ["main"]
@@ -302,6 +302,20 @@ def _render_many(
     return "\n".join(out)
 
 
+def _tokens_label(m: ModelInfo) -> str:
+    if m.exact:
+        return m.encoding or "-"
+    scale = approximation_scale(m)
+    factor = "" if scale == 1.0 else f" x{scale:g}"
+    return f"{m.encoding or 'o200k_base'}{factor} (approx.)"
+
+
+def _names_it(pattern: str, resolved: str) -> bool:
+    """Whether ``pattern`` names ``resolved`` rather than searching for it."""
+    p, r = pattern.lower(), resolved.lower()
+    return p == r or p not in r
+
+
 @main.command("models")
 @click.argument("pattern", required=False)
 @click.option("--limit", default=40, show_default=True, help="Most rows shown.")
@@ -315,6 +329,8 @@ def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
     with _errors():
         resolved = registry.resolve(pattern) if pattern else None
         found = registry.search(pattern) if pattern else list(registry)
+        if resolved is not None and pattern and not _names_it(pattern, resolved):
+            resolved = None  # a search term such as "claude", not a model name
         if resolved is not None:
             exact = get_model(resolved)
             found = [exact] + [m for m in found if m.name != exact.name]
@@ -343,7 +359,7 @@ def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
             m.provider,
             _n(m.context_window),
             _n(m.max_output_tokens) if m.max_output_tokens else "-",
-            (m.encoding or "-") + ("" if m.exact else " (approx.)"),
+            _tokens_label(m),
         ]
         for m in shown
     ]

@@ -333,12 +333,21 @@ class TestRegister:
 
 class TestSearch:
     def test_substring_ignores_case(self) -> None:
-        """A plain pattern matches names containing it, in any case, sorted."""
+        """A plain pattern matches names containing it, in any case."""
         found = registry.search("SONNET-4-5")
         names = [m.name for m in found]
         assert "claude-sonnet-4-5" in names
         assert all("sonnet-4-5" in n.lower() for n in names)
-        assert names == sorted(names)
+
+    def test_makers_entries_first(self) -> None:
+        """The maker's own entries come first, then clouds, then resellers."""
+        found = registry.search("claude")
+        providers = [m.provider for m in found]
+        first_other = next(i for i, p in enumerate(providers) if p != "anthropic")
+        assert first_other > 0
+        assert "anthropic" not in providers[first_other:]
+        anthropic = [m.name for m in found[:first_other]]
+        assert anthropic == sorted(anthropic)
 
     def test_glob(self) -> None:
         """A pattern with * is a glob over the whole name."""

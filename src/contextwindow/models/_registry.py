@@ -408,7 +408,8 @@ class Registry:
         """Models whose name contains ``pattern``, or matches it as a glob.
 
         Matching ignores case; a pattern with ``*``, ``?`` or ``[`` is a glob
-        (``fnmatch``) over the whole name. Sorted by name.
+        (``fnmatch``) over the whole name. The model makers' own entries come
+        first, then the big clouds', then everyone else's; by name within each.
 
         Example:
             >>> [m.name for m in registry.search("claude-sonnet-4-5*")][:2]
@@ -419,7 +420,9 @@ class Registry:
             hits = [n for n in self._names() if fnmatch.fnmatchcase(n.lower(), p)]
         else:
             hits = [n for n in self._names() if p in n.lower()]
-        return [self._info(n) for n in sorted(hits)]
+        infos = [self._info(n) for n in hits]
+        infos.sort(key=lambda m: (tier(m.name, m.provider), m.name))
+        return infos
 
     def __iter__(self) -> Iterator[ModelInfo]:
         """Every model, sorted by name (user entries in place of shipped ones)."""
