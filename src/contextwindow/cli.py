@@ -12,6 +12,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -21,6 +22,13 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.inspection import Inspection, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
+from contextwindow.tokens import (
+    BPETokenizer,
+    HeuristicTokenizer,
+    HFTokenizer,
+    Tokenizer,
+)
+from contextwindow.tokens.bpe import ENCODINGS
 from contextwindow.transcripts import Transcript, read_transcripts
 
 __all__ = ["main"]
@@ -76,6 +84,14 @@ def main() -> None:
     type=int,
     help="Which conversation of a multi-conversation file (0-based).",
 )
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_spec",
+    metavar="NAME|PATH",
+    help="Count with o200k_base, cl100k_base, heuristic, or a Hugging Face "
+    "tokenizer.json (default: the model's own).",
+)
 @click.option("--top", default=5, show_default=True, help="Largest messages shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def inspect_cmd(
@@ -83,6 +99,7 @@ def inspect_cmd(
     model: str | None,
     provider: Provider | None,
     conversation: int | None,
+    tokenizer_spec: str | None,
     top: int,
     as_json: bool,
 ) -> None:
@@ -100,7 +117,8 @@ def inspect_cmd(
                     param_hint="--conversation",
                 )
             transcripts = [transcripts[conversation]]
-        results = [_inspect(t, model, provider, top) for t in transcripts]
+        tokenizer = _tokenizer(tokenizer_spec) if tokenizer_spec else None
+        results = [_inspect(t, model, provider, tokenizer, top) for t in transcripts]
     if as_json:
         payload: Any = [
             {"title": t.title, "format": t.format, **r.to_dict()}
@@ -113,8 +131,27 @@ def inspect_cmd(
         click.echo(_render_many(file, transcripts, results, top))
 
 
+def _tokenizer(spec: str) -> Tokenizer:
+    """The tokenizer a ``--tokenizer`` value names."""
+    if spec == "heuristic":
+        return HeuristicTokenizer()
+    if spec in ENCODINGS:
+        return BPETokenizer(spec)
+    if spec.endswith(".json") or Path(spec).exists():
+        return HFTokenizer.from_file(spec)
+    choices = ", ".join([*ENCODINGS, "heuristic"])
+    raise click.BadParameter(
+        f"{spec!r} is not one of {choices}, nor a tokenizer.json file",
+        param_hint="--tokenizer",
+    )
+
+
 def _inspect(
-    t: Transcript, model: str | None, provider: Provider | None, top: int
+    t: Transcript,
+    model: str | None,
+    provider: Provider | None,
+    tokenizer: Tokenizer | None,
+    top: int,
 ) -> Inspection:
     meta: dict[str, Any] = {}
     live_from = None
@@ -134,6 +171,7 @@ def _inspect(
         t.messages,
         model=model or t.model or DEFAULT_MODEL,
         provider=provider or _PROVIDER_OF_FORMAT.get(t.format, "openai"),
+        tokenizer=tokenizer,
         tools=t.tools,
         top=top,
         meta=meta,
