@@ -109,6 +109,110 @@ class TestInspect:
         assert "my-own-llm" in err
         assert "usage" in out
 
+    def test_incomplete_units_are_warned(self, tmp_path: Path) -> None:
+        """A tool result answering no call is flagged above the tables."""
+        path = tmp_path / "orphan.json"
+        path.write_text(
+            json.dumps(
+                [
+                    {"role": "tool", "tool_call_id": "x", "content": "lost"},
+                    {"role": "user", "content": "hi"},
+                ]
+            )
+        )
+        code, out, _ = run("inspect", str(path))
+        assert code == 0
+        assert "warning: 1 unit(s) a provider would reject" in out
+
+    def test_tool_schemas_row(self, tmp_path: Path) -> None:
+        """Tool schemas of a request body get their own row in the role table."""
+        tool = {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "Weather for a city.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                },
+            },
+        }
+        body = {
+            "model": "gpt-4o",
+            "messages": [{"role": "user", "content": "Oslo?"}],
+            "tools": [tool],
+        }
+        path = tmp_path / "req.json"
+        path.write_text(json.dumps(body))
+        _, out, _ = run("inspect", str(path), "--json")
+        schema = json.loads(out)["tool_schema_tokens"]
+        assert schema > 0
+        _, out, _ = run("inspect", str(path))
+        row = next(ln for ln in out.splitlines() if "(tool schemas)" in ln)
+        assert row.split()[-1] == str(schema)
+        _, out, _ = run("inspect", str(EXAMPLE))
+        assert "(tool schemas)" not in out
+
+    def test_top_zero_hides_largest(self) -> None:
+        """--top 0 leaves out the largest-messages table but keeps the usage line."""
+        _, out, _ = run("inspect", str(EXAMPLE), "--top", "0")
+        assert "largest messages" not in out
+        assert out.rstrip().splitlines()[-1].startswith("usage")
+
+    def test_repeated_warning_printed_once(self, tmp_path: Path) -> None:
+        """The same warning for every conversation of a file is printed once."""
+        runs = [
+            {"task_id": k, "traj": [{"role": "user", "content": "hi"}]}
+            for k in range(3)
+        ]
+        path = tmp_path / "tau.json"
+        path.write_text(json.dumps(runs))
+        code, out, err = run("inspect", str(path), "-m", "my-own-llm")
+        assert code == 0
+        assert "3 conversations" in out
+        lines = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+        assert len(lines) == 1
+        assert "my-own-llm" in lines[0]
+
+    @pytest.mark.parametrize(
+        ("spec", "label"),
+        [
+            ("heuristic", "heuristic, APPROXIMATE"),
+            ("cl100k_base", "cl100k_base, exact"),
+        ],
+    )
+    def test_tokenizer_option(self, spec: str, label: str) -> None:
+        """--tokenizer counts with the named tokenizer and labels the counts."""
+        _, out, _ = run("inspect", str(EXAMPLE), "--tokenizer", spec)
+        assert f"tokens: {label}" in out
+
+    def test_tokenizer_json(self, tmp_path: Path) -> None:
+        """--tokenizer PATH counts with a Hugging Face tokenizer.json, exactly."""
+        from tokenizers import Tokenizer, models, pre_tokenizers
+
+        tok = Tokenizer(models.WordLevel({"[UNK]": 0, "hi": 1}, unk_token="[UNK]"))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        folder = tmp_path / "tiny-words"
+        folder.mkdir()
+        tok.save(str(folder / "tokenizer.json"))
+        chat = tmp_path / "chat.json"
+        chat.write_text(json.dumps([{"role": "user", "content": "hi there you"}]))
+        spec = str(folder / "tokenizer.json")
+        code, out, _ = run("inspect", str(chat), "-t", spec, "--json")
+        assert code == 0
+        data = json.loads(out)
+        assert (data["tokenizer"], data["exact"]) == ("tiny-words", True)
+        # 3 framing + "user" + three words + 3 reply priming: one token a word.
+        assert data["tokens"] == 3 + 1 + 3 + 3
+
+    def test_unknown_tokenizer(self) -> None:
+        """An unknown --tokenizer value exits non-zero listing the choices."""
+        code, _, err = run("inspect", str(EXAMPLE), "--tokenizer", "gpt2")
+        assert code != 0
+        assert "--tokenizer" in err
+        assert "o200k_base" in err
+        assert "heuristic" in err
+
 
 class TestModels:
     def test_gpt_4o(self) -> None:
@@ -137,3 +241,22 @@ class TestModels:
         code, _, err = run("models", "zzz-no-such-model-zzz")
         assert code != 0
         assert "zzz-no-such-model-zzz" in err
+
+    def test_other_spelling_shows_resolution(self) -> None:
+        """A name spelled otherwise than its entry prints `asked -> entry` first."""
+        code, out, _ = run("models", "openai/gpt-4o")
+        assert code == 0
+        lines = out.splitlines()
+        assert lines[0] == "openai/gpt-4o -> gpt-4o"
+        assert lines[2].split()[0] == "gpt-4o"
+
+    def test_family_word_is_a_search(self) -> None:
+        """A bare family word lists matches without claiming to name one model."""
+        code, out, _ = run("models", "claude")
+        assert code == 0
+        assert "->" not in out
+        rows = out.splitlines()[1:]
+        names = [ln.split()[0] for ln in rows if not ln.lstrip().startswith("…")]
+        assert names
+        assert all("claude" in n for n in names)
+        assert names[0] != "anthropic.claude-v1"  # what "claude" would resolve to

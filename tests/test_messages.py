@@ -68,6 +68,15 @@ class TestMessage:
         assert ToolCall("c", "f", "{nope").input == {}
         assert ToolCall("c", "f", "").input == {}
 
+    def test_tool_result_images(self) -> None:
+        """A result's images are its image parts; a string result has none."""
+        img = Image("https://x/chart.png")
+        result = ToolResult("c", (Text("see"), img, Text("above")))
+        assert result.images == (img,)
+        assert result.text == "see\nabove"
+        assert ToolResult("c", "plain").images == ()
+        assert ToolResult("c", "plain").text == "plain"
+
     def test_thinking_defaults(self) -> None:
         """Thinking parts are visible and unsigned by default."""
         assert Thinking("x") == Thinking("x", None, False)
@@ -172,6 +181,16 @@ class TestUnits:
         ]
         got = units(conv)
         assert [u.kind for u in got] == ["tool_exchange", "orphan_results"]
+        assert got[0].unanswered == (0,)
+
+    def test_tool_message_without_results_ends_exchange(self) -> None:
+        """An empty tool message answers nothing: the call stays unanswered."""
+        conv = [Message.assistant(tool_calls=[_call("a")]), Message("tool", ())]
+        got = units(conv)
+        assert [(u.kind, u.start, u.stop) for u in got] == [
+            ("tool_exchange", 0, 1),
+            ("orphan_results", 1, 2),
+        ]
         assert got[0].unanswered == (0,)
 
     def test_empty(self) -> None:

@@ -168,6 +168,16 @@ CLAUDE_CODE = [
 
 
 class TestReadFormats:
+    def test_jsonl_keeps_unicode_line_separators(self, tmp_path: Path) -> None:
+        """Only "\\n" ends a JSONL record; U+2028 inside a string does not."""
+        texts = ["a\u2028b", "c\x1cd\u0085e", "f\r"]
+        lines = [
+            json.dumps({"role": "user", "content": t}, ensure_ascii=False)
+            for t in texts
+        ]
+        t = read_transcript(write(tmp_path, "m.jsonl", "\r\n".join(lines) + "\r\n"))
+        assert [m.text for m in t.messages] == texts
+
     def test_openai_list(self, tmp_path: Path) -> None:
         """A JSON list of Chat Completions messages is read as openai."""
         t = read_transcript(write(tmp_path, "chat.json", OPENAI_CHAT))
@@ -373,9 +383,7 @@ class TestReadErrors:
     def test_invalid_jsonl_line(self, tmp_path: Path) -> None:
         """A bad JSONL line is named by its number."""
         text = jsonl(OPENAI_CHAT[:2]) + "\n{oops\n"
-        with pytest.raises(
-            InvalidMessageError, match=r"^c\.jsonl:4: not valid JSON"
-        ):
+        with pytest.raises(InvalidMessageError, match=r"^c\.jsonl:4: not valid JSON"):
             read_transcripts(write(tmp_path, "c.jsonl", text))
 
     def test_no_format(self, tmp_path: Path) -> None:
@@ -415,9 +423,7 @@ class TestReadErrors:
     def test_claude_code_record_without_message(self, tmp_path: Path) -> None:
         """A user record without a message names the line."""
         records = [record("user", 1)]
-        with pytest.raises(
-            InvalidMessageError, match=r"^s\.jsonl:1: message: missing"
-        ):
+        with pytest.raises(InvalidMessageError, match=r"^s\.jsonl:1: message: missing"):
             read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
 
     def test_bad_trajectory(self, tmp_path: Path) -> None:
@@ -453,6 +459,168 @@ class TestReadErrors:
         ) as info:
             read_transcripts(tmp_path / "missing.json")
         assert isinstance(info.value.__cause__, FileNotFoundError)
+
+
+class TestDetection:
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "3",
+            '"hello"',
+            "null",
+            "1\n2\n",
+            '[{"role": "user", "content": "x"}, {"a": 1}]',
+        ],
+    )
+    def test_no_format(self, text: str) -> None:
+        """Scalars, JSONL of non-objects and lists missing roles match no format."""
+        with pytest.raises(InvalidMessageError, match="matches no known format"):
+            detect_format(io.StringIO(text))
+
+    def test_empty_list_is_openai(self) -> None:
+        """An empty JSON list is an empty OpenAI conversation."""
+        assert detect_format(io.StringIO("[]")) == "openai"
+        assert read_transcript(io.StringIO("[]")).messages == ()
+
+    def test_role_items_with_responses_parts(self) -> None:
+        """Role-only items whose content uses input_text parts are Responses items."""
+        items = [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+        t = read_transcript(io.StringIO(json.dumps(items)))
+        assert (t.format, t.messages) == ("responses", (Message.user("hi"),))
+
+
+class TestRequestBodies:
+    def test_body_without_tools(self, tmp_path: Path) -> None:
+        """A body without tools gives no tool specs and no other_tools."""
+        body = {"model": "gpt-4o", "messages": OPENAI_CHAT[:2]}
+        t = read_transcript(write(tmp_path, "req.json", body))
+        assert (t.format, t.tools, dict(t.meta)) == ("openai_request", (), {})
+
+    @pytest.mark.parametrize(
+        ("fmt", "body", "where"),
+        [
+            ("anthropic_request", {"input": []}, "b.json.messages"),
+            ("responses", {"model": "o3", "messages": []}, "b.json.input"),
+        ],
+    )
+    def test_named_format_missing_key(
+        self, tmp_path: Path, fmt: str, body: dict[str, Any], where: str
+    ) -> None:
+        """A body read as a named format must hold that format's message key."""
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "b.json", body), format=fmt)
+        assert (info.value.path, info.value.reason) == (where, "missing")
+
+    def test_tool_name_must_be_a_string(self, tmp_path: Path) -> None:
+        """A function tool whose name is not a string is named by its index."""
+        body = {
+            "messages": OPENAI_CHAT[:2],
+            "tools": [{"type": "function", "function": {"name": 3}}],
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "req.json", body))
+        assert (info.value.path, info.value.reason) == (
+            "req.json.tools[0].name",
+            "expected a string, got number",
+        )
+
+
+class TestClaudeCodeRecords:
+    @pytest.mark.parametrize(("kind", "found"), [(5, "number"), (["x"], "array")])
+    def test_type_must_be_a_string(
+        self, tmp_path: Path, kind: object, found: str
+    ) -> None:
+        """A record whose type is not a string is an error naming the line."""
+        records = [record("user", 1, message={"role": "user", "content": "hi"})]
+        records.append({"sessionId": "s-1", "type": kind})
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
+        assert (info.value.path, info.value.reason) == (
+            "s.jsonl:2: type",
+            f"expected a string, got {found}",
+        )
+
+    def test_assistant_records_without_id_stay_apart(self, tmp_path: Path) -> None:
+        """Assistant records without a message id are not grouped together."""
+        records = [
+            record("user", 1, message={"role": "user", "content": "hi"}),
+            record("assistant", 2, message={"role": "assistant", "content": "a"}),
+            record("assistant", 3, message={"role": "assistant", "content": "b"}),
+        ]
+        t = read_transcript(write(tmp_path, "s.jsonl", jsonl(records)))
+        assert [(m.role, m.text) for m in t.messages] == [
+            ("user", "hi"),
+            ("assistant", "a"),
+            ("assistant", "b"),
+        ]
+        assert [m.meta["uuid"] for m in t.messages] == ["u1", "u2", "u3"]
+
+    def test_bad_block_in_first_record_of_group(self, tmp_path: Path) -> None:
+        """A bad block in the first record of a grouped message names that record."""
+        bad = {"type": "tool_use", "id": "t1", "input": {}}  # no name
+        records = [
+            record("user", 1, message={"role": "user", "content": "go"}),
+            record("assistant", 2, message={"id": "m1", "content": [bad]}),
+            record(
+                "assistant",
+                3,
+                message={"id": "m1", "content": [{"type": "text", "text": "ok"}]},
+            ),
+        ]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
+        assert info.value.path == "s.jsonl:2: message.content[0].name"
+
+    def test_bad_content_names_the_message(self, tmp_path: Path) -> None:
+        """Content that is neither text nor blocks is named on its record's line."""
+        records = [record("user", 1, message={"role": "user", "content": 5})]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "s.jsonl", jsonl(records)))
+        assert info.value.path == "s.jsonl:1: message.content"
+        assert info.value.reason == "expected a string or a list, got number"
+
+
+class TestDatasets:
+    def test_run_without_traj(self, tmp_path: Path) -> None:
+        """A tau-bench run after the first that lacks traj is named."""
+        runs = [{"traj": OPENAI_CHAT}, {"task_id": 1}]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "t.json", runs))
+        assert (info.value.path, info.value.reason) == ("t.json[1].traj", "missing")
+
+    def test_sample_without_conversation(self, tmp_path: Path) -> None:
+        """A LoCoMo sample after the first that lacks its conversation is named."""
+        samples = [{"conversation": {}, "qa": []}, {"qa": []}]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "lo.json", samples))
+        assert (info.value.path, info.value.reason) == (
+            "lo.json[1].conversation",
+            "missing",
+        )
+
+    @pytest.mark.parametrize(
+        ("turn", "where", "found"),
+        [
+            ({"speaker": 3, "text": "x"}, "speaker", "number"),
+            ({"speaker": "Bo"}, "text", "null"),
+        ],
+    )
+    def test_bad_turn(
+        self, tmp_path: Path, turn: dict[str, Any], where: str, found: str
+    ) -> None:
+        """A LoCoMo turn without a string speaker or text is named by its place."""
+        conv = {
+            "speaker_a": "Ann",
+            "session_1": [{"speaker": "Ann", "text": "hi"}, turn],
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(
+                write(tmp_path, "lo.json", [{"conversation": conv, "qa": []}])
+            )
+        assert (info.value.path, info.value.reason) == (
+            f"lo.json[0].conversation.session_1[1].{where}",
+            f"expected a string, got {found}",
+        )
 
 
 class TestSharedData:

@@ -18,8 +18,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from contextwindow.messages import Message, Provider, ToolSpec, units
-from contextwindow.models import ModelInfo, get_model, get_tokenizer
-from contextwindow.tokens import TokenCounter, Tokenizer
+from contextwindow.models import (
+    DEFAULT_MODEL_INFO,
+    ModelInfo,
+    get_model,
+    get_tokenizer,
+)
+from contextwindow.tokens import (
+    ApproximateTokenizer,
+    BPETokenizer,
+    TokenCounter,
+    Tokenizer,
+)
 
 __all__ = ["Inspection", "MessageSize", "RoleStats", "ToolStats", "inspect_messages"]
 
@@ -145,8 +155,13 @@ def inspect_messages(
     Returns:
         The inspection.
     """
-    info: ModelInfo = get_model(model or "gpt-4o")
-    tok = tokenizer if tokenizer is not None else get_tokenizer(info.name)
+    asked = model or "gpt-4o"
+    info: ModelInfo = get_model(asked)  # an unknown model warns here, once
+    known = info is not DEFAULT_MODEL_INFO
+    tok = tokenizer
+    if tok is None:
+        # get_tokenizer("unknown") would warn a second time, about "unknown".
+        tok = get_tokenizer(info.name) if known else _fallback_tokenizer(asked)
     counter = TokenCounter(tok, provider)
     sizes = [counter.message(m) for m in messages]
     schema_tokens = counter.tools(tools) if tools else 0
@@ -170,7 +185,7 @@ def inspect_messages(
         MessageSize(i, messages[i].role, sizes[i], _preview(messages[i])) for i in order
     )
     return Inspection(
-        model=info.name,
+        model=info.name if known else asked,
         context_window=info.context_window,
         max_output_tokens=info.max_output_tokens,
         tokenizer=tok.name,
@@ -186,6 +201,12 @@ def inspect_messages(
         largest=largest,
         meta=extra,
     )
+
+
+def _fallback_tokenizer(model: str) -> Tokenizer:
+    """What ``get_tokenizer`` gives an unknown model, without a second warning."""
+    encoding = DEFAULT_MODEL_INFO.encoding or "o200k_base"
+    return ApproximateTokenizer(BPETokenizer(encoding), model)
 
 
 def _tool_stats(

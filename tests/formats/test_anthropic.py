@@ -470,3 +470,75 @@ class TestAnthropicErrors:
         with pytest.raises(InvalidMessageError) as info:
             from_anthropic([], system=system)
         assert (info.value.path, info.value.reason) == (where, reason)
+
+    def test_input_that_is_not_json(self) -> None:
+        """A tool_use input holding non-JSON values (from Python) names its place."""
+        block = {"type": "tool_use", "id": "t", "name": "f", "input": {"at": {1, 2}}}
+        with pytest.raises(InvalidMessageError) as info:
+            from_anthropic([{"role": "assistant", "content": [block]}])
+        assert info.value.path == "messages[0].content[0].input"
+        assert info.value.reason.startswith("not JSON: ")
+
+
+class TestAnthropicRoundTrips:
+    def test_tool_result_blocks(self) -> None:
+        """Result blocks with extras, documents and file images come back in place."""
+        doc = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "d"},
+        }
+        file_image = {"type": "image", "source": {"type": "file", "file_id": "f1"}}
+        turn = {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [
+                        {"type": "text", "text": "see", "cache_control": CACHE},
+                        doc,
+                        {"type": "text", "text": "and"},
+                        file_image,
+                    ],
+                }
+            ],
+        }
+        before = copy.deepcopy(turn)
+        (msg,) = from_anthropic([turn])
+        assert msg.tool_results == (ToolResult("t1", (Text("see"), Text("and"))),)
+        assert to_anthropic([msg]).messages == [before]
+
+    def test_image_source_extras(self) -> None:
+        """Keys of an image source that are not modelled are written back."""
+        block = {
+            "type": "image",
+            "source": {"type": "url", "url": "https://a/b.png", "note": "x"},
+        }
+        (msg,) = from_anthropic([{"role": "user", "content": [block]}])
+        assert msg.parts == (Image("https://a/b.png"),)
+        assert to_anthropic([msg]).messages[0]["content"] == [block]
+
+    def test_system_list_forms(self) -> None:
+        """A one-block system list stays a list; an empty list stays empty."""
+        one = [{"type": "text", "text": "Be brief."}]
+        msgs = from_anthropic([], system=one)
+        assert msgs == [Message.system("Be brief.")]
+        assert to_anthropic(msgs).system == one
+        empty = from_anthropic([], system=[])
+        assert empty == [Message("system", ())]
+        assert to_anthropic(empty).system == []
+
+    def test_body_without_system(self) -> None:
+        """body() leaves system out when there is none."""
+        turns = [{"role": "user", "content": "hi"}]
+        req = to_anthropic([Message.user("hi")])
+        assert req.system is None
+        assert req.body() == {"messages": turns}
+
+    def test_empty_arguments(self) -> None:
+        """A call with empty arguments (some servers send "") has input {}."""
+        msg = Message.assistant(tool_calls=[ToolCall("c", "f", "")])
+        (turn,) = to_anthropic([msg]).messages
+        assert turn["content"] == [
+            {"type": "tool_use", "id": "c", "name": "f", "input": {}}
+        ]

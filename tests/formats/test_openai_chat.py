@@ -505,3 +505,65 @@ class TestImageSize:
             ]
         )[0]
         assert msg.parts[0] == Image(url)
+
+
+class TestOpenAIExtras:
+    def test_unmodelled_keys_round_trip(self) -> None:
+        """Keys no neutral part models, at every level, are written back."""
+        fn_call = {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "f", "arguments": "{}", "strict": True},
+            "index": 0,
+        }
+        data: list[dict[str, Any]] = [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": "https://x/y.png", "x-size": "2k"},
+                    }
+                ],
+                "x-trace": "t1",
+            },
+            {"role": "assistant", "content": None, "tool_calls": [fn_call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok", "x-ms": 5},
+        ]
+        before = copy.deepcopy(data)
+        msgs = from_openai(data)
+        assert [m.parts for m in msgs] == [
+            (Image("https://x/y.png"),),
+            (ToolCall("c1", "f", "{}"),),
+            (ToolResult("c1", "ok"),),
+        ]
+        assert msgs[0].meta["openai"]["extra"] == {"x-trace": "t1"}
+        assert to_openai(msgs) == before
+
+    def test_legacy_results_pair_by_name(self) -> None:
+        """Legacy function results take the oldest pending call of their name."""
+        data: list[dict[str, Any]] = [
+            {"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}},
+            {"role": "assistant", "function_call": {"name": "g", "arguments": "{}"}},
+            {"role": "function", "name": "g", "content": "G"},
+            {"role": "function", "name": "f", "content": "F"},
+            {"role": "function", "name": "h", "content": "H", "x-late": True},
+        ]
+        msgs = from_openai(data)
+        assert [m.tool_results[0].call_id for m in msgs[2:]] == [
+            "legacy_1",
+            "legacy_0",
+            "legacy_4",  # no pending call named h: an id of its own
+        ]
+        assert msgs[4].meta["openai"]["extra"] == {"x-late": True}
+        assert to_openai(msgs)[2:] == data[2:]
+
+    def test_redacted_thinking_is_not_sent(self) -> None:
+        """reasoning_content joins visible thinking; redacted thinking is left out."""
+        msg = Message.assistant(
+            [Thinking("a"), Thinking("", "opaque", redacted=True), Thinking("b")],
+            meta={"openai": {"reasoning_content": True}},
+        )
+        assert to_openai([msg]) == [
+            {"role": "assistant", "content": "", "reasoning_content": "ab"}
+        ]

@@ -213,6 +213,64 @@ class TestToResponses:
         assert info.value.path == "messages[0].parts[0]"
 
 
+class TestResponsesLayouts:
+    def test_minimal_items_round_trip(self) -> None:
+        """Items without ids, summary or extras come back without them."""
+        items: list[dict[str, Any]] = [
+            {"type": "reasoning"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": ""},
+            {"type": "function_call_output", "call_id": "c", "output": "ok"},
+        ]
+        msgs = from_responses(items)
+        assert msgs[0].parts == (Thinking(""), ToolCall("c", "f", ""))
+        assert to_responses(msgs) == items
+
+    @pytest.mark.parametrize(
+        "recorded",
+        [
+            ["junk"],
+            [{"type": "message", "n": "1"}],
+            [{"type": "message", "n": 2}],
+            [{"type": "message", "n": 1}, {"type": "message", "n": 1}],
+            [{"type": "function_call", "n": 1}],
+        ],
+    )
+    def test_layout_that_does_not_fit_is_ignored(self, recorded: list[Any]) -> None:
+        """A malformed or stale recorded layout gives way to the default one."""
+        msg = Message.user("hi", meta={"responses": {"items": recorded}})
+        assert to_responses([msg]) == [
+            {"type": "message", "role": "user", "content": "hi"}
+        ]
+
+    def test_empty_message(self) -> None:
+        """A message without parts is still written, with empty content."""
+        assert to_responses([Message("user", ())]) == [
+            {"type": "message", "role": "user", "content": []}
+        ]
+        assert to_responses([Message("tool", ())]) == []
+
+    def test_image_without_detail(self) -> None:
+        """An image without detail is written without a detail key."""
+        out = to_responses([Message.user([Image("https://x/y.png")])])
+        assert out[0]["content"] == [
+            {"type": "input_image", "image_url": "https://x/y.png"}
+        ]
+
+    @pytest.mark.parametrize("lens", [["6"], [-1], [1, 2]])
+    def test_bad_summary_split_gives_one_summary(self, lens: list[Any]) -> None:
+        """Recorded summary lengths that do not split the text are not used."""
+        layout = [{"type": "reasoning", "n": 1, "summary": lens}]
+        msg = Message.assistant(
+            [Thinking("First.")], meta={"responses": {"items": layout}}
+        )
+        assert to_responses([msg]) == [
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": "First."}],
+            }
+        ]
+
+
 class TestResponsesErrors:
     @pytest.mark.parametrize(
         ("items", "where", "reason"),
@@ -310,6 +368,7 @@ class TestDispatch:
             Message.user("hi"),
         ]
         assert from_provider([user], "anthropic") == [Message.user("hi")]
+        assert from_provider([user], "openai") == [Message.user("hi")]
         assert from_provider([user], "responses") == [Message.user("hi")]
 
     def test_to_provider(self) -> None:

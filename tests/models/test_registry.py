@@ -7,6 +7,7 @@ import math
 import re
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -321,6 +322,19 @@ class TestRegister:
         with pytest.raises(ValueError, match=r"context_window|max_output|encoding"):
             Registry({}).register("x", **kwargs)
 
+    def test_empty_name_raises(self) -> None:
+        """A blank name is refused."""
+        with pytest.raises(ValueError, match="name: must not be empty"):
+            Registry({}).register("  ", context_window=10)
+
+    def test_register_again_in_other_case_replaces(self) -> None:
+        """Registering a name again in another case replaces the entry."""
+        reg = Registry({})
+        reg.register("my-llm", context_window=10)
+        reg.register("My-LLM", context_window=20)
+        assert [(m.name, m.context_window) for m in reg] == [("My-LLM", 20)]
+        assert reg.get("my-llm").context_window == 20
+
     def test_register_replaces_alias_and_listing(self) -> None:
         """A later register() of an alias's name wins, and lists once."""
         reg = small(info("base-1"))
@@ -329,6 +343,43 @@ class TestRegister:
         assert reg.get("short").context_window == 5
         assert len(reg) == 2
         assert [m.name for m in reg] == ["base-1", "short"]
+
+
+class TestLoading:
+    def test_concurrent_first_lookups_load_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Threads racing on the first lookup read the shipped table once."""
+        real = registry_module._load_shipped
+        loads: list[int] = []
+
+        def slow_load() -> dict[str, Any]:
+            loads.append(1)
+            time.sleep(0.2)  # long enough for every thread to reach the lock
+            table: dict[str, Any] = real()
+            return table
+
+        monkeypatch.setattr(registry_module, "_load_shipped", slow_load)
+        reg = Registry()
+        barrier = threading.Barrier(4)
+        found: list[int] = []
+
+        def lookup() -> None:
+            barrier.wait()
+            found.append(reg.get("gpt-4o").context_window)
+
+        threads = [threading.Thread(target=lookup) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert loads == [1]
+        assert found == [128_000] * 4
+
+    def test_repr_says_whether_loaded(self) -> None:
+        """The repr tells a registry not yet loaded from one holding models."""
+        assert repr(Registry()) == "<Registry not loaded>"
+        assert repr(small(info("a"), info("b"))) == "<Registry 2 models>"
 
 
 class TestSearch:

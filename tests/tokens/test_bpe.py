@@ -41,6 +41,15 @@ class TestBPETokenizer:
         assert isinstance(tok, Tokenizer)
         assert (tok.name, tok.exact) == ("o200k_base", True)
 
+    def test_encoding_and_repr(self) -> None:
+        """The tiktoken encoding is exposed and agrees with count; repr names it."""
+        tok = BPETokenizer("cl100k_base")
+        assert tok.encoding.name == "cl100k_base"
+        assert len(tok.encoding.encode_ordinary("hello world")) == tok.count(
+            "hello world"
+        )
+        assert repr(tok) == "BPETokenizer('cl100k_base')"
+
     def test_empty_is_zero(self) -> None:
         """The empty string has no tokens."""
         assert BPETokenizer("cl100k_base").count("") == 0

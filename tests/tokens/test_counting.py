@@ -381,6 +381,13 @@ class TestRenderOpenAITools:
         assert "c?: any," in out
         assert "d?: any[]," in out
 
+    def test_property_that_is_not_a_schema(self) -> None:
+        """A property whose schema is not an object renders as any."""
+        tool = spec("f", type="object", properties={"x": "text", "y": None})
+        out = render_openai_tools([tool])
+        assert "x?: any," in out
+        assert "y?: any," in out
+
 
 class TestTokenCounter:
     def test_same_message_counted_once(self) -> None:
@@ -474,6 +481,12 @@ class TestTokenCounter:
             TokenCounter(O200K, "gemini")  # type: ignore[arg-type]  # invalid on purpose
         with pytest.raises(ContextWindowError, match="cache_size"):
             TokenCounter(O200K, cache_size=0)
+
+    def test_unknown_part_type(self) -> None:
+        """A part of no known kind is an error naming its type, not a silent 0."""
+        counter = TokenCounter(O200K)
+        with pytest.raises(ContextWindowError, match="cannot count part of type dict"):
+            counter.part({"kind": "audio"})  # type: ignore[arg-type]  # invalid on purpose
 
     def test_properties(self) -> None:
         """The counter exposes its tokenizer and provider."""

@@ -36,6 +36,10 @@ class TestHeuristicTokenizer:
         assert isinstance(HEUR, Tokenizer)
         assert (HEUR.name, HEUR.exact) == ("heuristic", False)
 
+    def test_repr(self) -> None:
+        """The repr rebuilds an equivalent tokenizer."""
+        assert repr(HEUR) == "HeuristicTokenizer()"
+
     def test_empty_is_zero(self) -> None:
         """The empty string counts 0."""
         assert HEUR.count("") == 0

@@ -55,6 +55,10 @@ class TestHFTokenizer:
         assert tok.name == bpe_json.parent.name
         assert HFTokenizer(bpe_json, name="tiny").name == "tiny"
 
+    def test_repr_names_it(self, bpe_json: Path) -> None:
+        """The repr shows the tokenizer's name."""
+        assert repr(HFTokenizer(bpe_json, name="tiny")) == "HFTokenizer(name='tiny')"
+
     def test_empty_and_batch(self, bpe_json: Path) -> None:
         """Empty text counts 0; count_many equals count one by one."""
         tok = HFTokenizer(bpe_json)

@@ -5,7 +5,13 @@ import struct
 
 import pytest
 
-from contextwindow._images import data_uri_bytes, image_size
+from contextwindow._images import (
+    data_uri,
+    data_uri_bytes,
+    decode_base64,
+    image_size,
+    parse_data_uri,
+)
 from contextwindow.tokens._images import anthropic_image_tokens, openai_image_tokens
 
 
@@ -41,6 +47,21 @@ class TestImageSize:
         """JPEG size is read from the first start-of-frame, after other segments."""
         assert image_size(jpeg(1920, 1080)) == (1920, 1080)
 
+    def test_jpeg_markers_without_length(self) -> None:
+        """Standalone markers (SOI, TEM, RSTn) carry no length and are stepped over."""
+        sof0 = b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 30, 40) + b"\0" * 10
+        data = b"\xff\xd8" + b"\xff\xd8" + b"\xff\x01" + b"\xff\xd3" + sof0
+        assert image_size(data) == (40, 30)
+
+    def test_jpeg_garbage_between_segments(self) -> None:
+        """A byte that starts no marker where one must be ends the scan with None."""
+        app0 = b"\xff\xe0" + struct.pack(">H", 4) + b"\0\0"
+        assert image_size(b"\xff\xd8" + app0 + b"\x00\xc0" + b"\0" * 20) is None
+
+    def test_jpeg_truncated_frame_header(self) -> None:
+        """A start-of-frame cut before its size gives None, not a short read."""
+        assert image_size(b"\xff\xd8\xff\xc0\x00\x11\x08\x00") is None
+
     def test_webp_variants(self) -> None:
         """Lossy, lossless and extended WebP headers are all read."""
         lossy = b"\0" * 7 + b"\x9d\x01\x2a" + struct.pack("<HH", 640, 480)
@@ -54,7 +75,15 @@ class TestImageSize:
 
     @pytest.mark.parametrize(
         "data",
-        [b"", b"hello", b"\xff\xd8\x00", b"\xff\xd8\xff\xc0\x00", png(1, 1)[:20]],
+        [
+            b"",
+            b"hello",
+            b"\xff\xd8\x00",
+            b"\xff\xd8\xff\xc0\x00",
+            png(1, 1)[:20],
+            webp(b"VP8 ", b"\0" * 6),
+            webp(b"ALPH", b"\0" * 20),
+        ],
     )
     def test_unreadable_is_none(self, data: bytes) -> None:
         """Truncated or unknown data gives None, never an exception."""
@@ -73,6 +102,44 @@ class TestDataUri:
         """Plain URLs and broken base64 give None."""
         assert data_uri_bytes("https://example.com/a.png") is None
         assert data_uri_bytes("data:image/png;base64,abc") is None  # bad padding
+
+
+class TestParseDataUri:
+    def test_media_type_drops_parameters(self) -> None:
+        """Parameters after the media type are not part of it."""
+        assert parse_data_uri("data:image/png;name=a.png;base64,AAAA") == (
+            "image/png",
+            "AAAA",
+        )
+
+    @pytest.mark.parametrize(
+        "url",
+        ["data:image/png,plain", "data:image/png;base64", "http://x/data:a;base64,b"],
+    )
+    def test_not_base64_data_uri(self, url: str) -> None:
+        """Percent-encoded, comma-less and non-data URLs give None."""
+        assert parse_data_uri(url) is None
+
+
+class TestDataUriBuild:
+    def test_round_trip(self) -> None:
+        """A built URI parses back into its media type and data."""
+        uri = data_uri("image/webp", "UklGRg==")
+        assert uri == "data:image/webp;base64,UklGRg=="
+        assert parse_data_uri(uri) == ("image/webp", "UklGRg==")
+
+
+class TestDecodeBase64:
+    def test_prefix(self) -> None:
+        """A prefix is cut to whole 4-character groups before decoding."""
+        text = base64.b64encode(b"abcdefghi").decode()  # 12 characters
+        assert decode_base64(text) == b"abcdefghi"
+        assert decode_base64(text, 10) == b"abcdef"
+
+    @pytest.mark.parametrize("text", ["a===", "\u00e9" * 4])
+    def test_bad_input_gives_empty(self, text: str) -> None:
+        """Bad padding or non-ASCII text decodes to nothing rather than raising."""
+        assert decode_base64(text) == b""
 
 
 class TestImageTokens:

@@ -56,7 +56,7 @@ def check_json(text: str, path: str) -> None:
 def extras(
     obj: Mapping[str, Any], known: Iterable[str], optional: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """The entries of ``obj`` a converter does not model (a shallow copy).
+    """The entries of ``obj`` a converter does not model (a deep copy).
 
     Keys in ``known`` are modelled and left out, except those in ``optional``
     whose value is empty (``None``, ``False``, ``[]``): a neutral message cannot
@@ -72,7 +72,7 @@ def extras(
     skip = frozenset(known)
     keep = frozenset(optional)
     return {
-        k: v
+        k: copy.deepcopy(v)  # the caller's input may change later; meta must not
         for k, v in obj.items()
         if k not in skip or (k in keep and (v is None or v is False or v == []))
     }

@@ -47,6 +47,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -104,6 +105,7 @@ _OPAQUE_BLOCKS = frozenset(
 )
 _ASSISTANT_ONLY = frozenset(("tool_use", "thinking", "redacted_thinking"))
 _FOREIGN = ("openai", "responses")
+_SOURCE_KEYS = {"base64": ("type", "media_type", "data"), "url": ("type", "url")}
 
 
 class AnthropicRequest(NamedTuple):
@@ -348,11 +350,15 @@ def _read_blocks(content: Sequence[Any], role: str, p: str) -> tuple[_Blocks, _B
             results.parts.append(part)
             results.entries.append(ent)
         elif kind in _OPAQUE_BLOCKS:
-            rest.opaque.append([len(rest.parts) + len(rest.opaque), dict(block)])
+            rest.opaque.append(
+                [len(rest.parts) + len(rest.opaque), copy.deepcopy(dict(block))]
+            )
         else:
             read = _read_block(block, kind, bp)
             if read is None:
-                rest.opaque.append([len(rest.parts) + len(rest.opaque), dict(block)])
+                rest.opaque.append(
+                    [len(rest.parts) + len(rest.opaque), copy.deepcopy(dict(block))]
+                )
                 continue
             rest.parts.append(read[0])
             rest.entries.append(read[1])
@@ -389,8 +395,16 @@ def _read_block(
         known = ("type", "data")
     else:
         raise InvalidMessageError(f"{bp}.type", f"unknown block type {kind!r}")
+    ent: dict[str, Any] = {}
     extra = extras(block, known, ("signature",))
-    return part, ({"extra": extra} if extra else None)
+    if extra:
+        ent["extra"] = extra
+    if isinstance(part, Image):  # keys of the source we do not model
+        source = block["source"]
+        inner = extras(source, _SOURCE_KEYS[source["type"]])
+        if inner:
+            ent["source"] = inner
+    return part, (ent or None)
 
 
 def _dumps(block: Mapping[str, Any], bp: str) -> str:
@@ -465,7 +479,9 @@ def _read_inner(content: Sequence[Any], p: str) -> _Blocks:
             raise InvalidMessageError(
                 f"{bp}.type", f"unknown block type {kind!r} in a tool result"
             )
-        out.opaque.append([len(out.parts) + len(out.opaque), dict(block)])
+        out.opaque.append(
+            [len(out.parts) + len(out.opaque), copy.deepcopy(dict(block))]
+        )
     return out
 
 
@@ -515,10 +531,10 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
         return {"type": "text", "text": part.text}
     if isinstance(part, Image):
         parsed = parse_data_uri(part.url)
-        if parsed is None:
-            return {"type": "image", "source": {"type": "url", "url": part.url}}
-        source = {"type": "base64", "media_type": parsed[0], "data": parsed[1]}
-        return {"type": "image", "source": source}
+        source: dict[str, Any] = {"type": "url", "url": part.url}
+        if parsed is not None:
+            source = {"type": "base64", "media_type": parsed[0], "data": parsed[1]}
+        return {"type": "image", "source": put_extras(source, ent.get("source"))}
     if isinstance(part, ToolCall):
         return {
             "type": "tool_use",

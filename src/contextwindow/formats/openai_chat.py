@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -193,7 +194,7 @@ def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
             if inner:
                 ent["image_url"] = inner
         elif kind in _OPAQUE_PARTS:
-            opaque.append([j, dict(part)])
+            opaque.append([j, copy.deepcopy(dict(part))])
             continue
         else:
             raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")

@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -254,7 +255,7 @@ def _read_parts(
             parts.append(image_from_url(url, opt_str(part, "detail", pp)))
             extra = extras(part, ("type", "image_url", "detail"), ("detail",))
         elif kind in _OPAQUE_PARTS or kind == "input_image":
-            opaque.append([j, dict(part)])
+            opaque.append([j, copy.deepcopy(dict(part))])
             continue
         else:
             raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")

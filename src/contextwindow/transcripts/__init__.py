@@ -175,7 +175,9 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
     except json.JSONDecodeError as exc:
         whole = exc
     records: Records = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # JSON Lines ends a record at "\n" only: str.splitlines() would also split
+    # inside strings at U+2028, U+0085 and other characters JSON leaves as is.
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

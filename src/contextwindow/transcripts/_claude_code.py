@@ -47,7 +47,6 @@ class _ApiMessage:
     results_only: bool = False
 
 
-_SKIPPED = frozenset(("progress", "file-history-snapshot", "queue-operation"))
 _BLOCK_PATH = re.compile(r"@\.content\[(\d+)\]")
 
 
@@ -68,7 +67,9 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
                 boundaries.append((len(api), rec))
             continue
         if kind not in ("user", "assistant"):
-            if kind in _SKIPPED or isinstance(kind, str):
+            # Other kinds (progress, file-history-snapshot, queue-operation and
+            # any newer one) carry no message.
+            if isinstance(kind, str):
                 continue
             raise InvalidMessageError(
                 f"{where}: type", f"expected a string, got {type_name(kind)}"
