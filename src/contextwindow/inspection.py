@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from contextwindow.messages import Message, Provider, ToolSpec, units
@@ -24,12 +24,7 @@ from contextwindow.models import (
     get_model,
     get_tokenizer,
 )
-from contextwindow.tokens import (
-    ApproximateTokenizer,
-    BPETokenizer,
-    TokenCounter,
-    Tokenizer,
-)
+from contextwindow.tokens import TokenCounter, Tokenizer
 
 __all__ = ["Inspection", "MessageSize", "RoleStats", "ToolStats", "inspect_messages"]
 
@@ -157,11 +152,9 @@ def inspect_messages(
     """
     asked = model or "gpt-4o"
     info: ModelInfo = get_model(asked)  # an unknown model warns here, once
-    known = info is not DEFAULT_MODEL_INFO
-    tok = tokenizer
-    if tok is None:
-        # get_tokenizer("unknown") would warn a second time, about "unknown".
-        tok = get_tokenizer(info.name) if known else _fallback_tokenizer(asked)
+    if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
+        info = replace(info, name=asked)
+    tok = tokenizer if tokenizer is not None else get_tokenizer(info)
     counter = TokenCounter(tok, provider)
     sizes = [counter.message(m) for m in messages]
     schema_tokens = counter.tools(tools) if tools else 0
@@ -185,7 +178,7 @@ def inspect_messages(
         MessageSize(i, messages[i].role, sizes[i], _preview(messages[i])) for i in order
     )
     return Inspection(
-        model=info.name if known else asked,
+        model=info.name,
         context_window=info.context_window,
         max_output_tokens=info.max_output_tokens,
         tokenizer=tok.name,
@@ -201,12 +194,6 @@ def inspect_messages(
         largest=largest,
         meta=extra,
     )
-
-
-def _fallback_tokenizer(model: str) -> Tokenizer:
-    """What ``get_tokenizer`` gives an unknown model, without a second warning."""
-    encoding = DEFAULT_MODEL_INFO.encoding or "o200k_base"
-    return ApproximateTokenizer(BPETokenizer(encoding), model)
 
 
 def _tool_stats(

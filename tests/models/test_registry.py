@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -504,6 +505,13 @@ class TestGetTokenizer:
         opus = get_tokenizer("anthropic/claude-opus-4-6")
         assert isinstance(opus, ApproximateTokenizer)
         assert opus.scale == 1.17
+
+    def test_model_info_needs_no_lookup(self) -> None:
+        """A ModelInfo is used as given: no lookup, no warning, its own name."""
+        info = dataclasses.replace(DEFAULT_MODEL_INFO, name="my-own-llm")
+        tok = get_tokenizer(info)  # filterwarnings=error: a warning would fail
+        assert tok.name == "o200k_base (approximate for my-own-llm)"
+        assert get_tokenizer(get_model("gpt-4o")).name == "o200k_base"
 
     def test_unmeasured_family_is_not_scaled(self) -> None:
         """A family without a measured ratio counts plain o200k_base."""

@@ -45,7 +45,7 @@ import json
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -474,14 +474,15 @@ def register_model(
     )
 
 
-def get_tokenizer(model: str | None) -> Tokenizer:
+def get_tokenizer(model: str | ModelInfo | None) -> Tokenizer:
     """The tokenizer to count ``model``'s tokens with.
 
     Exact BPE for OpenAI models whose encoding ships; for every other model,
     ``o200k_base`` wrapped as an ``ApproximateTokenizer`` whose ``exact`` is
     ``False``, scaled where the ratio was measured (``APPROXIMATION_SCALES``).
-    ``None`` (no model given) gets the approximation too; an unknown model
-    warns, as ``get_model`` does.
+    ``None`` (no model given) gets the approximation too; an unknown name
+    warns, as ``get_model`` does. A ``ModelInfo`` is used as it is, without a
+    lookup (and so without a second warning).
 
     Example:
         >>> get_tokenizer("gpt-4o").name
@@ -494,12 +495,16 @@ def get_tokenizer(model: str | None) -> Tokenizer:
 
     if model is None:
         return ApproximateTokenizer(BPETokenizer("o200k_base"), "an unnamed model")
-    info = registry._get(model, default=True, stacklevel=3)
+    if isinstance(model, ModelInfo):
+        info = model
+    else:
+        info = registry._get(model, default=True, stacklevel=3)
+        if info is DEFAULT_MODEL_INFO:  # name the model asked for, not "unknown"
+            info = replace(info, name=model)
     bpe = BPETokenizer(info.encoding or "o200k_base")
     if info.exact:
         return bpe
-    label = info.name if info is not DEFAULT_MODEL_INFO else model
-    return ApproximateTokenizer(bpe, label, scale=approximation_scale(info))
+    return ApproximateTokenizer(bpe, info.name, scale=approximation_scale(info))
 
 
 APPROXIMATION_SCALES: dict[str, float] = {"claude": 1.17}
