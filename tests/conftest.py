@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CONTEXTWINDOW_DATA", ROOT.parent / "shared" / "data"))
@@ -30,3 +31,15 @@ def data_dir() -> Path:
 def shared_data() -> Path:
     """The folder holding locomo10.json, the tau-bench file and Claude Code sessions."""
     return data_dir()
+
+
+# -- hypothesis profiles ----------------------------------------------------------
+# "ci" when the CI environment variable is set (CI=true), else "dev".
+settings.register_profile(
+    "ci",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=200)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")

@@ -14,6 +14,10 @@ from contextwindow.testing import (
 )
 from contextwindow.tokens.base import Tokenizer
 
+# These check the generators themselves, not a library invariant: a few hundred
+# examples show their shape; the invariants' own tests draw 2,000 under CI.
+GENERATOR_CHECK = settings(max_examples=300)
+
 
 class TestFakeTokenizer:
     def test_counts_words(self) -> None:
@@ -44,6 +48,7 @@ class TestFakeTokenizer:
 
 
 class TestConversations:
+    @GENERATOR_CHECK
     @given(conversations())
     def test_structure_is_valid(self, conv: list[Message]) -> None:
         """Every unit is complete; system only first; user opens; ids replay."""
@@ -55,18 +60,21 @@ class TestConversations:
         for prev, cur in itertools.pairwise(rest):
             assert not (prev.role == cur.role == "user")
 
+    @GENERATOR_CHECK
     @given(conversations(min_turns=2, max_turns=3, system=True))
     def test_turn_bounds(self, conv: list[Message]) -> None:
         """min_turns, max_turns and system=True are honoured."""
         assert conv[0].role == "system"
         assert 2 <= sum(m.role == "user" for m in conv) <= 3
 
+    @GENERATOR_CHECK
     @given(conversations(tools=False, system=False))
     def test_without_tools(self, conv: list[Message]) -> None:
         """tools=False generates no tool calls or tool messages."""
         assert all(m.role in ("user", "assistant") for m in conv)
         assert not any(m.tool_calls for m in conv)
 
+    @GENERATOR_CHECK
     @given(conversations())
     def test_thinking_comes_first(self, conv: list[Message]) -> None:
         """Thinking parts only open assistant messages."""
@@ -114,12 +122,14 @@ class TestConversations:
 
 
 class TestMessagesStrategy:
+    @GENERATOR_CHECK
     @given(messages_strategy())
     def test_builds_messages(self, m: Message) -> None:
         """It generates Message values with tuple parts."""
         assert isinstance(m, Message)
         assert isinstance(m.parts, tuple)
 
+    @GENERATOR_CHECK
     @given(parts_strategy())
     def test_parts_are_valid(self, p: object) -> None:
         """Tool calls carry JSON arguments; tool results hold text or parts."""

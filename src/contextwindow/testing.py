@@ -118,8 +118,10 @@ SAMPLE_TEXTS: tuple[str, ...] = (
     "  padded  \n\n\ttabs\r\nand CRLF  ",
     "line\n" * 20,
     "The quick brown fox jumps over the lazy dog. " * 8,
+    "Unicode breaks: a\u2028b\u2029c\x85d\x1ce\x0bf",
 )
-"""Texts that trip naive counters: empty, CJK, code, JSON, emoji, whitespace."""
+"""Texts that trip naive counters and readers: empty, CJK, code, JSON, emoji,
+whitespace, and the characters ``str.splitlines`` treats as line breaks."""
 
 _TOOL_NAMES = ("search", "read_file", "get_weather", "run_tests", "book_flight")
 _CALL_IDS = ("call_0", "call_1", "call_2", "toolu_01", "toolu_02", "c")

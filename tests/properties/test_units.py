@@ -1,0 +1,226 @@
+"""Properties of ``units()``: a partition, complete when valid, paired by position."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+
+from contextwindow.messages import Message, Role, ToolCall, ToolResult, Unit, units
+
+from ._support import for_each
+
+Pairs = dict[tuple[int, int], tuple[int, int]]
+"""(call message index, call position) -> (tool message index, result position)."""
+
+
+def check_partition(msgs: Sequence[Message]) -> None:
+    """Units cover every index once, in order; each unit's kind fits its messages."""
+    found = units(msgs)
+    pos = 0
+    for k, u in enumerate(found):
+        assert u.start == pos, f"unit {k} starts at {u.start}, expected {pos}"
+        assert u.stop > u.start, f"unit {k} is empty"
+        pos = u.stop
+        group = msgs[u.start : u.stop]
+        head = group[0]
+        if u.kind == "system":
+            assert len(u) == 1
+            assert head.role == "system"
+        elif u.kind == "message":
+            assert len(u) == 1
+            assert head.role in ("user", "assistant")
+            assert not (head.role == "assistant" and head.tool_calls)
+        elif u.kind == "tool_exchange":
+            assert head.role == "assistant"
+            assert head.tool_calls
+            assert all(m.role == "tool" for m in group[1:])
+            pending = list(enumerate(head.tool_calls))
+            for m in group[1:]:
+                assert answer(m, pending), "each tool message answers pending calls"
+            assert u.unanswered == tuple(at for at, _ in pending)
+            assert u.complete == (not u.unanswered)
+            if pending and u.stop < len(msgs) and msgs[u.stop].role == "tool":
+                left = list(pending)  # the next tool message could not join
+                assert not answer(msgs[u.stop], left), "the exchange ends too soon"
+        else:
+            assert u.kind == "orphan_results"
+            assert all(m.role == "tool" for m in group)
+            assert not u.complete
+            if k:  # a run of tool messages answering nothing is one unit
+                assert found[k - 1].kind != "orphan_results"
+        if u.kind != "tool_exchange":
+            assert u.unanswered == ()
+    assert pos == len(msgs), f"units end at {pos} of {len(msgs)} messages"
+    systems = {i for i, m in enumerate(msgs) if m.role == "system"}
+    assert systems == {u.start for u in found if u.kind == "system"}
+
+
+def answer(msg: Message, pending: list[tuple[int, ToolCall]]) -> bool:
+    """Whether every result of ``msg`` answers a pending call (the earliest with
+    its id); if so those calls are no longer pending. A message without
+    results answers nothing."""
+    left = list(pending)
+    for r in msg.tool_results:
+        hit = next((k for k, (_, c) in enumerate(left) if c.id == r.call_id), None)
+        if hit is None:
+            return False
+        del left[hit]
+    pending[:] = left
+    return bool(msg.tool_results)
+
+
+def oracle_pairs(conv: Sequence[Message]) -> tuple[Pairs, list[tuple[int, int]]]:
+    """Brute force: each result answers the earliest pending call with its id of
+    the latest assistant message with calls. Returns the pairs and the results
+    that answer nothing (none in a valid conversation)."""
+    pairs: Pairs = {}
+    unmatched: list[tuple[int, int]] = []
+    pending: list[tuple[str, int, int]] = []  # (call id, message, position)
+    for i, m in enumerate(conv):
+        if m.role == "assistant" and m.tool_calls:
+            pending = [(c.id, i, k) for k, c in enumerate(m.tool_calls)]
+        elif m.role == "tool":
+            for r_pos, r in enumerate(m.tool_results):
+                hit = next(
+                    (j for j, (cid, _, _) in enumerate(pending) if cid == r.call_id),
+                    None,
+                )
+                if hit is None:
+                    unmatched.append((i, r_pos))
+                    continue
+                _, call_msg, call_pos = pending.pop(hit)
+                pairs[(call_msg, call_pos)] = (i, r_pos)
+    return pairs, unmatched
+
+
+def unit_of(found: Sequence[Unit], index: int) -> Unit:
+    """The unit holding message ``index``."""
+    return next(u for u in found if u.start <= index < u.stop)
+
+
+def perturb(conv: list[Message], rng: random.Random) -> list[Message]:
+    """Break a conversation at random: drop, duplicate, swap, re-role, add results."""
+    out = list(conv)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.randrange(5)
+        if not out:
+            out.append(Message.tool(rng.choice(("call_0", "c")), "late"))
+            continue
+        i = rng.randrange(len(out))
+        if op == 0:
+            del out[i]
+        elif op == 1:
+            out.insert(i, out[i])
+        elif op == 2 and len(out) > 1:
+            j = rng.randrange(len(out))
+            out[i], out[j] = out[j], out[i]
+        elif op == 3:
+            role: Role = rng.choice(("system", "user", "assistant", "tool"))
+            out[i] = replace(out[i], role=role)
+        else:
+            calls = [c for m in out for c in m.tool_calls]
+            cid = rng.choice(calls).id if calls else "call_0"
+            out.insert(i, Message("tool", (ToolResult(cid, "x"), ToolResult("c", ""))))
+    return out
+
+
+class TestUnitsPartition:
+    def test_partition_of_any_messages(
+        self, loose_messages: list[Message], convs: list[list[Message]]
+    ) -> None:
+        """units() partitions any list of messages_strategy() messages."""
+        rng = random.Random(0)
+        lists = [
+            rng.choices(loose_messages, k=rng.randrange(17)) for _ in range(len(convs))
+        ]
+        lists.sort(key=len)  # the first failure is a shortest one
+        for_each(lists, lambda msgs, _: check_partition(msgs))
+
+    def test_partition_of_broken_conversations(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """units() partitions valid conversations and randomly broken ones alike."""
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            check_partition(conv)
+            for _ in range(3):
+                check_partition(perturb(conv, rng))
+
+        for_each(convs, check)
+
+
+class TestUnitsOfValidConversations:
+    def test_every_unit_complete(self, convs: list[list[Message]]) -> None:
+        """Every unit of a generated (valid) conversation is complete."""
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            found = units(conv)
+            assert all(u.complete for u in found), found
+
+        for_each(convs, check)
+
+    def test_removing_a_tool_message_leaves_its_calls_unanswered(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """Dropping a tool message leaves exactly its calls unanswered, nothing else."""
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            pairs, _ = oracle_pairs(conv)
+            for t, m in enumerate(conv):
+                if m.role != "tool":
+                    continue
+                lost = [call for call, (i, _) in pairs.items() if i == t]
+                assert lost, "a valid tool message answers some call"
+                call_msg = lost[0][0]
+                cut = conv[:t] + conv[t + 1 :]
+                found = units(cut)
+                exchange = unit_of(found, call_msg)
+                assert exchange.kind == "tool_exchange"
+                assert exchange.start == call_msg
+                assert exchange.unanswered == tuple(sorted(p for _, p in lost))
+                assert [u for u in found if not u.complete] == [exchange]
+
+        for_each(convs, check)
+
+    def test_removing_an_assistant_with_calls_orphans_its_results(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """Dropping an assistant message with calls makes its results orphans."""
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            for u in units(conv):
+                if u.kind != "tool_exchange":
+                    continue
+                cut = conv[: u.start] + conv[u.start + 1 :]
+                found = units(cut)
+                results = range(u.start, u.stop - 1)  # its tool messages, shifted
+                orphans = {unit_of(found, i) for i in results}
+                assert all(o.kind == "orphan_results" for o in orphans), orphans
+                assert {o for o in found if not o.complete} == orphans
+
+        for_each(convs, check)
+
+    def test_results_share_a_unit_with_the_calls_they_answer(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """Each result lies in the unit of the call it answers (brute-force oracle)."""
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            pairs, unmatched = oracle_pairs(conv)
+            assert unmatched == [], "a valid conversation has no orphan results"
+            found = units(conv)
+            n_calls = sum(len(m.tool_calls) for m in conv if m.role == "assistant")
+            assert len(pairs) == n_calls, "every call is answered"
+            answered_by: dict[int, set[int]] = {}
+            for (call_msg, _), (tool_msg, _) in pairs.items():
+                u = unit_of(found, tool_msg)
+                assert u.kind == "tool_exchange"
+                assert u.start == call_msg
+                answered_by.setdefault(call_msg, set()).add(tool_msg)
+            for u in found:
+                if u.kind == "tool_exchange":
+                    assert set(range(u.start + 1, u.stop)) == answered_by[u.start]
+                    assert u.unanswered == ()
+
+        for_each(convs, check)
