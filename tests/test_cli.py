@@ -54,6 +54,17 @@ class TestInspect:
             assert code == 0, f"{path}: {out}{err}"
             assert "usage" in out or "largest conversations" in out
 
+    def test_overview_sums_tools(self, shared_data: Path) -> None:
+        """A many-conversation file's overview totals calls per tool (1,164)."""
+        path = shared_data / "tau-bench_gpt-4o-airline.json"
+        code, out, _ = run("inspect", str(path))
+        assert code == 0
+        section = out.split("by tool (all conversations)\n")[1].split("\n\n")[0]
+        rows = section.splitlines()[1:]
+        calls = {r.split()[0]: int(r.split()[1].replace(",", "")) for r in rows}
+        assert sum(calls.values()) == 1164
+        assert calls["get_reservation_details"] == 377
+
     def test_one_of_many(self, shared_data: Path) -> None:
         """--conversation picks one trajectory of a multi-conversation file."""
         path = shared_data / "tau-bench_gpt-4o-airline.json"

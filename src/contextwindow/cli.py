@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import click
 
 from contextwindow import __version__
 from contextwindow.errors import ContextWindowError
-from contextwindow.inspection import Inspection, inspect_messages
+from contextwindow.inspection import Inspection, ToolStats, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
 from contextwindow.tokens import (
@@ -261,18 +261,7 @@ def _render(t: Transcript, r: Inspection) -> str:
     out.append(_table(["role", "messages", "tokens", "share"], rows))
 
     if r.by_tool:
-        out += ["", "by tool"]
-        rows = [
-            [
-                s.name,
-                _n(s.calls),
-                _n(s.call_tokens),
-                _n(s.result_tokens),
-                _pct(s.tokens, r.tokens),
-            ]
-            for s in r.by_tool
-        ]
-        out.append(_table(["tool", "calls", "call tok", "result tok", "share"], rows))
+        out += ["", "by tool", _tool_table(r.by_tool, r.tokens)]
 
     if r.largest:
         out += ["", "largest messages"]
@@ -289,6 +278,35 @@ def _usage_line(r: Inspection) -> str:
         f"usage  {_bar(r.usage)} {_n(r.tokens)} / {_n(r.context_window)} "
         f"tokens ({100 * r.usage:.1f}%), {_n(r.remaining)} left{over}"
     )
+
+
+def _tool_table(stats: Sequence[ToolStats], total: int) -> str:
+    rows = [
+        [
+            s.name,
+            _n(s.calls),
+            _n(s.call_tokens),
+            _n(s.result_tokens),
+            _pct(s.tokens, total),
+        ]
+        for s in stats
+    ]
+    return _table(["tool", "calls", "call tok", "result tok", "share"], rows)
+
+
+def _sum_tools(groups: Iterable[Sequence[ToolStats]]) -> list[ToolStats]:
+    """Per-tool totals over many conversations, largest first."""
+    acc: dict[str, list[int]] = {}
+    for stats in groups:
+        for t in stats:
+            a = acc.setdefault(t.name, [0, 0, 0, 0])
+            a[0] += t.calls
+            a[1] += t.call_tokens
+            a[2] += t.result_tokens
+            a[3] += t.errors
+    out = [ToolStats(name, *a) for name, a in acc.items()]
+    out.sort(key=lambda t: (-t.tokens, t.name))
+    return out
 
 
 def _render_many(
@@ -322,6 +340,9 @@ def _render_many(
     out += ["", "by role (all conversations)"]
     rows = [[k, _n(a[0]), _n(a[1]), _pct(a[1], total)] for k, a in roles.items()]
     out.append(_table(["role", "messages", "tokens", "share"], rows))
+    tools = _sum_tools(r.by_tool for r in results)
+    if tools:
+        out += ["", "by tool (all conversations)", _tool_table(tools, total)]
 
     order = sorted(range(len(results)), key=lambda i: -results[i].tokens)[:top]
     out += ["", f"largest conversations (of {len(results)})"]
