@@ -271,3 +271,18 @@ class TestModels:
         assert names
         assert all("claude" in n for n in names)
         assert names[0] != "anthropic.claude-v1"  # what "claude" would resolve to
+
+
+class TestModuleEntry:
+    def test_python_dash_m(self) -> None:
+        """`python -m contextwindow` runs the same command line."""
+        import subprocess
+        import sys
+
+        done = subprocess.run(
+            [sys.executable, "-m", "contextwindow", "models", "gpt-4o", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(done.stdout)[0]["context_window"] == 128000
