@@ -11,7 +11,7 @@ Contract: each helper returns a value of the asked type or raises
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from contextwindow.errors import InvalidMessageError
 
@@ -52,14 +52,14 @@ def expect_mapping(value: object, path: str) -> Mapping[str, Any]:
     """
     if not isinstance(value, Mapping):
         raise InvalidMessageError(path, f"expected an object, got {type_name(value)}")
-    return value
+    return cast("Mapping[str, Any]", value)
 
 
 def expect_list(value: object, path: str) -> Sequence[Any]:
     """Return ``value`` if it is a JSON list, else raise naming ``path``."""
     if not isinstance(value, (list, tuple)):
         raise InvalidMessageError(path, f"expected an array, got {type_name(value)}")
-    return value
+    return cast("Sequence[Any]", value)
 
 
 def expect_str(obj: Mapping[str, Any], key: str, path: str) -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -42,7 +42,7 @@ DEFAULT_MODEL = "gpt-4o"
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
+def _errors() -> Generator[None, None, None]:
     """Turn library errors into click errors, and warnings into stderr lines."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -155,12 +155,13 @@ def _inspect(
 ) -> Inspection:
     meta: dict[str, Any] = {}
     live_from = None
-    compactions = t.meta.get("compactions") or []
+    compactions: Sequence[Mapping[str, Any]] = t.meta.get("compactions") or []
     if compactions:
         meta["compactions"] = len(compactions)
         live_from = int(compactions[-1]["index"])
     usage = t.meta.get("usage")
     if isinstance(usage, dict):
+        usage = cast("Mapping[str, Any]", usage)
         keys = (
             "input_tokens",
             "cache_read_input_tokens",

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from contextwindow.messages import Message, Provider, ToolSpec, units
+from contextwindow.messages import Message, Provider, ToolSpec, Unit, units
 from contextwindow.models import (
     DEFAULT_MODEL_INFO,
     ModelInfo,
@@ -98,7 +98,7 @@ class Inspection:
     """Per tool name, largest first."""
     largest: tuple[MessageSize, ...]
     """The largest messages, largest first."""
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra facts from the transcript (e.g. compactions)."""
 
     @property
@@ -199,7 +199,7 @@ def inspect_messages(
 def _tool_stats(
     messages: Sequence[Message],
     sizes: Sequence[int],
-    groups: Sequence[Any],
+    groups: Sequence[Unit],
     tok: Tokenizer,
 ) -> tuple[ToolStats, ...]:
     """Attribute call and result tokens to tool names, pairing within units."""

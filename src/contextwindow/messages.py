@@ -213,7 +213,7 @@ class ToolSpec:
     """The tool's name."""
     description: str = ""
     """What the tool does, as shown to the model."""
-    parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    parameters: Mapping[str, Any] = field(default_factory=dict[str, Any], hash=False)
     """The JSON Schema of the arguments."""
 
 
@@ -241,7 +241,9 @@ class Message:
     """Never removed by any strategy."""
     id: str = field(default_factory=new_id, compare=False)
     """A unique id; identity is a storage concern, so it is not compared."""
-    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    meta: Mapping[str, Any] = field(
+        default_factory=dict[str, Any], compare=False, hash=False
+    )
     """Opaque provider data that must round-trip (e.g. Anthropic cache_control)."""
 
     # -- constructors -------------------------------------------------------

@@ -411,7 +411,7 @@ def _exchange(draw: DrawFn, kit: _Kit, add: _Add) -> None:
     if draw(kit.flag):
         head.append(Text(draw(kit.text)))
     add("assistant", [*head, *calls])
-    results = []
+    results: list[ToolResult] = []
     for k in (i for i in draw(kit.order) if i < n):
         content: str | tuple[Text | Image, ...] = draw(kit.text)
         if draw(kit.chance) == 0:

@@ -325,7 +325,8 @@ def _result_content(d: Mapping[str, Any], path: str) -> str | tuple[Text | Image
             f"expected a string or an array of parts, got {type_name(content)}",
         )
     return tuple(
-        _content_from_dict(p, f"{path}.content[{i}]") for i, p in enumerate(content)
+        _content_from_dict(p, f"{path}.content[{i}]")
+        for i, p in enumerate(cast("Sequence[Any]", content))
     )
 
 
@@ -383,15 +384,19 @@ def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
             f"{path}.parts", f"expected an array, got {type_name(raw_parts)}"
         )
     parts = tuple(
-        _part_from_dict(p, f"{path}.parts[{i}]") for i, p in enumerate(raw_parts)
+        _part_from_dict(p, f"{path}.parts[{i}]")
+        for i, p in enumerate(cast("Sequence[Any]", raw_parts))
     )
-    meta = obj.get("meta")
-    if meta is None:
+    raw_meta = obj.get("meta")
+    meta: Mapping[str, Any]
+    if raw_meta is None:
         meta = {}
-    elif not isinstance(meta, Mapping):
+    elif not isinstance(raw_meta, Mapping):
         raise InvalidMessageError(
-            f"{path}.meta", f"expected an object, got {type_name(meta)}"
+            f"{path}.meta", f"expected an object, got {type_name(raw_meta)}"
         )
+    else:
+        meta = cast("Mapping[str, Any]", raw_meta)
     ident = opt_str(obj, "id", path)
     return Message(
         cast(Role, role),
@@ -412,8 +417,11 @@ def from_dicts(ds: object, *, path: str = "messages") -> list[Message]:
         ['']
     """
     if isinstance(ds, (str, bytes, Mapping)) or not isinstance(ds, Iterable):
-        raise InvalidMessageError(path, f"expected an array, got {type_name(ds)}")
-    return [message_from_dict(d, path=f"{path}[{i}]") for i, d in enumerate(ds)]
+        raise InvalidMessageError(path, f"expected an array, got {type_name(ds)}")  # pyright: ignore[reportUnknownArgumentType]  # ds narrowed to Mapping[Unknown, Unknown]; type_name takes any object
+    return [
+        message_from_dict(d, path=f"{path}[{i}]")
+        for i, d in enumerate(cast("Iterable[object]", ds))
+    ]
 
 
 def from_document(doc: object) -> list[Message]:
@@ -434,7 +442,7 @@ def from_document(doc: object) -> list[Message]:
     version = d.get("v")
     if version is None:
         raise InvalidMessageError("v", "missing")
-    if version != WIRE_VERSION or isinstance(version, bool):
+    if version != WIRE_VERSION or isinstance(version, bool):  # pyright: ignore[reportUnnecessaryIsInstance]  # True == 1: reject a boolean v
         raise InvalidMessageError(
             "v", f"unsupported version {version!r} (reads {WIRE_VERSION})"
         )

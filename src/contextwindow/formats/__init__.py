@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from contextwindow._images import image_size
 from contextwindow._validate import expect_mapping
@@ -127,14 +127,16 @@ def from_provider(data: Any, provider: Provider) -> list[Message]:
         data = data.body()
     if provider == "responses":
         if isinstance(data, Mapping):
+            body = cast("Mapping[str, Any]", data)
             return from_responses(
-                _field(data, "input"), instructions=data.get("instructions")
+                _field(body, "input"), instructions=body.get("instructions")
             )
         return from_responses(data)
     if isinstance(data, Mapping):
-        messages = _field(data, "messages")
+        body = cast("Mapping[str, Any]", data)
+        messages = _field(body, "messages")
         if provider == "anthropic":
-            return from_anthropic(messages, system=data.get("system"))
+            return from_anthropic(messages, system=body.get("system"))
         return from_openai(messages)
     if provider == "anthropic":
         return from_anthropic(data)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._images import decode_base64, image_size, parse_data_uri
 from contextwindow.errors import InvalidMessageError
@@ -89,7 +89,7 @@ def put_extras(out: dict[str, Any], extra: object) -> dict[str, Any]:
         {'type': 'text', 'text': 'new', 'x': 1}
     """
     if isinstance(extra, Mapping):
-        for k, v in extra.items():
+        for k, v in cast("Mapping[str, Any]", extra).items():
             if k not in out:
                 out[k] = copy.deepcopy(v)
     return out
@@ -98,7 +98,7 @@ def put_extras(out: dict[str, Any], extra: object) -> dict[str, Any]:
 def provider_meta(meta: Mapping[str, Any], provider: str) -> Mapping[str, Any]:
     """The ``meta[provider]`` mapping a reader stored, or an empty one."""
     value = meta.get(provider)
-    return value if isinstance(value, Mapping) else {}
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
 
 
 def entry(entries: object, index: int, count: int) -> Mapping[str, Any]:
@@ -107,10 +107,12 @@ def entry(entries: object, index: int, count: int) -> Mapping[str, Any]:
     A strategy may drop parts; a list of the wrong length is then ignored
     rather than applied to the wrong parts.
     """
-    if isinstance(entries, list) and len(entries) == count:
-        value = entries[index]
-        if isinstance(value, Mapping):
-            return value
+    if isinstance(entries, list):
+        items = cast("Sequence[Any]", entries)
+        if len(items) == count:
+            value: object = items[index]
+            if isinstance(value, Mapping):
+                return cast("Mapping[str, Any]", value)
     return {}
 
 
@@ -157,7 +159,10 @@ def insert_opaque(blocks: list[Any], opaque: object) -> list[Any]:
         ['a', 'b', 'c', 'z']
     """
     if isinstance(opaque, list):
-        for item in opaque:
-            if isinstance(item, list) and len(item) == 2 and isinstance(item[0], int):
-                blocks.insert(min(item[0], len(blocks)), copy.deepcopy(item[1]))
+        for item in cast("Sequence[Any]", opaque):
+            if not isinstance(item, list):
+                continue
+            pair = cast("Sequence[Any]", item)
+            if len(pair) == 2 and isinstance(pair[0], int):
+                blocks.insert(min(pair[0], len(blocks)), copy.deepcopy(pair[1]))
     return blocks

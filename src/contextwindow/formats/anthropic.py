@@ -50,7 +50,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from contextwindow._images import data_uri, parse_data_uri
 from contextwindow._validate import (
@@ -205,7 +205,9 @@ def from_anthropic_message(message: object, *, path: str) -> list[Message]:
         raise InvalidMessageError(
             f"{path}.content", f"expected a string or a list, got {type_name(content)}"
         )
-    results, rest = _read_blocks(content, role, f"{path}.content")
+    results, rest = _read_blocks(
+        cast("Sequence[Any]", content), role, f"{path}.content"
+    )
     out: list[Message] = []
     if results.parts:
         tm: dict[str, Any] = {"extra": extra} if extra else {}
@@ -447,7 +449,7 @@ def _read_result(block: Mapping[str, Any], bp: str) -> tuple[ToolResult, Any]:
     elif isinstance(raw, str):
         content = raw
     elif isinstance(raw, list):
-        inner = _read_inner(raw, f"{bp}.content")
+        inner = _read_inner(cast("Sequence[Any]", raw), f"{bp}.content")
         content = tuple(p for p in inner.parts if isinstance(p, (Text, Image)))
         if part_extras(inner.entries):
             ent["inner"] = inner.entries
@@ -563,7 +565,7 @@ def _loads(call: ToolCall, where: str) -> dict[str, Any]:
         raise InvalidMessageError(
             f"{where}.arguments", f"expected a JSON object, got {type_name(value)}"
         )
-    return value
+    return cast("dict[str, Any]", value)
 
 
 def _write_result(result: ToolResult, ent: Mapping[str, Any]) -> dict[str, Any]:
@@ -576,7 +578,7 @@ def _write_result(result: ToolResult, ent: Mapping[str, Any]) -> dict[str, Any]:
             )
     else:
         inner = ent.get("inner")
-        blocks = []
+        blocks: list[Any] = []
         for k, p in enumerate(result.content):
             e = entry(inner, k, len(result.content))
             blocks.append(put_extras(_write_part(p, e, ""), e.get("extra")))

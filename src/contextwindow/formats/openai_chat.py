@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from contextwindow._validate import (
     expect_list,
@@ -175,7 +175,7 @@ def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
     parts: list[Text | Image] = []
     entries: list[dict[str, Any] | None] = []
     opaque: list[Any] = []
-    for j, raw in enumerate(content):
+    for j, raw in enumerate(cast("Sequence[Any]", content)):
         pp = f"{p}.content[{j}]"
         part = expect_mapping(raw, pp)
         kind = expect_str(part, "type", pp)
@@ -376,8 +376,9 @@ def _put_content(
     empty: str,
 ) -> None:
     """Set ``out["content"]`` in the recorded form, if it still fits the parts."""
-    entries = om.get("parts")
-    if not isinstance(entries, list) or len(entries) != len(parts):
+    recorded = om.get("parts")
+    entries = cast("Sequence[Any]", recorded) if isinstance(recorded, list) else None
+    if entries is not None and len(entries) != len(parts):
         entries = None
     opaque = om.get("opaque")
     form = om.get("content_form")

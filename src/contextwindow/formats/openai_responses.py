@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._validate import (
     expect_list,
@@ -113,7 +113,7 @@ def from_responses(
     """
     out: list[Message] = []
     if instructions is not None:
-        if not isinstance(instructions, str):
+        if not isinstance(instructions, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive check on external JSON
             raise InvalidMessageError(
                 "instructions", f"expected a string, got {type_name(instructions)}"
             )
@@ -193,9 +193,10 @@ def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for i, m in enumerate(messages):
         rm = provider_meta(m.meta, "responses")
         recorded = rm.get("items")
-        layout: list[Any] = (
-            recorded
-            if isinstance(recorded, list) and _fits(recorded, m.parts)
+        items = cast("Sequence[Any]", recorded) if isinstance(recorded, list) else None
+        layout: Sequence[Any] = (
+            items
+            if items is not None and _fits(items, m.parts)
             else _default_layout(m, i)
         )
         k = 0
@@ -316,7 +317,9 @@ def _read_output(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], Layo
     if isinstance(output, str):
         content = output
     elif isinstance(output, list):
-        content, extra_lay = _read_parts(output, f"{p}.output", "input_text")
+        content, extra_lay = _read_parts(
+            cast("Sequence[Any]", output), f"{p}.output", "input_text"
+        )
         lay.update(extra_lay)
     else:
         raise InvalidMessageError(
@@ -359,10 +362,13 @@ def _fits(layout: object, parts: Sequence[Part]) -> bool:
     if not isinstance(layout, list):
         return False
     k = 0
-    for e in layout:
-        if not isinstance(e, Mapping) or not isinstance(e.get("n"), int):
+    for raw in cast("Sequence[Any]", layout):
+        if not isinstance(raw, Mapping):
             return False
-        n = e["n"]
+        e = cast("Mapping[str, Any]", raw)
+        if not isinstance(e.get("n"), int):
+            return False
+        n: int = e["n"]
         chunk = parts[k : k + n]
         if len(chunk) != n:
             return False
@@ -475,9 +481,10 @@ def _write_reasoning(part: Thinking, e: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "reasoning"}
     lens = e.get("summary")
     text = part.text
-    if isinstance(lens, list) and _splits(lens, text):
-        texts, start = [], 0
-        for n in lens:
+    if isinstance(lens, list) and _splits(cast("Sequence[Any]", lens), text):
+        texts: list[str] = []
+        start = 0
+        for n in cast("list[int]", lens):
             texts.append(text[start : start + n])
             start += n + len(_SEP)
         out["summary"] = [{"type": "summary_text", "text": t} for t in texts]
@@ -488,7 +495,7 @@ def _write_reasoning(part: Thinking, e: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _splits(lens: list[Any], text: str) -> bool:
+def _splits(lens: Sequence[Any], text: str) -> bool:
     if not all(isinstance(n, int) and n >= 0 for n in lens):
         return False
     if not lens:

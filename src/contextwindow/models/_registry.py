@@ -451,7 +451,7 @@ def get_model(model: str, *, default: bool = True) -> ModelInfo:
         >>> get_model("gpt-4o").context_window
         128000
     """
-    return registry._get(model, default=default, stacklevel=3)
+    return registry._get(model, default=default, stacklevel=3)  # pyright: ignore[reportPrivateUsage]  # same-module helper; stacklevel-aware lookup
 
 
 def register_model(
@@ -498,7 +498,7 @@ def get_tokenizer(model: str | ModelInfo | None) -> Tokenizer:
     if isinstance(model, ModelInfo):
         info = model
     else:
-        info = registry._get(model, default=True, stacklevel=3)
+        info = registry._get(model, default=True, stacklevel=3)  # pyright: ignore[reportPrivateUsage]  # same-module helper; stacklevel-aware lookup
         if info is DEFAULT_MODEL_INFO:  # name the model asked for, not "unknown"
             info = replace(info, name=model)
     bpe = BPETokenizer(info.encoding or "o200k_base")

@@ -9,7 +9,7 @@ so every report built on it is labelled as an estimate.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from contextwindow.tokens.base import Tokenizer
 
@@ -82,7 +82,10 @@ class ApproximateTokenizer:
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Count several texts, in one batch when the base can."""
-        batch = getattr(self._base, "count_many", None)
+        batch: Callable[[list[str]], Iterable[int]] | None = getattr(
+            self._base, "count_many", None
+        )
+        counts: list[int]
         if callable(batch):
             counts = list(batch(list(texts)))
         else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow.errors import ContextWindowError
@@ -295,7 +295,7 @@ class TokenCounter:
             return n
         if isinstance(part, Image):
             return self.image(part)
-        if isinstance(part, Thinking):
+        if isinstance(part, Thinking):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass a non-Part; raise below
             return count(part.text)
         raise ContextWindowError(f"cannot count part of type {type(part).__name__}")
 
@@ -413,9 +413,11 @@ def render_openai_tools(specs: Sequence[ToolSpec]) -> str:
 def _render_properties(schema: Mapping[str, Any], indent: int) -> str:
     required = schema.get("required") or ()
     lines: list[str] = []
-    for name, prop in (schema.get("properties") or {}).items():
-        if not isinstance(prop, Mapping):
-            prop = {}
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    for name, raw in properties.items():
+        prop: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", raw) if isinstance(raw, Mapping) else {}
+        )
         if prop.get("description"):
             lines.append(f"// {prop['description']}")
         mark = "" if name in required else "?"
@@ -428,11 +430,14 @@ def _render_type(prop: Mapping[str, Any], indent: int) -> str:
     kind = prop.get("type")
     enum = prop.get("enum")
     if isinstance(kind, list):  # ["string", "null"]
-        return " | ".join(_render_type({**prop, "type": k}, indent) for k in kind)
+        kinds = cast("Sequence[Any]", kind)
+        return " | ".join(_render_type({**prop, "type": k}, indent) for k in kinds)
     options = prop.get("anyOf") or prop.get("oneOf")
     if kind is None and isinstance(options, list):
         return " | ".join(
-            _render_type(o, indent) for o in options if isinstance(o, Mapping)
+            _render_type(cast("Mapping[str, Any]", o), indent)
+            for o in cast("Sequence[Any]", options)
+            if isinstance(o, Mapping)
         )
     if kind == "string":
         return " | ".join(f'"{v}"' for v in enum) if enum else "string"
@@ -441,7 +446,7 @@ def _render_type(prop: Mapping[str, Any], indent: int) -> str:
     if kind == "array":
         items = prop.get("items")
         return (
-            f"{_render_type(items, indent)}[]"
+            f"{_render_type(cast('Mapping[str, Any]', items), indent)}[]"
             if isinstance(items, Mapping)
             else "any[]"
         )

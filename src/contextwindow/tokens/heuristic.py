@@ -122,7 +122,7 @@ FEATURES: tuple[str, ...] = (
 """Feature names, in the order ``_features`` returns them (for the fit script)."""
 
 
-def _features(text: str) -> tuple[int, ...]:
+def _features(text: str) -> tuple[int, ...]:  # pyright: ignore[reportUnusedFunction]  # used by scripts/fit_heuristic.py and tests
     """The feature counts of a non-empty text, in ``FEATURES`` order."""
     s = text.encode("utf-8", "surrogatepass").translate(_CLASSES, _CONTINUATION)
     c = s.count
@@ -144,7 +144,7 @@ def _features(text: str) -> tuple[int, ...]:
     )
 
 
-def _weights() -> tuple[float, ...]:
+def _weights() -> tuple[float, ...]:  # pyright: ignore[reportUnusedFunction]  # used by scripts/fit_heuristic.py and tests
     """The weights, in ``FEATURES`` order."""
     return (
         _W_TEXT,

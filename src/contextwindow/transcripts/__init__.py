@@ -38,7 +38,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from contextwindow._validate import expect_list, expect_mapping, type_name
 from contextwindow.errors import InvalidMessageError
@@ -143,7 +143,7 @@ def detect_format(source: str | os.PathLike[str] | IO[str] | IO[bytes]) -> str:
 
 def _name(source: object) -> str:
     if isinstance(source, (str, os.PathLike)):
-        return Path(source).name
+        return Path(cast("str | os.PathLike[str]", source)).name
     return Path(str(getattr(source, "name", "<stream>"))).name
 
 
@@ -198,7 +198,9 @@ def _detect(kind: str, value: Any, name: str) -> str:
     if kind == "jsonl" or (
         isinstance(value, Mapping) and ("role" in value or "sessionId" in value)
     ):
-        recs = [v for _, v in value] if kind == "jsonl" else [value]
+        recs: list[Any] = (
+            [v for _, v in cast("Records", value)] if kind == "jsonl" else [value]
+        )
         if any(
             isinstance(r, Mapping) and "sessionId" in r and "type" in r for r in recs
         ):
@@ -209,16 +211,18 @@ def _detect(kind: str, value: Any, name: str) -> str:
         if "input" in value:
             return "responses"
         if "messages" in value:
-            return "anthropic_request" if _anthropic_body(value) else "openai_request"
+            body = cast("Mapping[str, Any]", value)
+            return "anthropic_request" if _anthropic_body(body) else "openai_request"
     elif isinstance(value, list):
-        if not value:
+        items = cast("Sequence[Any]", value)
+        if not items:
             return "openai"
-        first = value[0]
+        first = items[0]
         if isinstance(first, Mapping) and "traj" in first:
             return "tau_bench"
         if isinstance(first, Mapping) and "conversation" in first and "qa" in first:
             return "locomo"
-        shape = _shape(value)
+        shape = _shape(items)
         if shape is not None:
             return shape
     tried = ", ".join(FORMATS)
@@ -242,8 +246,12 @@ def _shape(items: Sequence[Any]) -> str | None:
             return "openai"
         content = it.get("content")
         if isinstance(content, list):
-            for block in content:
-                kind = block.get("type") if isinstance(block, Mapping) else None
+            for block in cast("Sequence[Any]", content):
+                kind = (
+                    cast("Mapping[str, Any]", block).get("type")
+                    if isinstance(block, Mapping)
+                    else None
+                )
                 if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block):
                     shape = "anthropic"
                 elif kind in _RESPONSES_PARTS:
@@ -256,11 +264,15 @@ def _anthropic_body(body: Mapping[str, Any]) -> bool:
         return True
     tools = body.get("tools")
     if isinstance(tools, list) and any(
-        isinstance(t, Mapping) and "input_schema" in t for t in tools
+        isinstance(t, Mapping) and "input_schema" in t
+        for t in cast("Sequence[Any]", tools)
     ):
         return True
     messages = body.get("messages")
-    return isinstance(messages, list) and _shape(messages) == "anthropic"
+    return (
+        isinstance(messages, list)
+        and _shape(cast("Sequence[Any]", messages)) == "anthropic"
+    )
 
 
 # -- request bodies and message lists -------------------------------------------------
@@ -357,9 +369,10 @@ def _tools(raw: object, path: str) -> tuple[tuple[ToolSpec, ...], list[Any]]:
     for k, item in enumerate(expect_list(raw, path)):
         tool = expect_mapping(item, f"{path}[{k}]")
         fn = tool.get("function") if tool.get("type") == "function" else None
+        spec: Mapping[str, Any]
         if isinstance(fn, Mapping):  # Chat Completions
-            spec = fn
-            schema = fn.get("parameters")
+            spec = cast("Mapping[str, Any]", fn)
+            schema = spec.get("parameters")
         elif "input_schema" in tool:  # Anthropic
             spec, schema = tool, tool.get("input_schema")
         elif tool.get("type") == "function":  # Responses
@@ -377,7 +390,9 @@ def _tools(raw: object, path: str) -> tuple[tuple[ToolSpec, ...], list[Any]]:
             ToolSpec(
                 name,
                 desc if isinstance(desc, str) else "",
-                schema if isinstance(schema, Mapping) else {},
+                cast("Mapping[str, Any]", schema)
+                if isinstance(schema, Mapping)
+                else {},
             )
         )
     return tuple(specs), other

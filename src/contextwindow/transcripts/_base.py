@@ -51,7 +51,9 @@ class Transcript:
     message's model; request bodies: ``model``)."""
     tools: tuple[ToolSpec, ...] = ()
     """Function tools offered in a request body (their schemas cost tokens)."""
-    meta: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    meta: Mapping[str, Any] = field(
+        default_factory=dict[str, Any], compare=False, hash=False
+    )
     """Format-specific facts: ``claude_code``: ``session_id``, ``agent_id``,
     ``compactions`` (``index`` of the first message after each boundary,
     ``trigger``, ``pre_tokens``) and ``usage`` (the last one); ``tau_bench``:

@@ -22,9 +22,9 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._validate import expect_mapping, type_name
 from contextwindow.errors import InvalidMessageError
@@ -78,7 +78,7 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
             raise InvalidMessageError(f"{where}: message", "missing")
         msg = expect_mapping(rec["message"], f"{where}: message")
         content = msg.get("content")
-        blocks = content if isinstance(content, list) else None
+        blocks = cast("Sequence[Any]", content) if isinstance(content, list) else None
         if kind == "assistant":
             mid = msg.get("id")
             found = by_id.get(mid) if isinstance(mid, str) else None
@@ -103,7 +103,8 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
                 model = m
             continue
         results_only = bool(blocks) and all(
-            isinstance(b, Mapping) and b.get("type") == "tool_result"
+            isinstance(b, Mapping)
+            and cast("Mapping[str, Any]", b).get("type") == "tool_result"
             for b in blocks or ()
         )
         last = api[-1] if api else None
@@ -141,12 +142,16 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
 
 
 def _copy(content: Any) -> Any:
-    return list(content) if isinstance(content, list) else content
+    return (
+        list(cast("Sequence[Any]", content)) if isinstance(content, list) else content
+    )
 
 
 def _compaction(index: int, rec: Mapping[str, Any]) -> dict[str, Any]:
-    cm = rec.get("compactMetadata")
-    cm = cm if isinstance(cm, Mapping) else {}
+    raw = rec.get("compactMetadata")
+    cm: Mapping[str, Any] = (
+        cast("Mapping[str, Any]", raw) if isinstance(raw, Mapping) else {}
+    )
     return {
         "index": index,
         "trigger": cm.get("trigger"),
