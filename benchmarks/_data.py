@@ -1,4 +1,5 @@
-"""Shared data discovery for the benchmarks, and a walker over every message text.
+"""Shared by the benchmarks: data discovery, a walker over every message text,
+and ``best_of`` timing.
 
 The data folder is ``$CONTEXTWINDOW_DATA``, or ``<repo>/../shared/data`` by
 default. It is read in place, never copied.
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,13 @@ def message_texts(data: Path | None = None) -> list[str]:
     """Every non-empty message text of the shared data, in file order."""
     data = data or data_dir()
     return [*tau_texts(data), *claude_texts(data), *locomo_texts(data)]
+
+
+def best_of(fn: Callable[[], Any], n: int = 3) -> float:
+    """The shortest of ``n`` timed calls of ``fn``, in seconds."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

@@ -14,10 +14,9 @@ same run, best of 3). Acceptance: median <= 6 %, p90 <= 15 %, speed >= 3x.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Sequence
 
-from _data import message_texts
+from _data import best_of, message_texts
 
 from contextwindow.tokens import BPETokenizer, HeuristicTokenizer
 
@@ -28,16 +27,6 @@ def rel_errors(estimates: Sequence[float], truth: Sequence[int]) -> list[float]:
 
 def pct(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[int(q * (len(sorted_values) - 1))]
-
-
-def best_of(n: int, fn: Callable[[str], int], texts: Sequence[str]) -> float:
-    best = float("inf")
-    for _ in range(n):
-        start = time.perf_counter()
-        for text in texts:
-            fn(text)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
@@ -60,8 +49,12 @@ def main() -> None:
             f"{pct(errs, 0.99):>9.2%}"
         )
 
-    t_heur = best_of(3, heur.count, texts)
-    t_bpe = best_of(3, bpe.count, texts)
+    def count_all(count: Callable[[str], int]) -> None:
+        for text in texts:
+            count(text)
+
+    t_heur = best_of(lambda: count_all(heur.count))
+    t_bpe = best_of(lambda: count_all(bpe.count))
     print(f"\n{'tokenizer':<12}{'seconds':>9}{'MB/s':>9}")
     for name, secs in (("heuristic", t_heur), ("o200k BPE", t_bpe)):
         print(f"{name:<12}{secs:>9.3f}{total_chars / secs / 1e6:>9.1f}")

@@ -28,7 +28,7 @@ import json
 import time
 from typing import Any
 
-from _data import data_dir
+from _data import best_of, data_dir
 
 from contextwindow.formats import to_openai
 from contextwindow.messages import Message, ToolCall
@@ -112,15 +112,6 @@ def cookbook_count(messages: list[dict[str, Any]], encoding: Any) -> int:
                 if key == "name":
                     total += 1
     return total
-
-
-def best_of(fn: Any, n: int = 3) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def peers(conv: list[Message], ours: float) -> None:

@@ -16,31 +16,19 @@ Reports, best of 5 each:
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from importlib import resources
-from typing import Any
 
-from _data import data_dir
+from _data import best_of, data_dir
 
 from contextwindow.models import Registry
 from contextwindow.transcripts import read_transcript
 
 
-def best_of(fn: Callable[[], Any], n: int = 5) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def main() -> None:
     table = resources.files("contextwindow.models") / "data" / "models.json"
     raw = table.read_bytes()
-    load = best_of(lambda: Registry().get("gpt-4o"))
-    parse = best_of(lambda: json.loads(raw))
+    load = best_of(lambda: Registry().get("gpt-4o"), 5)
+    parse = best_of(lambda: json.loads(raw), 5)
     print(f"model table ({len(raw) / 1e6:.2f} MB)")
     print(f"  Registry().get('gpt-4o')   {load * 1e3:8.1f} ms")
     print(f"  json.loads of the file     {parse * 1e3:8.1f} ms  (x{load / parse:.1f})")
@@ -48,8 +36,8 @@ def main() -> None:
     sessions = (data_dir() / "claude_code_sessions").glob("*.jsonl")
     biggest = max(sessions, key=lambda p: p.stat().st_size)
     text = biggest.read_text()
-    ours = best_of(lambda: read_transcript(biggest))
-    floor = best_of(lambda: [json.loads(ln) for ln in text.split("\n") if ln])
+    ours = best_of(lambda: read_transcript(biggest), 5)
+    floor = best_of(lambda: [json.loads(ln) for ln in text.split("\n") if ln], 5)
     n = len(read_transcript(biggest).messages)
     print(f"\nlargest Claude Code session ({len(text) / 1e6:.1f} MB, {n} messages)")
     print(f"  read_transcript            {ours * 1e3:8.1f} ms")
