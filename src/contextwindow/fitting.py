@@ -1,0 +1,151 @@
+"""``fit``: one call that makes a conversation fit a model's window, validly.
+
+Contract:
+
+- The output fits ``limit - reserve`` tokens (as ``TokenCounter.messages``
+  counts a request: framing, reply priming, tool schemas) and is valid for the
+  provider, or ``fit`` raises ``BudgetError`` listing the pinned content that
+  alone exceeds the budget. Never a silent overflow.
+- The input is first repaired by ``ensure_valid`` (reported). When it then
+  fits, it comes back unchanged. Otherwise the strategy runs; if its output
+  still does not fit, ``DropOldest`` finishes the job (reported as a stage).
+- System messages, pinned messages, messages holding a protected marker and
+  the final message are kept as they are. The input is never mutated.
+- The report's change indices point into the input.
+
+Example:
+    >>> from contextwindow import Message, ToolCall
+    >>> conv = [Message.system("You are a coding agent.")]
+    >>> for i in range(30):
+    ...     conv += [Message.user(f"read part {i}"),
+    ...              Message.assistant(tool_calls=[ToolCall(f"c{i}", "read", "{}")]),
+    ...              Message.tool(f"c{i}", f"part {i}: " + "data " * 400)]
+    >>> fitted = fit(conv, model="gpt-4o", limit=4000)
+    >>> fitted.report.tokens_before, fitted.report.tokens_after
+    (12793, 2101)
+    >>> fitted.report.stages
+    ('Deduplicate', 'TruncateToolResults', 'ClearToolResults')
+    >>> fitted.report.totals()
+    {'cleared': (27, 10692)}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import PROVIDERS, Message, Provider, ToolSpec
+from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.strategies.base import Budget, Fitted, Strategy
+from contextwindow.strategies.drop import DropOldest
+from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.tool_results import (
+    ClearToolResults,
+    Deduplicate,
+    TruncateToolResults,
+)
+from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.counting import TokenCounter
+
+__all__ = ["DEFAULT_STRATEGY", "fit", "provider_of"]
+
+DEFAULT_STRATEGY: Strategy = Pipeline(
+    Deduplicate(), TruncateToolResults(), ClearToolResults(), DropOldest()
+)
+"""What ``fit`` does by default, cheapest loss first: repeated tool outputs
+point to their latest copy, then old tool results are truncated, then cleared,
+then the oldest units are dropped; each stage runs only while the
+conversation does not fit."""
+
+
+def provider_of(model: ModelInfo) -> Provider:
+    """The wire shape a model is served in: ``anthropic`` for Claude, else ``openai``.
+
+    Example:
+        >>> provider_of(get_model("claude-sonnet-4-5"))
+        'anthropic'
+        >>> provider_of(get_model("gpt-4o"))
+        'openai'
+    """
+    if model.provider == "anthropic" or "claude" in model.name.lower():
+        return "anthropic"
+    return "openai"
+
+
+def fit(
+    messages: Sequence[Message],
+    *,
+    model: str | ModelInfo | None = None,
+    limit: int | None = None,
+    reserve: int = 0,
+    strategy: Strategy | None = None,
+    provider: Provider | None = None,
+    tokenizer: Tokenizer | TokenCounter | None = None,
+    tools: Iterable[ToolSpec] = (),
+    protected: Iterable[str] = (),
+) -> Fitted:
+    """Fit ``messages`` into a model's window (see the module's contract).
+
+    Args:
+        messages: The conversation, in the neutral form.
+        model: The model: its window is the default ``limit``, its tokenizer
+            the default, its provider the default ``provider``.
+        limit: Most tokens the request may take (default: the model's window).
+        reserve: Tokens kept free within ``limit`` (for the reply, say).
+        strategy: How to make room (default: ``DEFAULT_STRATEGY``).
+        provider: Whose rules and framing apply (default: the model's, or
+            ``openai``).
+        tokenizer: A tokenizer, or a ``TokenCounter`` to reuse: its cache makes
+            re-fitting a grown conversation cost only the new messages.
+        tools: Tool schemas sent with the request (they take tokens).
+        protected: Markers: a message whose text holds one is kept.
+
+    Returns:
+        The fitted conversation and the report of every change.
+
+    Raises:
+        BudgetError: Pinned content alone exceeds the budget.
+        ContextWindowError: Neither ``model`` nor ``limit`` given, a budget below
+            zero, an unknown provider, or a counter for another provider.
+
+    Example:
+        >>> conv = [Message.user("hello " * 50), Message.assistant("hi"),
+        ...         Message.user("what did I say?")]
+        >>> fitted = fit(conv, limit=30, tokenizer=get_tokenizer("gpt-4o"))
+        >>> [(c.kind, c.what, c.index, c.saved) for c in fitted.report.changes]
+        [('dropped', 'user message', 0, 55)]
+    """
+    info = get_model(model) if isinstance(model, str) else model
+    if limit is None:
+        if info is None:
+            raise ContextWindowError("fit needs a model or a limit")
+        limit = info.context_window
+    if limit - reserve < 0:
+        raise ContextWindowError(
+            f"reserve ({reserve:,}) is larger than the limit ({limit:,})"
+        )
+    counter = _counter(tokenizer, info, provider)
+    budget = Budget(limit - reserve, counter, tuple(tools), tuple(protected))
+    return Pipeline(strategy or DEFAULT_STRATEGY, _FALLBACK)(messages, budget)
+
+
+_FALLBACK = DropOldest()
+
+
+def _counter(
+    tokenizer: Tokenizer | TokenCounter | None,
+    info: ModelInfo | None,
+    provider: Provider | None,
+) -> TokenCounter:
+    if provider is not None and provider not in PROVIDERS:
+        known = ", ".join(PROVIDERS)
+        raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
+    if isinstance(tokenizer, TokenCounter):
+        if provider is not None and provider != tokenizer.provider:
+            raise ContextWindowError(
+                f"the counter counts for {tokenizer.provider!r}, "
+                f"but provider {provider!r} was asked for"
+            )
+        return tokenizer
+    wire = provider or (provider_of(info) if info is not None else "openai")
+    return TokenCounter(tokenizer or get_tokenizer(info), wire)

@@ -1,0 +1,52 @@
+"""Strategies that fit a conversation into a token budget.
+
+Each is a small, pure callable ``strategy(messages, budget) -> Fitted``;
+``Pipeline`` chains them and stops once the budget is met. Every output is
+valid for the budget's provider (``contextwindow.validity.ensure_valid``).
+
+Example:
+    >>> from contextwindow import Message, TokenCounter
+    >>> from contextwindow.testing import FakeTokenizer
+    >>> conv = [Message.user("a " * 50), Message.assistant("b"), Message.user("c?")]
+    >>> fitted = Pipeline(SlidingWindow(5), DropOldest())(
+    ...     conv, Budget(30, TokenCounter(FakeTokenizer())))
+    >>> [m.text for m in fitted.messages], fitted.report.stages
+    (['b', 'c?'], ('SlidingWindow', 'DropOldest'))
+"""
+
+from __future__ import annotations
+
+from contextwindow.strategies.base import (
+    Budget,
+    Change,
+    ChangeKind,
+    Fitted,
+    Report,
+    Strategy,
+    finish,
+    pinned_flags,
+)
+from contextwindow.strategies.drop import DropOldest, SlidingWindow
+from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.tool_results import (
+    ClearToolResults,
+    Deduplicate,
+    TruncateToolResults,
+)
+
+__all__ = [
+    "Budget",
+    "Change",
+    "ChangeKind",
+    "ClearToolResults",
+    "Deduplicate",
+    "DropOldest",
+    "Fitted",
+    "Pipeline",
+    "Report",
+    "SlidingWindow",
+    "Strategy",
+    "TruncateToolResults",
+    "finish",
+    "pinned_flags",
+]

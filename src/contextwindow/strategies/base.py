@@ -1,0 +1,362 @@
+"""What every strategy shares: the budget, the report, pinning, validation.
+
+Contract:
+
+- A strategy is any callable ``strategy(messages, budget, /) -> Fitted``; the
+  ``Strategy`` protocol names it. Strategies are pure: the input is never
+  mutated, nothing is remembered between calls, nothing is printed or stored.
+- A strategy applies its own rule (``TruncateToolResults`` truncates every old
+  result, ``DropOldest`` drops until the budget is met). Whether the budget is
+  met is for ``Pipeline`` and ``fit`` to decide: they run nothing more once it
+  is. ``Report.fits`` says whether a stage's output fits.
+- Strategies work on whole units (``contextwindow.messages.units``): a tool
+  exchange is kept or dropped as one.
+- Pinned messages are never removed or changed by any strategy: system
+  messages, messages flagged ``pinned``, messages whose text holds one of the
+  budget's protected markers, and the final message. A unit holding a pinned
+  message is kept whole.
+- Every strategy ends in ``finish``: its output goes through
+  ``ensure_valid`` for the budget's provider, and every change, repairs
+  included, is in the report with the tokens it cost or saved, so that
+  ``report.tokens_before - sum(c.saved for c in report.changes)`` equals
+  ``report.tokens_after``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import (
+    Message,
+    Provider,
+    Text,
+    ToolResult,
+    ToolSpec,
+    Unit,
+    units,
+)
+from contextwindow.tokens.counting import TokenCounter
+from contextwindow.validity import ensure_valid
+
+__all__ = [
+    "Budget",
+    "Change",
+    "ChangeKind",
+    "Fitted",
+    "Report",
+    "Strategy",
+    "describe",
+    "finish",
+    "pinned_flags",
+    "stage_name",
+]
+
+ChangeKind = Literal[
+    "dropped", "truncated", "cleared", "deduplicated", "summarized", "repaired"
+]
+"""What a change did to the messages it touched."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How many tokens a conversation may take, and how to count them.
+
+    Args:
+        limit: Most tokens the request may take: messages, framing, reply
+            priming and tool schemas, as ``counter.messages`` counts them.
+        counter: Counts tokens for the provider; its cache makes re-fitting a
+            grown conversation cost only the new messages.
+        tools: Tool schemas sent with the request (they count).
+        protected: Markers: a message whose text holds one is pinned.
+
+    Raises:
+        ContextWindowError: A negative limit.
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> budget = Budget(100, TokenCounter(FakeTokenizer()))
+        >>> (budget.provider, budget.count([Message.user("two words")]))
+        ('openai', 9)
+    """
+
+    limit: int
+    counter: TokenCounter
+    tools: tuple[ToolSpec, ...] = ()
+    protected: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.limit < 0:
+            raise ContextWindowError(f"budget limit must be >= 0, got {self.limit}")
+        object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "protected", tuple(self.protected))
+
+    @property
+    def provider(self) -> Provider:
+        """The provider the output must be valid for (the counter's)."""
+        return self.counter.provider
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """Tokens of a request holding ``messages`` (and the tools)."""
+        return self.counter.messages(list(messages), tools=self.tools)
+
+    def fits(self, messages: Sequence[Message]) -> bool:
+        """Whether ``messages`` fit within ``limit``."""
+        return self.count(messages) <= self.limit
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change a strategy made to one unit (or one message of it).
+
+    Example:
+        >>> c = Change("dropped", "DropOldest", ("m3",), 3, 120, 0, "user message")
+        >>> c.saved
+        120
+    """
+
+    kind: ChangeKind
+    """``dropped``, ``truncated``, ``cleared``, ``deduplicated``,
+    ``summarized`` or ``repaired``."""
+    stage: str
+    """The strategy that made it (``ensure_valid`` for repairs)."""
+    ids: tuple[str, ...]
+    """Ids of the messages touched; a changed message keeps its id."""
+    index: int
+    """Index of the first message touched, in the input of ``fit`` (or of the
+    strategy called on its own); for an inserted message, where it went."""
+    tokens_before: int
+    """Tokens of the touched messages before the change."""
+    tokens_after: int
+    """Tokens of what replaced them (0 when dropped)."""
+    what: str
+    """What was touched and why, e.g. ``tool exchange: read_file (3 messages)``."""
+
+    @property
+    def saved(self) -> int:
+        """Tokens saved (negative when a repair added a message)."""
+        return self.tokens_before - self.tokens_after
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Every change made to fit a conversation, and the totals.
+
+    Example:
+        >>> r = Report(1000, 400, 500, (
+        ...     Change("dropped", "DropOldest", ("m1",), 1, 600, 0, "user message"),))
+        >>> (r.fits, r.saved, r.totals())
+        (True, 600, {'dropped': (1, 600)})
+    """
+
+    tokens_before: int
+    """Tokens of the request before any change."""
+    tokens_after: int
+    """Tokens of the request after every change."""
+    limit: int
+    """The budget's limit."""
+    changes: tuple[Change, ...] = ()
+    """Every change, in the order made."""
+    stages: tuple[str, ...] = field(default=())
+    """The strategies that ran, in order (a pipeline stops once the budget is met)."""
+
+    @property
+    def fits(self) -> bool:
+        """Whether the output fits the budget."""
+        return self.tokens_after <= self.limit
+
+    @property
+    def saved(self) -> int:
+        """Tokens saved in all."""
+        return self.tokens_before - self.tokens_after
+
+    def totals(self) -> dict[ChangeKind, tuple[int, int]]:
+        """For each kind of change: how many, and the tokens they saved."""
+        out: dict[ChangeKind, tuple[int, int]] = {}
+        for c in self.changes:
+            n, saved = out.get(c.kind, (0, 0))
+            out[c.kind] = (n + 1, saved + c.saved)
+        return out
+
+    def then(self, later: Report) -> Report:
+        """This report followed by a later stage's: changes and stages joined."""
+        return Report(
+            self.tokens_before,
+            later.tokens_after,
+            later.limit,
+            self.changes + later.changes,
+            self.stages + later.stages,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A conversation after a strategy, and the report of what changed.
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> budget = Budget(50, TokenCounter(FakeTokenizer()))
+        >>> conv = [Message.user("hi")]
+        >>> fitted = finish("Noop", conv, conv, [], budget)
+        >>> (len(fitted.messages), fitted.report.fits, fitted.report.changes)
+        (1, True, ())
+    """
+
+    messages: tuple[Message, ...]
+    """The conversation, valid for the budget's provider."""
+    report: Report
+    """What changed, and the tokens before and after."""
+
+
+class Strategy(Protocol):
+    """Anything that fits a conversation: ``strategy(messages, budget) -> Fitted``.
+
+    Example:
+        >>> def keep_all(messages, budget, /):
+        ...     return finish("keep_all", messages, messages, [], budget)
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> budget = Budget(5, TokenCounter(FakeTokenizer()))
+        >>> keep_all([Message.user("a b c d e f")], budget).report.fits
+        False
+    """
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Return the fitted conversation and its report."""
+        ...
+
+
+def stage_name(strategy: object) -> str:
+    """The name a strategy goes by in reports: its class or function name."""
+    if isinstance(strategy, type):
+        return strategy.__name__
+    name = getattr(strategy, "__name__", None)
+    return name if isinstance(name, str) else type(strategy).__name__
+
+
+# -- pinning -------------------------------------------------------------------------
+
+
+def pinned_flags(
+    messages: Sequence[Message], protected: Iterable[str] = ()
+) -> list[bool]:
+    """For each message, whether it is pinned (see the module's contract).
+
+    Example:
+        >>> conv = [Message.system("s"), Message.user("KEEP: id 7"),
+        ...         Message.user("x", pinned=True), Message.user("y"),
+        ...         Message.user("z")]
+        >>> pinned_flags(conv, ["KEEP:"])
+        [True, True, True, False, True]
+    """
+    markers = tuple(protected)
+    flags = [m.pinned or m.role == "system" for m in messages]
+    if markers:
+        for i, m in enumerate(messages):
+            if not flags[i]:
+                text = _searchable(m)
+                flags[i] = any(mark in text for mark in markers)
+    if flags:
+        flags[-1] = True
+    return flags
+
+
+def _searchable(m: Message) -> str:
+    return "\n".join(p.text for p in m.parts if isinstance(p, (Text, ToolResult)))
+
+
+def pinned_units(
+    messages: Sequence[Message], protected: Iterable[str] = ()
+) -> tuple[tuple[Unit, ...], list[bool]]:
+    """The units of ``messages`` and, for each, whether any message in it is pinned."""
+    flags = pinned_flags(messages, protected)
+    us = units(messages)
+    return us, [any(flags[u.start : u.stop]) for u in us]
+
+
+def describe(messages: Sequence[Message], unit: Unit) -> str:
+    """A short description of a unit, for reports.
+
+    Example:
+        >>> from contextwindow.messages import ToolCall
+        >>> conv = [Message.assistant(tool_calls=[ToolCall("1", "ls")]),
+        ...         Message.tool("1", "a.txt")]
+        >>> describe(conv, units(conv)[0])
+        'tool exchange: ls (2 messages)'
+    """
+    n = unit.stop - unit.start
+    if unit.kind == "tool_exchange":
+        names = ", ".join(
+            dict.fromkeys(c.name for c in messages[unit.start].tool_calls)
+        )
+        return f"tool exchange: {names} ({n} messages)"
+    if unit.kind == "orphan_results":
+        return f"orphan tool results ({n} messages)"
+    return f"{messages[unit.start].role} message"
+
+
+# -- finishing -----------------------------------------------------------------------
+
+
+def finish(
+    stage: str,
+    before: Sequence[Message],
+    after: Iterable[Message],
+    changes: Iterable[Change],
+    budget: Budget,
+) -> Fitted:
+    """Validate a strategy's output and build its report.
+
+    Args:
+        stage: The strategy's name, for the report.
+        before: The strategy's input.
+        after: Its output, before validation.
+        changes: What it changed (indices into ``before``).
+        budget: The budget (its provider decides validity).
+
+    Returns:
+        The valid output, with repairs added to the report.
+    """
+    valid = ensure_valid(list(after), budget.provider)
+    out = valid.messages
+    found = list(changes)
+    if valid.problems:
+        counter = budget.counter
+        where = {m.id: i for i, m in reversed(list(enumerate(before)))}
+        for p, old, new in zip(valid.problems, valid.before, valid.after, strict=True):
+            touched = old if old is not None else new
+            assert touched is not None  # one of them is always set
+            found.append(
+                Change(
+                    "repaired",
+                    "ensure_valid",
+                    (touched.id,),
+                    where.get(touched.id, p.index),
+                    counter.message(old) if old is not None else 0,
+                    counter.message(new) if new is not None else 0,
+                    f"{p.reason} ({p.path})",
+                )
+            )
+    report = Report(
+        budget.count(before),
+        budget.count(out),
+        budget.limit,
+        tuple(found),
+        (stage,),
+    )
+    return Fitted(out, report)
+
+
+def relocate(report: Report, messages: Sequence[Message]) -> Report:
+    """The report with each change's index looked up, by id, in ``messages``.
+
+    Changes keep message ids, so a pipeline's later stages can be reported
+    against the pipeline's own input.
+    """
+    where = {m.id: i for i, m in reversed(list(enumerate(messages)))}
+    changes = tuple(
+        replace(c, index=where[c.ids[0]]) if c.ids and c.ids[0] in where else c
+        for c in report.changes
+    )
+    return replace(report, changes=changes)

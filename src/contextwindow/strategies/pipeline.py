@@ -1,0 +1,88 @@
+"""``Pipeline``: strategies in order, stopping once the budget is met.
+
+Contract: a pipeline is itself a strategy. Its output is valid for the
+budget's provider even when no stage runs (a fitting input is only repaired),
+its report joins its stages' reports, and each change's index points into the
+pipeline's own input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import Message
+from contextwindow.strategies.base import (
+    Budget,
+    Fitted,
+    Strategy,
+    finish,
+    relocate,
+    stage_name,
+)
+
+__all__ = ["Pipeline"]
+
+
+class Pipeline:
+    """Apply stages in order; stop as soon as the conversation fits.
+
+    Args:
+        *stages: Strategies, tried in order (at least one).
+
+    Raises:
+        ContextWindowError: No stage given, or a stage that is not callable.
+
+    Example:
+        >>> from contextwindow import Message, TokenCounter
+        >>> from contextwindow.strategies import Budget, DropOldest, SlidingWindow
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> conv = [Message.user(f"turn {i} " + "word " * 10) for i in range(6)]
+        >>> pipe = Pipeline(SlidingWindow(4), DropOldest())
+        >>> fitted = pipe(conv, Budget(40, TokenCounter(FakeTokenizer())))
+        >>> (len(fitted.messages), fitted.report.stages)
+        (2, ('SlidingWindow', 'DropOldest'))
+        >>> fitted = pipe(conv, Budget(70, TokenCounter(FakeTokenizer())))
+        >>> (len(fitted.messages), fitted.report.stages)
+        (4, ('SlidingWindow',))
+    """
+
+    __slots__ = ("stages",)
+
+    stages: tuple[Strategy, ...]
+
+    def __init__(self, *stages: Strategy) -> None:
+        if not stages:
+            raise ContextWindowError("a Pipeline needs at least one stage")
+        for k, stage in enumerate(stages):
+            if not callable(stage):
+                raise ContextWindowError(
+                    f"Pipeline stage {k} is not a strategy: {stage!r}"
+                )
+        self.stages = tuple(stages)
+
+    def __repr__(self) -> str:
+        return f"Pipeline({', '.join(map(repr, self.stages))})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pipeline) and self.stages == other.stages
+
+    def __hash__(self) -> int:
+        return hash(self.stages)
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Run stages until the budget is met (none if it already is)."""
+        fitted = finish("Pipeline", messages, messages, (), budget)
+        report = replace(fitted.report, stages=())
+        current = fitted.messages
+        for stage in self.stages:
+            if report.fits:
+                break
+            step = stage(current, budget)
+            later = step.report
+            if not later.stages:  # a plain function's report
+                later = replace(later, stages=(stage_name(stage),))
+            report = report.then(later)
+            current = step.messages
+        return Fitted(current, relocate(report, messages))

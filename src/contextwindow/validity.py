@@ -1,0 +1,295 @@
+"""Each provider's rules for a conversation, checked and repaired in one place.
+
+Contract:
+
+- ``problems(messages, provider)`` lists every rule the conversation breaks for
+  that provider, each with the message index and field, and changes nothing.
+- ``ensure_valid(messages, provider)`` returns a conversation with no problem,
+  and the problems it repaired. It is idempotent
+  (``ensure_valid(ensure_valid(m).messages)`` repairs nothing) and never mutates
+  its input. Every strategy's output goes through it, and it repairs a broken
+  history on its own.
+- Repairs remove as little as they can and never invent content: a tool result
+  answering no pending call is dropped; a tool call no result answers is
+  removed from its message; a message left with nothing a provider accepts is
+  dropped. The one addition is a short user turn, ``CONTINUED``, placed before
+  a conversation that would otherwise open on the assistant's turn where the
+  provider requires a user turn first.
+
+The rules (``tool`` messages are written as user turns for Anthropic, and
+reasoning travels inside the assistant message that follows it):
+
+============================  ======  =========  =========
+rule                          openai  responses  anthropic
+============================  ======  =========  =========
+no orphan tool result         yes     yes        yes
+no unanswered tool call       yes     yes        yes
+assistant turn has content    yes     yes        yes
+user turn has content         no      no         yes
+no blank text block           no      no         yes
+first turn is the user's      no      no         yes
+============================  ======  =========  =========
+
+"Content" is a tool call, an image, a tool result or non-blank text: reasoning
+alone is not a turn (OpenAI rejects a reasoning item with nothing after it).
+Anthropic merges consecutive turns of one role, so once the first turn is the
+user's, roles alternate after merging.
+
+Example:
+    >>> from contextwindow.messages import Message, ToolCall
+    >>> broken = [
+    ...     Message.assistant("Hello!"),
+    ...     Message.tool("t9", "stale output"),
+    ...     Message.user("hi"),
+    ...     Message.assistant(tool_calls=[ToolCall("t1", "ls")]),
+    ... ]
+    >>> for p in problems(broken, "anthropic"):
+    ...     print(p.path, "-", p.reason)
+    messages[0].role - the first turn after the system prompt must be a user turn
+    messages[1].parts[0].call_id - tool result answers no pending tool call
+    messages[3].parts - tool call has no result
+    >>> fixed = ensure_valid(broken, "anthropic").messages
+    >>> [(m.role, m.text) for m in fixed]
+    [('user', '(continued)'), ('assistant', 'Hello!'), ('user', 'hi')]
+    >>> problems(fixed, "anthropic")
+    ()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import (
+    PROVIDERS,
+    Image,
+    Message,
+    Part,
+    Provider,
+    Text,
+    ToolCall,
+    ToolResult,
+    units,
+)
+
+__all__ = ["CONTINUED", "Problem", "Valid", "ensure_valid", "problems"]
+
+CONTINUED = "(continued)"
+"""The text of the user turn placed before a conversation that must not open on
+the assistant's turn (Anthropic). Its id is ``CONTINUED_ID``, so the same
+repair gives the same message every time (a stable prefix for prompt caches)."""
+CONTINUED_ID = "contextwindow-continued"
+
+Fix = Literal["drop_message", "drop_parts", "insert_user"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One broken rule, where it is, and how ``ensure_valid`` repairs it.
+
+    Example:
+        >>> from contextwindow.messages import Message
+        >>> p = problems([Message.tool("x", "out")], "openai")[0]
+        >>> (p.index, p.path, p.fix)
+        (0, 'messages[0].parts[0].call_id', 'drop_message')
+    """
+
+    index: int
+    """The index of the message at fault (for ``insert_user``: the message the
+    user turn goes before)."""
+    path: str
+    """The field at fault, e.g. ``messages[4].parts[1].call_id``."""
+    reason: str
+    """What rule it breaks."""
+    fix: Fix
+    """``drop_message``, ``drop_parts`` (the faulty parts leave the message) or
+    ``insert_user`` (``CONTINUED`` goes before the message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Valid:
+    """What ``ensure_valid`` returns.
+
+    Example:
+        >>> from contextwindow.messages import Message
+        >>> v = ensure_valid([Message.user("hi")], "openai")
+        >>> (len(v.messages), v.problems)
+        (1, ())
+    """
+
+    messages: tuple[Message, ...]
+    """The conversation, valid for the provider."""
+    problems: tuple[Problem, ...]
+    """What was repaired, with indices into the input."""
+    before: tuple[Message | None, ...] = ()
+    """For each problem: the input message it touched (``None`` for an insert)."""
+    after: tuple[Message | None, ...] = ()
+    """For each problem: the message that replaced it (``None`` when dropped)."""
+
+
+def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, ...]:
+    """Every rule of ``provider`` that ``messages`` break, in message order.
+
+    Args:
+        messages: The conversation, in the neutral form.
+        provider: ``openai``, ``responses`` or ``anthropic``.
+
+    Raises:
+        ContextWindowError: An unknown provider.
+
+    Example:
+        >>> from contextwindow.messages import Message, ToolCall
+        >>> calls = [ToolCall("a", "f"), ToolCall("b", "g")]
+        >>> conv = [Message.user("hi"), Message.assistant(tool_calls=calls),
+        ...         Message.tool("a", "1")]
+        >>> [(p.path, p.reason) for p in problems(conv, "openai")]
+        [('messages[1].parts[1]', 'tool call has no result')]
+    """
+    _check_provider(provider)
+    found: list[Problem] = []
+    anthropic = provider == "anthropic"
+    unanswered: dict[int, list[int]] = {}
+    for unit in units(messages):
+        if unit.kind == "orphan_results":
+            found.extend(_orphan(messages, i) for i in range(unit.start, unit.stop))
+        elif unit.unanswered:
+            calls = [k for k, p in enumerate(messages[unit.start].parts) if _is_call(p)]
+            unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
+    dropped = {p.index for p in found}
+    for i, m in enumerate(messages):
+        gone = unanswered.get(i, ())
+        if m.role == "assistant" or (anthropic and m.role == "user"):
+            kept = [p for k, p in enumerate(m.parts) if k not in gone]
+            if not any(_has_content(p) for p in kept):
+                what = "reasoning only" if m.parts else "no content"
+                reason = "tool call has no result" if gone else f"{m.role} turn: {what}"
+                found.append(Problem(i, f"messages[{i}].parts", reason, "drop_message"))
+                dropped.add(i)
+                continue
+        found.extend(
+            Problem(
+                i, f"messages[{i}].parts[{k}]", "tool call has no result", "drop_parts"
+            )
+            for k in gone
+        )
+        if anthropic and m.role != "system":
+            found.extend(
+                Problem(
+                    i,
+                    f"messages[{i}].parts[{k}].text",
+                    "blank text block",
+                    "drop_parts",
+                )
+                for k, p in enumerate(m.parts)
+                if isinstance(p, Text) and not p.text.strip()
+            )
+    if anthropic:
+        first = next(
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role != "system" and i not in dropped
+            ),
+            None,
+        )
+        if first is not None and messages[first].role == "assistant":
+            found.append(
+                Problem(
+                    first,
+                    f"messages[{first}].role",
+                    "the first turn after the system prompt must be a user turn",
+                    "insert_user",
+                )
+            )
+    found.sort(key=lambda p: p.index)
+    return tuple(found)
+
+
+def ensure_valid(messages: Sequence[Message], provider: Provider) -> Valid:
+    """Repair ``messages`` so that ``provider`` accepts them (see the module).
+
+    Args:
+        messages: The conversation; never mutated.
+        provider: ``openai``, ``responses`` or ``anthropic``.
+
+    Returns:
+        The valid conversation and the problems repaired. A valid input comes
+        back as the same messages, in a tuple.
+
+    Raises:
+        ContextWindowError: An unknown provider.
+
+    Example:
+        >>> from contextwindow.messages import Message, ToolCall
+        >>> conv = [Message.user("hi"),
+        ...         Message.assistant("Let me look.", tool_calls=[ToolCall("a", "ls")])]
+        >>> v = ensure_valid(conv, "openai")
+        >>> v.messages[1].tool_calls, v.messages[1].text
+        ((), 'Let me look.')
+    """
+    found = problems(messages, provider)
+    if not found:
+        return Valid(tuple(messages), ())
+    drop = {p.index for p in found if p.fix == "drop_message"}
+    strip: dict[int, set[int]] = {}
+    for p in found:
+        if p.fix == "drop_parts":
+            strip.setdefault(p.index, set()).add(_part_index(p.path))
+    insert = next((p.index for p in found if p.fix == "insert_user"), None)
+    out: list[Message] = []
+    replaced: dict[int, Message | None] = {}
+    placeholder = Message.user(CONTINUED, id=CONTINUED_ID)
+    for i, m in enumerate(messages):
+        if i == insert:
+            out.append(placeholder)
+        if i in drop:
+            replaced[i] = None
+            continue
+        gone = strip.get(i)
+        if gone:
+            m = m.with_parts(p for k, p in enumerate(m.parts) if k not in gone)
+            replaced[i] = m
+        out.append(m)
+    return Valid(
+        tuple(out),
+        found,
+        tuple(None if p.fix == "insert_user" else messages[p.index] for p in found),
+        tuple(
+            placeholder if p.fix == "insert_user" else replaced[p.index] for p in found
+        ),
+    )
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+def _check_provider(provider: str) -> None:
+    if provider not in PROVIDERS:
+        known = ", ".join(PROVIDERS)
+        raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
+
+
+def _is_call(part: Part) -> bool:
+    return isinstance(part, ToolCall)
+
+
+def _has_content(part: Part) -> bool:
+    if isinstance(part, Text):
+        return bool(part.text.strip())
+    return isinstance(part, (ToolCall, Image, ToolResult))
+
+
+def _orphan(messages: Sequence[Message], i: int) -> Problem:
+    path = (
+        f"messages[{i}].parts[0].call_id"
+        if messages[i].tool_results
+        else (f"messages[{i}].parts")
+    )
+    return Problem(i, path, "tool result answers no pending tool call", "drop_message")
+
+
+def _part_index(path: str) -> int:
+    # "messages[3].parts[1]" or "messages[3].parts[1].text"
+    return int(path.split(".parts[", 1)[1].split("]", 1)[0])
