@@ -1,7 +1,8 @@
 """contextwindow: keep LLM agents inside their model's context window.
 
 Count tokens exactly and offline, know every model's window, convert between
-provider shapes, and see what is in a context.
+provider shapes, see what is in a context, and fit it into a budget with
+composable strategies that always return a conversation the provider accepts.
 
 Example:
     >>> from contextwindow import Message, TokenCounter, get_model, get_tokenizer
@@ -24,6 +25,7 @@ from contextwindow.errors import (
     UnknownModelError,
     UnknownModelWarning,
 )
+from contextwindow.fitting import fit
 from contextwindow.formats import (
     from_anthropic,
     from_openai,
@@ -50,6 +52,18 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
+from contextwindow.strategies import (
+    Budget,
+    ClearToolResults,
+    Deduplicate,
+    DropOldest,
+    Fitted,
+    Pipeline,
+    Report,
+    SlidingWindow,
+    Strategy,
+    TruncateToolResults,
+)
 from contextwindow.tokens import (
     BPETokenizer,
     HeuristicTokenizer,
@@ -58,14 +72,20 @@ from contextwindow.tokens import (
     count_messages,
 )
 from contextwindow.transcripts import Transcript, read_transcript, read_transcripts
+from contextwindow.validity import ensure_valid, problems
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BPETokenizer",
+    "Budget",
     "BudgetError",
+    "ClearToolResults",
     "ConflictError",
     "ContextWindowError",
+    "Deduplicate",
+    "DropOldest",
+    "Fitted",
     "HeuristicTokenizer",
     "Image",
     "Inspection",
@@ -73,9 +93,13 @@ __all__ = [
     "Message",
     "ModelInfo",
     "Part",
+    "Pipeline",
     "Provider",
+    "Report",
     "Role",
+    "SlidingWindow",
     "StoreError",
+    "Strategy",
     "SummarizerError",
     "Text",
     "Thinking",
@@ -85,11 +109,14 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Transcript",
+    "TruncateToolResults",
     "Unit",
     "UnknownModelError",
     "UnknownModelWarning",
     "__version__",
     "count_messages",
+    "ensure_valid",
+    "fit",
     "from_anthropic",
     "from_openai",
     "from_provider",
@@ -97,6 +124,7 @@ __all__ = [
     "get_model",
     "get_tokenizer",
     "inspect_messages",
+    "problems",
     "read_transcript",
     "read_transcripts",
     "register_model",
