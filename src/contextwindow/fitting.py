@@ -22,11 +22,11 @@ Example:
     ...              Message.tool(f"c{i}", f"part {i}: " + "data " * 400)]
     >>> fitted = fit(conv, model="gpt-4o", limit=4000)
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 2101)
+    (12793, 3685)
     >>> fitted.report.stages
     ('Deduplicate', 'TruncateToolResults', 'ClearToolResults')
     >>> fitted.report.totals()
-    {'cleared': (27, 10692)}
+    {'cleared': (23, 9108)}
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Contract: ``TruncateToolResults``, ``ClearToolResults`` and ``Deduplicate``
 rewrite the content of tool results only; every call, every result's
 ``call_id``, ``name`` and ``is_error``, and every message and its id stay, so
 no exchange is ever broken. Results in pinned messages are never touched, and
-a result is rewritten only when that saves tokens. Each changed message is one
+a result is rewritten only when that saves tokens. They work oldest first and
+stop as soon as the conversation fits the budget, so they lose no more than
+they must (a budget of 0 applies them everywhere). Each changed message is one
 change in the report.
 """
 
@@ -107,7 +109,7 @@ class ClearToolResults:
         ...         Message.assistant(tool_calls=[ToolCall("c1", "ls")]),
         ...         Message.tool("c1", "a.txt " * 50), Message.assistant("done")]
         >>> fitted = ClearToolResults(keep_recent=0)(
-        ...     conv, Budget(100, TokenCounter(FakeTokenizer())))
+        ...     conv, Budget(0, TokenCounter(FakeTokenizer())))
         >>> fitted.messages[2].text
         '[tool result cleared: 50 tokens]'
     """
@@ -158,7 +160,7 @@ class Deduplicate:
         ...     conv += [Message.user("status?"),
         ...              Message.assistant(tool_calls=[ToolCall(f"c{i}", "status")]),
         ...              Message.tool(f"c{i}", "all services up " * 20)]
-        >>> fitted = Deduplicate()(conv, Budget(1000, TokenCounter(FakeTokenizer())))
+        >>> fitted = Deduplicate()(conv, Budget(0, TokenCounter(FakeTokenizer())))
         >>> fitted.messages[2].text
         '[same output as the later result of call c2]'
     """
@@ -210,6 +212,7 @@ def _rewrite(
     """Apply ``rewrite`` to each tool result outside pinned messages."""
     flags = pinned_flags(messages, budget.protected)
     counter = budget.counter
+    total = budget.count(messages)
     out: list[Message] = []
     changes: list[Change] = []
     position = 0
@@ -221,11 +224,14 @@ def _rewrite(
         touched: list[str] = []
         for part in m.parts:
             if isinstance(part, ToolResult):
-                text = None if flags[i] else rewrite(part, position)
+                fits = total <= budget.limit
+                text = None if flags[i] or fits else rewrite(part, position)
                 position += 1
                 if text is not None:
                     new = _with_text(part, text)
-                    if counter.part(new) < counter.part(part):
+                    saved = counter.part(part) - counter.part(new)
+                    if saved > 0:
+                        total -= saved
                         parts.append(new)
                         touched.append(part.name or part.call_id)
                         continue
