@@ -380,52 +380,66 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
         >>> [(u.kind, u.start, u.stop) for u in units(conv)]
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
+    # The hot path of every strategy: plain loops and direct class checks, no
+    # per-message tuples (``tool_calls`` would build one per message).
     out: list[Unit] = []
+    append = out.append
     n = len(messages)
     i = 0
     while i < n:
         msg = messages[i]
-        if msg.role == "system":
-            out.append(Unit("system", i, i + 1))
+        role = msg.role
+        if role == "system":
+            append(Unit("system", i, i + 1))
             i += 1
-            continue
-        calls = msg.tool_calls if msg.role == "assistant" else ()
-        if calls:
-            pending: list[tuple[str, int]] = [(c.id, k) for k, c in enumerate(calls)]
+        elif role == "assistant":
+            pending = [p.id for p in msg.parts if isinstance(p, ToolCall)]
+            if not pending:
+                append(Unit("message", i, i + 1))
+                i += 1
+                continue
+            slots: list[str | None] = list(pending)
+            left = len(slots)
             j = i + 1
-            while j < n and pending and messages[j].role == "tool":
-                if not _take_results(messages[j], pending):
+            while j < n and left and messages[j].role == "tool":
+                taken = _take_results(messages[j], slots)
+                if not taken:
                     break
+                left -= taken
                 j += 1
-            out.append(
-                Unit("tool_exchange", i, j, tuple(sorted(k for _, k in pending)))
-            )
+            unanswered = tuple(k for k, cid in enumerate(slots) if cid is not None)
+            append(Unit("tool_exchange", i, j, unanswered))
             i = j
-            continue
-        if msg.role == "tool":
+        elif role == "tool":
             j = i + 1
             while j < n and messages[j].role == "tool":
                 j += 1
-            out.append(Unit("orphan_results", i, j))
+            append(Unit("orphan_results", i, j))
             i = j
-            continue
-        out.append(Unit("message", i, i + 1))
-        i += 1
+        else:
+            append(Unit("message", i, i + 1))
+            i += 1
     return tuple(out)
 
 
-def _take_results(msg: Message, pending: list[tuple[str, int]]) -> bool:
-    """Match every result of ``msg`` against ``pending``; all-or-nothing."""
-    results = msg.tool_results
-    if not results:
-        return False
-    remaining = list(pending)
-    for r in results:
-        for k, (cid, _) in enumerate(remaining):
-            if cid == r.call_id:
-                del remaining[k]
+def _take_results(msg: Message, slots: list[str | None]) -> int:
+    """Match every result of ``msg`` to the earliest pending call with its id.
+
+    ``slots`` holds the call ids still pending (``None`` once answered). All or
+    nothing: when a result matches no pending call, ``slots`` is left as it
+    was and 0 is returned; else the number of results taken.
+    """
+    taken: list[int] = []
+    for part in msg.parts:
+        if not isinstance(part, ToolResult):
+            continue
+        cid = part.call_id
+        for k, pending in enumerate(slots):
+            if pending == cid and k not in taken:
+                taken.append(k)
                 break
         else:
-            return False
-    pending[:] = remaining
-    return True
+            return 0
+    for k in taken:
+        slots[k] = None
+    return len(taken)
