@@ -1,8 +1,11 @@
-"""The ``contextwindow`` command: inspect transcripts, list model windows.
+"""The ``contextwindow`` command: inspect and fit transcripts, list model windows.
 
 Contract: this is the only module that prints. Library errors
-(``ContextWindowError``) become one-line ``Error: …`` messages and a non-zero
-exit; library warnings become ``warning: …`` lines on stderr.
+(``ContextWindowError``, ``BudgetError`` included) become one-line
+``Error: …`` messages and a non-zero exit; library warnings become
+``warning: …`` lines on stderr. ``fit`` writes the fitted conversation to
+``-o`` (its report to stdout) or, without ``-o``, to stdout (its report to
+stderr), so that it pipes.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 import warnings
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,13 +23,25 @@ import click
 
 from contextwindow import __version__
 from contextwindow.errors import ContextWindowError
+from contextwindow.fitting import fit
+from contextwindow.formats import AnthropicRequest, to_provider
 from contextwindow.inspection import Inspection, ToolStats, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
-from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
+from contextwindow.models import (
+    DEFAULT_MODEL_INFO,
+    ModelInfo,
+    approximation_scale,
+    get_model,
+    get_tokenizer,
+    registry,
+)
+from contextwindow.strategies.base import Change, Fitted
+from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.tokens import (
     BPETokenizer,
     HeuristicTokenizer,
     HFTokenizer,
+    TokenCounter,
     Tokenizer,
 )
 from contextwindow.tokens.bpe import ENCODINGS
@@ -34,11 +50,22 @@ from contextwindow.transcripts import Transcript, read_transcripts
 __all__ = ["main"]
 
 _PROVIDER_OF_FORMAT: dict[str, Provider] = {
+    "anthropic": "anthropic",
     "anthropic_request": "anthropic",
     "claude_code": "anthropic",
     "responses": "responses",
 }
 DEFAULT_MODEL = "gpt-4o"
+MAX_CHANGES_SHOWN = 20
+"""Changes ``fit`` lists one by one; the rest are counted (``--json`` has all)."""
+
+
+def _provider_of(t: Transcript) -> Provider:
+    """The provider whose shape a transcript is in (JSONL: the shape of its lines)."""
+    fmt = t.format
+    if fmt == "jsonl":
+        fmt = str(t.meta.get("shape", "openai"))
+    return _PROVIDER_OF_FORMAT.get(fmt, "openai")
 
 
 @contextmanager
@@ -110,13 +137,7 @@ def inspect_cmd(
     with _errors():
         transcripts = read_transcripts(sys.stdin if file == "-" else file)
         if conversation is not None:
-            if not 0 <= conversation < len(transcripts):
-                raise click.BadParameter(
-                    f"{file} holds {len(transcripts)} conversation(s); "
-                    f"choose 0 to {len(transcripts) - 1}",
-                    param_hint="--conversation",
-                )
-            transcripts = [transcripts[conversation]]
+            transcripts = [_choose(file, transcripts, conversation)]
         tokenizer = _tokenizer(tokenizer_spec) if tokenizer_spec else None
         results = [_inspect(t, model, provider, tokenizer, top) for t in transcripts]
     if as_json:
@@ -129,6 +150,25 @@ def inspect_cmd(
         click.echo(_render(transcripts[0], results[0]))
     else:
         click.echo(_render_many(file, transcripts, results, top))
+
+
+def _choose(file: str, transcripts: Sequence[Transcript], k: int | None) -> Transcript:
+    """The ``--conversation`` asked for, or the only one the file holds."""
+    n = len(transcripts)
+    if k is None and n == 1:
+        return transcripts[0]
+    if k is None:
+        raise click.UsageError(
+            f"{file} holds {n} conversations; choose one with --conversation N "
+            f"(0 to {n - 1})"
+        )
+    if not 0 <= k < n:
+        choose = f"choose 0 to {n - 1}" if n else "there is none to choose"
+        raise click.BadParameter(
+            f"{file} holds {n} conversation(s); {choose}",
+            param_hint="--conversation",
+        )
+    return transcripts[k]
 
 
 def _tokenizer(spec: str) -> Tokenizer:
@@ -171,13 +211,260 @@ def _inspect(
     return inspect_messages(
         t.messages,
         model=model or t.model or DEFAULT_MODEL,
-        provider=provider or _PROVIDER_OF_FORMAT.get(t.format, "openai"),
+        provider=provider or _provider_of(t),
         tokenizer=tokenizer,
         tools=t.tools,
         top=top,
         meta=meta,
         live_from=live_from,
     )
+
+
+# -- fit -------------------------------------------------------------------------
+
+
+def _strategy_help() -> str:
+    usages = {name: entry.usage(name) for name, entry in STRATEGY_NAMES.items()}
+    width = max(map(len, usages.values()))
+    lines = [
+        f"  {usages[name]:<{width}}  {entry.summary}"
+        for name, entry in STRATEGY_NAMES.items()
+    ]
+    return "\b\nStrategies (--strategy, stages joined by ','):\n" + "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """A ``--budget`` value: tokens, or a share of the conversation's own."""
+
+    value: float
+    percent: bool
+
+    def tokens(self, current: int) -> int:
+        return int(current * self.value / 100) if self.percent else int(self.value)
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else _n(int(self.value))
+
+
+def _parse_budget(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> _Budget | None:
+    if value is None:
+        return None
+    text = value.strip().replace(",", "").replace("_", "")
+    percent = text.endswith("%")
+    try:
+        number = float(text[:-1]) if percent else int(text)
+    except ValueError:
+        number = -1.0
+    if number < 0:
+        raise click.BadParameter(
+            f"{value!r} is not a number of tokens (N) or a share of the "
+            "conversation's tokens (N%)"
+        )
+    return _Budget(number, percent)
+
+
+@dataclass(frozen=True, slots=True)
+class _FitRun:
+    """Everything ``fit`` reports on."""
+
+    file: str
+    transcript: Transcript
+    model: ModelInfo
+    provider: Provider
+    tokenizer: Tokenizer
+    budget: _Budget | None
+    limit: int
+    reserve: int
+    strategy: str
+    fitted: Fitted
+    output: str | None
+
+
+@main.command("fit", epilog=_strategy_help())
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("-m", "--model", help="Model whose window and tokenizer apply.")
+@click.option(
+    "--budget",
+    callback=_parse_budget,
+    metavar="N|N%",
+    help="Tokens the request may take, or N% of the conversation's own tokens "
+    "(default: the model's window).",
+)
+@click.option(
+    "--reserve",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Tokens kept free within the budget, e.g. for the reply (up to the "
+    "model's max output, which `contextwindow models M` shows).",
+)
+@click.option(
+    "-s",
+    "--strategy",
+    "strategy_spec",
+    default="default",
+    metavar="SPEC",
+    help="How to make room: stages tried in order until the budget is met, "
+    "e.g. 'dedupe,truncate(max_tokens=300),drop-oldest' (names below; "
+    "default: 'default'). drop-oldest finishes the job if they leave it unmet.",
+)
+@click.option(
+    "--to",
+    "to",
+    type=click.Choice(PROVIDERS),
+    help="Provider whose rules, framing and shape apply (default: the file's).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the fitted conversation here and the report to stdout "
+    "(default: the conversation to stdout, the report to stderr).",
+)
+@click.option(
+    "-c",
+    "--conversation",
+    type=int,
+    help="Which conversation of a multi-conversation file (0-based).",
+)
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_spec",
+    metavar="NAME|PATH",
+    help="Count with o200k_base, cl100k_base, heuristic, or a Hugging Face "
+    "tokenizer.json (default: the model's own).",
+)
+@click.option(
+    "--protect",
+    multiple=True,
+    metavar="MARKER",
+    help="Keep every message whose text holds MARKER (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def fit_cmd(
+    file: str,
+    model: str | None,
+    budget: _Budget | None,
+    reserve: int,
+    strategy_spec: str,
+    to: Provider | None,
+    output: str | None,
+    conversation: int | None,
+    tokenizer_spec: str | None,
+    protect: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Fit a conversation into a token budget, validly, and report every change.
+
+    FILE is a transcript; use - for standard input. The fitted conversation is
+    written as JSON in the provider's shape: a list of messages (openai), a
+    list of items (responses) or {"system", "messages"} (anthropic).
+    """
+    if output == "-":
+        output = None
+    try:
+        strategy = parse_strategy(strategy_spec)
+    except ContextWindowError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    with _errors():
+        transcripts = read_transcripts(sys.stdin if file == "-" else file)
+        t = _choose(file, transcripts, conversation)
+        asked = model or t.model or DEFAULT_MODEL
+        info = get_model(asked)
+        if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
+            info = replace(info, name=asked)
+        provider = to or _provider_of(t)
+        tok = _tokenizer(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
+        counter = TokenCounter(tok, provider)
+        current = counter.messages(list(t.messages), tools=t.tools)
+        limit = budget.tokens(current) if budget else info.context_window
+        fitted = fit(
+            t.messages,
+            model=info,
+            limit=limit,
+            reserve=reserve,
+            strategy=strategy,
+            provider=provider,
+            tokenizer=counter,
+            tools=t.tools,
+            protected=protect,
+        )
+        body = to_provider(fitted.messages, provider)
+        data: Any = body.body() if isinstance(body, AnthropicRequest) else body
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if output is not None:
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot write {output}: {exc.strerror or exc}"
+            ) from exc
+    else:
+        click.echo(text)
+    run = _FitRun(
+        file,
+        t,
+        info,
+        provider,
+        tok,
+        budget,
+        limit,
+        reserve,
+        strategy_spec,
+        fitted,
+        output,
+    )
+    report = json.dumps(_fit_dict(run), indent=2) if as_json else _render_fit(run)
+    click.echo(report, err=output is None)
+
+
+def _change_dict(c: Change) -> dict[str, Any]:
+    return {
+        "kind": c.kind,
+        "stage": c.stage,
+        "index": c.index,
+        "ids": list(c.ids),
+        "what": c.what,
+        "tokens_before": c.tokens_before,
+        "tokens_after": c.tokens_after,
+        "saved": c.saved,
+    }
+
+
+def _fit_dict(run: _FitRun) -> dict[str, Any]:
+    r = run.fitted.report
+    return {
+        "file": run.file,
+        "title": run.transcript.title,
+        "format": run.transcript.format,
+        "output": run.output,
+        "model": run.model.name,
+        "context_window": run.model.context_window,
+        "max_output_tokens": run.model.max_output_tokens,
+        "provider": run.provider,
+        "tokenizer": run.tokenizer.name,
+        "exact": run.tokenizer.exact,
+        "strategy": run.strategy,
+        "budget_spec": str(run.budget) if run.budget else None,
+        "limit": run.limit,
+        "reserve": run.reserve,
+        "budget": r.limit,
+        "tokens_before": r.tokens_before,
+        "tokens_after": r.tokens_after,
+        "saved": r.saved,
+        "fits": r.fits,
+        "messages_before": len(run.transcript.messages),
+        "messages_after": len(run.fitted.messages),
+        "stages": list(r.stages),
+        "totals": {
+            k: {"changes": n, "saved": saved} for k, (n, saved) in r.totals().items()
+        },
+        "changes": [_change_dict(c) for c in r.changes],
+    }
 
 
 # -- rendering -------------------------------------------------------------------
@@ -223,8 +510,12 @@ def _bar(share: float, width: int = 30) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
+def _label(tokenizer: str, exact: bool) -> str:
+    return f"{tokenizer}, exact" if exact else f"{tokenizer}, APPROXIMATE"
+
+
 def _count_label(r: Inspection) -> str:
-    return f"{r.tokenizer}, exact" if r.exact else f"{r.tokenizer}, APPROXIMATE"
+    return _label(r.tokenizer, r.exact)
 
 
 def _render(t: Transcript, r: Inspection) -> str:
@@ -360,6 +651,71 @@ def _render_many(
     out.append(_table(["#", "title", "messages", "tokens", "usage"], rows))
     out += ["", "use --conversation N to inspect one"]
     return "\n".join(out)
+
+
+def _render_fit(run: _FitRun) -> str:
+    r = run.fitted.report
+    t = run.transcript
+    window = run.model.context_window
+    limits = f"window {_n(window)}"
+    if run.model.max_output_tokens:
+        limits += f", max output {_n(run.model.max_output_tokens)}"
+    if run.budget is None:
+        source = "the model's window"
+    elif run.budget.percent:
+        source = f"{run.budget} of the conversation's {_n(r.tokens_before)}"
+    else:
+        source = "asked for"
+    if run.reserve:
+        source += f", less {_n(run.reserve)} reserved"
+    out = [
+        f"{t.title}  ({t.format}, fitted for {run.provider})",
+        f"model: {run.model.name} ({limits}); "
+        f"tokens: {_label(run.tokenizer.name, run.tokenizer.exact)}",
+        f"budget    {_n(r.limit)} tokens ({source})",
+        f"tokens    {_n(r.tokens_before)} → {_n(r.tokens_after)} / {_n(r.limit)} "
+        f"({_pct(r.tokens_after, window)} of the window)",
+        f"messages  {_n(len(t.messages))} → {_n(len(run.fitted.messages))}",
+        f"stages    {', '.join(r.stages) or '(none: it already fits)'}",
+    ]
+    if r.changes:
+        out += ["", *_changes_table(r.changes)]
+        rows = [[k, _n(n), _n(saved)] for k, (n, saved) in r.totals().items()]
+        rows.append(["all", _n(len(r.changes)), _n(r.saved)])
+        out += ["", "totals", _table(["kind", "changes", "saved"], rows)]
+    if run.output is not None:
+        out += ["", f"wrote {run.output} ({run.provider} shape)"]
+    return "\n".join(out)
+
+
+def _changes_table(changes: Sequence[Change]) -> tuple[str, str]:
+    """The heading and table of changes: all, or the largest in the order made."""
+    heading = "changes"
+    shown = list(changes)
+    if len(changes) > MAX_CHANGES_SHOWN:
+        order = sorted(range(len(changes)), key=lambda k: -abs(changes[k].saved))
+        shown = [changes[k] for k in sorted(order[:MAX_CHANGES_SHOWN])]
+        heading = (
+            f"changes (the {MAX_CHANGES_SHOWN} largest of {_n(len(changes))}, "
+            "in the order made; --json lists all)"
+        )
+    rows = [
+        [
+            c.kind,
+            f"#{c.index}",
+            _clip(c.what, 60),
+            _n(c.tokens_before),
+            _n(c.tokens_after),
+            c.stage,
+        ]
+        for c in shown
+    ]
+    table = _table(["kind", "message", "what", "before", "after", "stage"], rows)
+    return heading, table
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _tokens_label(m: ModelInfo) -> str:
