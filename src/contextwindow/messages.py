@@ -370,6 +370,10 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
     Returns:
         Units whose ranges partition ``range(len(messages))``.
 
+    The last sequence grouped is remembered: when the next call extends it
+    (the same message objects first, then new ones), only the new tail is
+    scanned, so an agent loop pays for what it appended, not for the history.
+
     Example:
         >>> conv = [
         ...     Message.assistant(tool_calls=[ToolCall("a", "f"), ToolCall("b", "g")]),
@@ -380,12 +384,40 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
         >>> [(u.kind, u.start, u.stop) for u in units(conv)]
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
+    global _last_units
+    seq = messages if isinstance(messages, list) else list(messages)
+    last, found = _last_units
+    k = len(last)
+    out: list[Unit]
+    # An agent loop asks again after appending: units before the last one end
+    # inside the old prefix and cannot change, so only the tail is scanned.
+    # ``==`` on lists compares by identity first, so an unchanged prefix of the
+    # same message objects is checked at C speed.
+    if k and len(seq) >= k and seq[k - 1] is last[-1] and seq[:k] == last:
+        if len(seq) == k:
+            return found
+        out = list(found[:-1])
+        _scan(seq, found[-1].start, out)
+    else:
+        out = []
+        _scan(seq, 0, out)
+    result = tuple(out)
+    # A copy: a caller's list changed in place later must not match.
+    _last_units = (list(seq), result)
+    return result
+
+
+_last_units: tuple[list[Message], tuple[Unit, ...]] = ([], ())
+"""The last sequence grouped, and its units (a one-entry memo)."""
+
+
+def _scan(messages: Sequence[Message], start: int, out: list[Unit]) -> None:
+    """Append the units of ``messages[start:]`` to ``out``."""
     # The hot path of every strategy: plain loops and direct class checks, no
     # per-message tuples (``tool_calls`` would build one per message).
-    out: list[Unit] = []
     append = out.append
     n = len(messages)
-    i = 0
+    i = start
     while i < n:
         msg = messages[i]
         role = msg.role
@@ -419,7 +451,6 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
         else:
             append(Unit("message", i, i + 1))
             i += 1
-    return tuple(out)
 
 
 def _take_results(msg: Message, slots: list[str | None]) -> int:

@@ -6,6 +6,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
+import contextwindow.messages as messages_module
 from contextwindow.messages import Message, Role, ToolCall, ToolResult, Unit, units
 
 from ._support import for_each
@@ -146,6 +147,31 @@ class TestUnitsPartition:
             check_partition(conv)
             for _ in range(3):
                 check_partition(perturb(conv, rng))
+
+        for_each(convs, check)
+
+
+class TestUnitsIncremental:
+    def test_growing_a_conversation_gives_the_units_of_a_fresh_scan(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """units() of a list grown one message at a time (the remembered-prefix
+        path) equals a scan from scratch, also for broken lists and a list
+        changed in place."""
+
+        def fresh(seq: list[Message]) -> tuple[Unit, ...]:
+            messages_module._last_units = ([], ())  # forget: scan from scratch
+            return units(list(seq))
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            for seq in (conv, perturb(conv, rng)):
+                grown: list[Message] = []
+                for m in seq:
+                    grown.append(m)
+                    assert units(grown) == fresh(grown), grown
+                if grown:
+                    grown[rng.randrange(len(grown))] = Message.tool("zz", "late")
+                    assert units(grown) == fresh(grown), grown
 
         for_each(convs, check)
 
