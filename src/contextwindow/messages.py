@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -370,7 +371,7 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
     Returns:
         Units whose ranges partition ``range(len(messages))``.
 
-    The last sequence grouped is remembered: when the next call extends it
+    The last few sequences grouped are remembered: when a call extends one
     (the same message objects first, then new ones), only the new tail is
     scanned, so an agent loop pays for what it appended, not for the history.
 
@@ -384,31 +385,38 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
         >>> [(u.kind, u.start, u.stop) for u in units(conv)]
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
-    global _last_units
     seq = messages if isinstance(messages, list) else list(messages)
-    last, found = _last_units
-    k = len(last)
-    out: list[Unit]
+    n = len(seq)
+    out: list[Unit] = []
+    with _recent_lock:
+        recent = list(_recent)
     # An agent loop asks again after appending: units before the last one end
     # inside the old prefix and cannot change, so only the tail is scanned.
     # ``==`` on lists compares by identity first, so an unchanged prefix of the
     # same message objects is checked at C speed.
-    if k and len(seq) >= k and seq[k - 1] is last[-1] and seq[:k] == last:
-        if len(seq) == k:
-            return found
-        out = list(found[:-1])
-        _scan(seq, found[-1].start, out)
+    for last, found in recent:
+        k = len(last)
+        if k and n >= k and seq[k - 1] is last[-1] and seq[:k] == last:
+            if n == k:
+                return found
+            out.extend(found[:-1])
+            _scan(seq, found[-1].start, out)
+            break
     else:
-        out = []
         _scan(seq, 0, out)
     result = tuple(out)
-    # A copy: a caller's list changed in place later must not match.
-    _last_units = (list(seq), result)
+    with _recent_lock:
+        # A copy: a caller's list changed in place later must not match.
+        _recent.insert(0, (list(seq), result))
+        del _recent[_RECENT:]
     return result
 
 
-_last_units: tuple[list[Message], tuple[Unit, ...]] = ([], ())
-"""The last sequence grouped, and its units (a one-entry memo)."""
+_RECENT = 4
+"""Sequences remembered by ``units`` (a strategy groups its input and its
+output; a manager its history and its view)."""
+_recent: list[tuple[list[Message], tuple[Unit, ...]]] = []
+_recent_lock = threading.Lock()
 
 
 def _scan(messages: Sequence[Message], start: int, out: list[Unit]) -> None:

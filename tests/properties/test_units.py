@@ -160,7 +160,7 @@ class TestUnitsIncremental:
         changed in place."""
 
         def fresh(seq: list[Message]) -> tuple[Unit, ...]:
-            messages_module._last_units = ([], ())  # forget: scan from scratch
+            messages_module._recent.clear()  # forget: scan from scratch
             return units(list(seq))
 
         def check(conv: list[Message], rng: random.Random) -> None:
