@@ -454,7 +454,7 @@ class TestFitReport:
         )
         assert "changes" in lines
         row = next(ln for ln in lines if ln.lstrip().startswith("truncated  #3"))
-        assert row.split()[-3:] == ["554", "353", "TruncateToolResults"]
+        assert row.split()[-3:] == ["554", "462", "TruncateToolResults"]
         all_row = next(ln for ln in lines if ln.lstrip().startswith("all "))
         _, report = fit_json(str(EXAMPLE), "--budget", "40%")
         assert all_row.split()[1:] == [

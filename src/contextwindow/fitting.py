@@ -98,15 +98,17 @@ def fit(
         tokenizer: A tokenizer, or a ``TokenCounter`` to reuse: its cache makes
             re-fitting a grown conversation cost only the new messages.
         tools: Tool schemas sent with the request (they take tokens).
-        protected: Markers: a message whose text holds one is kept.
+        protected: Markers: a message whose text holds one is kept (a
+            string alone is one marker).
 
     Returns:
         The fitted conversation and the report of every change.
 
     Raises:
         BudgetError: Pinned content alone exceeds the budget.
-        ContextWindowError: Neither ``model`` nor ``limit`` given, a budget below
-            zero, an unknown provider, or a counter for another provider.
+        ContextWindowError: Neither ``model`` nor ``limit`` given, a negative
+            ``limit`` or ``reserve``, a ``reserve`` above the limit, an unknown
+            provider, or a counter for another provider.
 
     Example:
         >>> conv = [Message.user("hello " * 50), Message.assistant("hi"),
@@ -120,16 +122,26 @@ def fit(
         if info is None:
             raise ContextWindowError("fit needs a model or a limit")
         limit = info.context_window
-    if limit - reserve < 0:
+    if limit < 0 or reserve < 0:
+        raise ContextWindowError(
+            f"limit and reserve must be >= 0, got {limit:,} and {reserve:,}"
+        )
+    if reserve > limit:
         raise ContextWindowError(
             f"reserve ({reserve:,}) is larger than the limit ({limit:,})"
         )
     counter = _counter(tokenizer, info, provider)
-    budget = Budget(limit - reserve, counter, tuple(tools), tuple(protected))
-    return Pipeline(strategy or DEFAULT_STRATEGY, _FALLBACK)(messages, budget)
+    budget = Budget(limit - reserve, counter, tuple(tools), _markers(protected))
+    chosen = DEFAULT_STRATEGY if strategy is None else strategy
+    return Pipeline(chosen, _FALLBACK)(messages, budget)
 
 
 _FALLBACK = DropOldest()
+
+
+def _markers(protected: Iterable[str]) -> tuple[str, ...]:
+    # A lone string is one marker, not a marker per character.
+    return (protected,) if isinstance(protected, str) else tuple(protected)
 
 
 def _counter(

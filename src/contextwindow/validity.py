@@ -69,6 +69,7 @@ from contextwindow.messages import (
     Part,
     Provider,
     Text,
+    Thinking,
     ToolCall,
     ToolResult,
     units,
@@ -159,11 +160,14 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
             unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
     dropped = {p.index for p in found}
     for i, m in enumerate(messages):
+        if i in dropped:  # an orphan: dropped whole, so nothing more to strip
+            continue
         gone = unanswered.get(i, ())
         if m.role == "assistant" or (anthropic and m.role == "user"):
             kept = [p for k, p in enumerate(m.parts) if k not in gone]
             if not any(_has_content(p) for p in kept):
-                what = "reasoning only" if m.parts else "no content"
+                thinking = any(isinstance(p, Thinking) for p in kept)
+                what = "reasoning only" if thinking else "no content"
                 reason = "tool call has no result" if gone else f"{m.role} turn: {what}"
                 found.append(Problem(i, f"messages[{i}].parts", reason, "drop_message"))
                 dropped.add(i)
@@ -282,10 +286,13 @@ def _has_content(part: Part) -> bool:
 
 
 def _orphan(messages: Sequence[Message], i: int) -> Problem:
+    first = next(
+        (k for k, p in enumerate(messages[i].parts) if isinstance(p, ToolResult)), None
+    )
     path = (
-        f"messages[{i}].parts[0].call_id"
-        if messages[i].tool_results
-        else (f"messages[{i}].parts")
+        f"messages[{i}].parts"
+        if first is None
+        else f"messages[{i}].parts[{first}].call_id"
     )
     return Problem(i, path, "tool result answers no pending tool call", "drop_message")
 

@@ -13,8 +13,9 @@ Contract:
   exchange is kept or dropped as one.
 - Pinned messages are never removed or changed by any strategy: system
   messages, messages flagged ``pinned``, messages whose text holds one of the
-  budget's protected markers, and the final message. A unit holding a pinned
-  message is kept whole.
+  budget's protected markers, and the final message (and, when a repair would
+  drop that one, the last message the provider will see). A unit holding a
+  pinned message is kept whole.
 - Every strategy ends in ``finish``: its output goes through
   ``ensure_valid`` for the budget's provider, and every change, repairs
   included, is in the report with the tokens it cost or saved, so that
@@ -30,6 +31,7 @@ from typing import Literal, Protocol
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
+    Image,
     Message,
     Provider,
     Text,
@@ -39,7 +41,7 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.tokens.counting import TokenCounter
-from contextwindow.validity import ensure_valid
+from contextwindow.validity import CONTINUED_ID, ensure_valid, problems
 
 __all__ = [
     "Budget",
@@ -70,10 +72,12 @@ class Budget:
         counter: Counts tokens for the provider; its cache makes re-fitting a
             grown conversation cost only the new messages.
         tools: Tool schemas sent with the request (they count).
-        protected: Markers: a message whose text holds one is pinned.
+        protected: Markers: a message whose text holds one is pinned (a
+            string alone is one marker).
 
     Raises:
-        ContextWindowError: A negative limit.
+        ContextWindowError: A negative limit, or an empty marker (every
+            message would hold it).
 
     Example:
         >>> from contextwindow.testing import FakeTokenizer
@@ -91,7 +95,12 @@ class Budget:
         if self.limit < 0:
             raise ContextWindowError(f"budget limit must be >= 0, got {self.limit}")
         object.__setattr__(self, "tools", tuple(self.tools))
-        object.__setattr__(self, "protected", tuple(self.protected))
+        given: Iterable[str] = self.protected
+        # A lone string is one marker, not a marker per character.
+        markers = (given,) if isinstance(given, str) else tuple(given)
+        if "" in markers:
+            raise ContextWindowError("a protected marker must not be empty")
+        object.__setattr__(self, "protected", markers)
 
     @property
     def provider(self) -> Provider:
@@ -126,7 +135,8 @@ class Change:
     """Ids of the messages touched; a changed message keeps its id."""
     index: int
     """Index of the first message touched, in the input of ``fit`` (or of the
-    strategy called on its own); for an inserted message, where it went."""
+    strategy called on its own); for a message not in that input (one a repair
+    inserted), the index of the input message it went before."""
     tokens_before: int
     """Tokens of the touched messages before the change."""
     tokens_after: int
@@ -239,9 +249,21 @@ def stage_name(strategy: object) -> str:
 
 
 def pinned_flags(
-    messages: Sequence[Message], protected: Iterable[str] = ()
+    messages: Sequence[Message],
+    protected: Iterable[str] = (),
+    provider: Provider | None = None,
 ) -> list[bool]:
     """For each message, whether it is pinned (see the module's contract).
+
+    Args:
+        messages: The conversation.
+        protected: Markers: a message whose text holds one is pinned (a
+            string alone is one marker; the ``CONTINUED`` placeholder turn a
+            repair inserts is never pinned by one).
+        provider: When given, the final message that ``ensure_valid`` keeps
+            for this provider is pinned too: the last message may be one it
+            drops (an empty reply, say), and then the turn before it is the
+            final one the provider sees.
 
     Example:
         >>> conv = [Message.system("s"), Message.user("KEEP: id 7"),
@@ -249,17 +271,57 @@ def pinned_flags(
         ...         Message.user("z")]
         >>> pinned_flags(conv, ["KEEP:"])
         [True, True, True, False, True]
+        >>> pinned_flags([Message.user("q"), Message.assistant("")], (), "openai")
+        [True, True]
     """
-    markers = tuple(protected)
+    markers = (protected,) if isinstance(protected, str) else tuple(protected)
     flags = [m.pinned or m.role == "system" for m in messages]
     if markers:
         for i, m in enumerate(messages):
-            if not flags[i]:
+            # The placeholder turn is ours: a marker in its text pins nothing.
+            if not flags[i] and m.id != CONTINUED_ID:
                 text = _searchable(m)
                 flags[i] = any(mark in text for mark in markers)
-    if flags:
-        flags[-1] = True
+    for i in final_indices(messages, provider):
+        flags[i] = True
     return flags
+
+
+def final_indices(
+    messages: Sequence[Message], provider: Provider | None = None
+) -> tuple[int, ...]:
+    """The final message's index and, with ``provider``, the last one kept.
+
+    The last one kept is the last message ``ensure_valid`` does not drop for
+    ``provider``, given only when it is not the final message itself.
+
+    Example:
+        >>> conv = [Message.user("q"), Message.assistant("a"), Message.assistant("")]
+        >>> final_indices(conv), final_indices(conv, "openai")
+        ((2,), (2, 1))
+    """
+    if not messages:
+        return ()
+    last = len(messages) - 1
+    if provider is None or _surely_kept(messages[last]):
+        return (last,)
+    gone = {p.index for p in problems(messages, provider) if p.fix == "drop_message"}
+    kept = next((i for i in range(last, -1, -1) if i not in gone), last)
+    return (last,) if kept == last else (last, kept)
+
+
+def _surely_kept(m: Message) -> bool:
+    """Whether no repair can drop ``m`` (saves checking the whole conversation)."""
+    if m.role == "system":
+        return True
+    return (
+        m.role in ("user", "assistant")
+        and not m.tool_calls
+        and any(
+            isinstance(p, Image) or (isinstance(p, Text) and p.text.strip())
+            for p in m.parts
+        )
+    )
 
 
 def _searchable(m: Message) -> str:
@@ -267,10 +329,12 @@ def _searchable(m: Message) -> str:
 
 
 def pinned_units(
-    messages: Sequence[Message], protected: Iterable[str] = ()
+    messages: Sequence[Message],
+    protected: Iterable[str] = (),
+    provider: Provider | None = None,
 ) -> tuple[tuple[Unit, ...], list[bool]]:
     """The units of ``messages`` and, for each, whether any message in it is pinned."""
-    flags = pinned_flags(messages, protected)
+    flags = pinned_flags(messages, protected, provider)
     us = units(messages)
     return us, [any(flags[u.start : u.stop]) for u in us]
 
@@ -318,24 +382,36 @@ def finish(
     Returns:
         The valid output, with repairs added to the report.
     """
-    valid = ensure_valid(list(after), budget.provider)
+    shown = list(after)
+    valid = ensure_valid(shown, budget.provider)
     out = valid.messages
     found = list(changes)
     if valid.problems:
         counter = budget.counter
-        where = {m.id: i for i, m in reversed(list(enumerate(before)))}
+        where = _positions(before)
+        # One change per message repaired (an insert is its own), so that no
+        # message's tokens are counted twice when it breaks several rules.
+        merged: dict[tuple[int, bool], int] = {}
         for p, old, new in zip(valid.problems, valid.before, valid.after, strict=True):
+            # The path without its message index, which is the change's own.
+            what = f"{p.reason} ({p.path.split('.', 1)[1]})"
+            key = (p.index, old is None)
+            if key in merged:
+                k = merged[key]
+                found[k] = replace(found[k], what=f"{found[k].what}; {what}")
+                continue
             touched = old if old is not None else new
             assert touched is not None  # one of them is always set
+            merged[key] = len(found)
             found.append(
                 Change(
                     "repaired",
                     "ensure_valid",
                     (touched.id,),
-                    where.get(touched.id, p.index),
+                    _place(shown, p.index, where, len(before)),
                     counter.message(old) if old is not None else 0,
                     counter.message(new) if new is not None else 0,
-                    f"{p.reason} ({p.path})",
+                    what,
                 )
             )
     report = Report(
@@ -348,15 +424,51 @@ def finish(
     return Fitted(out, report)
 
 
-def relocate(report: Report, messages: Sequence[Message]) -> Report:
-    """The report with each change's index looked up, by id, in ``messages``.
+def relocate(
+    report: Report,
+    messages: Sequence[Message],
+    source: Sequence[Message] | None = None,
+) -> Report:
+    """The report with each change's index moved into ``messages``, by id.
 
     Changes keep message ids, so a pipeline's later stages can be reported
     against the pipeline's own input.
+
+    Args:
+        report: A report whose indices point into ``source``.
+        messages: The conversation the indices should point into.
+        source: The conversation the report was made on. When given, each
+            change's index names ``source[index]``; a message that is not in
+            ``messages`` (one a repair inserted, say) takes the index of the
+            first message after it that is. Without it, the change's first id
+            is looked up.
     """
-    where = {m.id: i for i, m in reversed(list(enumerate(messages)))}
-    changes = tuple(
-        replace(c, index=where[c.ids[0]]) if c.ids and c.ids[0] in where else c
-        for c in report.changes
-    )
+    where = _positions(messages)
+
+    def index(c: Change) -> int:
+        if source is not None and 0 <= c.index < len(source):
+            return _place(source, c.index, where, len(messages))
+        if c.ids and c.ids[0] in where:
+            return where[c.ids[0]]
+        return c.index
+
+    changes = tuple(replace(c, index=index(c)) for c in report.changes)
     return replace(report, changes=changes)
+
+
+def _positions(messages: Sequence[Message]) -> dict[str, int]:
+    """Each id's first index in ``messages``."""
+    return {m.id: i for i, m in reversed(list(enumerate(messages)))}
+
+
+def _place(seq: Sequence[Message], k: int, where: dict[str, int], default: int) -> int:
+    """Where ``seq[k]`` is, or would go, in the conversation ``where`` indexes.
+
+    The index of the first of ``seq[k:]`` found there (a message that is not,
+    such as an inserted one, sits just before it), else ``default``.
+    """
+    for m in seq[k:]:
+        i = where.get(m.id)
+        if i is not None:
+            return i
+    return default

@@ -18,6 +18,7 @@ from contextwindow.strategies.base import (
     Change,
     Fitted,
     describe,
+    final_indices,
     finish,
     pinned_flags,
     pinned_units,
@@ -52,7 +53,7 @@ class DropOldest:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop units, oldest first, until the budget is met."""
-        us, pinned = pinned_units(messages, budget.protected)
+        us, pinned = pinned_units(messages, budget.protected, budget.provider)
         counter = budget.counter
         cost = [sum(counter.message(m) for m in messages[u.start : u.stop]) for u in us]
         total = budget.count(messages)
@@ -106,23 +107,31 @@ def _budget_error(
     budget: Budget,
     fitted: Fitted,
 ) -> BudgetError:
-    flags = pinned_flags(messages, budget.protected)
+    flags = pinned_flags(messages, budget.protected, budget.provider)
+    finals = final_indices(messages, budget.provider)
     rows: list[tuple[int, str]] = []
     for k, u in enumerate(us):
         if not pinned[k]:
             continue
         why = sorted(
-            {
-                _why(messages[i], i == len(messages) - 1, budget)
-                for i in range(u.start, u.stop)
-                if flags[i]
-            }
+            {_why(messages[i], i in finals) for i in range(u.start, u.stop) if flags[i]}
         )
         rows.append(
             (
                 cost[k],
                 f"{describe(messages, u)} #{u.start} ({', '.join(why)}): "
                 f"{cost[k]:,} tokens",
+            )
+        )
+    # What no message accounts for: reply priming, tool schemas.
+    overhead = fitted.report.tokens_after - sum(
+        budget.counter.message(m) for m in fitted.messages
+    )
+    if overhead > 0:
+        rows.append(
+            (
+                overhead,
+                f"request overhead (reply priming, tool schemas): {overhead:,} tokens",
             )
         )
     rows.sort(key=lambda r: -r[0])
@@ -132,7 +141,7 @@ def _budget_error(
     return BudgetError(budget.limit, fitted.report.tokens_after, tuple(shown))
 
 
-def _why(m: Message, final: bool, budget: Budget) -> str:
+def _why(m: Message, final: bool) -> str:
     if m.role == "system":
         return "system"
     if m.pinned:
@@ -172,7 +181,7 @@ class SlidingWindow:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop every unit before the window, except pinned ones."""
-        us, pinned = pinned_units(messages, budget.protected)
+        us, pinned = pinned_units(messages, budget.protected, budget.provider)
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
         window = set(counted[max(0, len(counted) - self.keep_last) :])
         counter = budget.counter

@@ -83,6 +83,6 @@ class Pipeline:
             later = step.report
             if not later.stages:  # a plain function's report
                 later = replace(later, stages=(stage_name(stage),))
-            report = report.then(later)
+            report = report.then(relocate(later, messages, current))
             current = step.messages
-        return Fitted(current, relocate(report, messages))
+        return Fitted(current, report)

@@ -4,10 +4,11 @@ Contract: ``TruncateToolResults``, ``ClearToolResults`` and ``Deduplicate``
 rewrite the content of tool results only; every call, every result's
 ``call_id``, ``name`` and ``is_error``, and every message and its id stay, so
 no exchange is ever broken. Results in pinned messages are never touched, and
-a result is rewritten only when that saves tokens. They work oldest first and
-stop as soon as the conversation fits the budget, so they lose no more than
-they must (a budget of 0 applies them everywhere). Each changed message is one
-change in the report.
+a result is rewritten only when that saves tokens and brings in no protected
+marker (which would pin the message for the stages after). They work oldest
+first and stop as soon as the conversation fits the budget, so they lose no
+more than they must (a budget of 0 applies them everywhere). Each changed
+message is one change in the report.
 """
 
 from __future__ import annotations
@@ -96,10 +97,11 @@ class ClearToolResults:
     Args:
         keep_recent: The most recent results left whole.
         placeholder: The text put in place of a result; ``{tokens}`` becomes
-            the tokens it took, ``{name}`` the tool's name.
+            the tokens it took (text and images), ``{name}`` the tool's name.
 
     Raises:
-        ContextWindowError: ``keep_recent`` below 0.
+        ContextWindowError: ``keep_recent`` below 0, or a placeholder using
+            other fields than ``{tokens}`` and ``{name}``.
 
     Example:
         >>> from contextwindow import Message, TokenCounter, ToolCall
@@ -121,23 +123,18 @@ class ClearToolResults:
 
     def __post_init__(self) -> None:
         _check_recent(self.keep_recent)
-        try:
-            self.placeholder.format(tokens=0, name="")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ContextWindowError(
-                f"placeholder {self.placeholder!r} may use only {{tokens}} and "
-                f"{{name}}: {exc!r}"
-            ) from exc
+        _check_format("placeholder", self.placeholder, tokens="1,234", name="read")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
-        count = budget.counter.tokenizer.count
+        counter = budget.counter
+        count = counter.tokenizer.count
         last = _count_results(messages) - self.keep_recent
 
         def rewrite(result: ToolResult, position: int) -> str | None:
             if position >= last:
                 return None
-            n = count(result.text)
+            n = count(result.text) + sum(counter.image(i) for i in result.images)
             return self.placeholder.format(tokens=f"{n:,}", name=result.name or "")
 
         return _rewrite(messages, budget, "ClearToolResults", "cleared", rewrite)
@@ -150,6 +147,13 @@ class Deduplicate:
     When the same output (same content, same error flag) appears more than
     once, the latest copy stays whole and each earlier one becomes a short
     note naming the call that holds it.
+
+    Args:
+        note: The text put in place of an earlier copy; ``{call_id}`` becomes
+            the id of the call whose result is the latest copy.
+
+    Raises:
+        ContextWindowError: A note using another field than ``{call_id}``.
 
     Example:
         >>> from contextwindow import Message, TokenCounter, ToolCall
@@ -168,6 +172,9 @@ class Deduplicate:
     note: str = "[same output as the later result of call {call_id}]"
     """The text put in place of an earlier copy (``{call_id}`` filled in)."""
 
+    def __post_init__(self) -> None:
+        _check_format("note", self.note, call_id="call_1")
+
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Replace earlier copies of repeated outputs."""
         latest: dict[tuple[object, bool], str] = {}
@@ -178,8 +185,8 @@ class Deduplicate:
                 keys.append(key)
                 latest[key] = r.call_id
         seen: dict[tuple[object, bool], int] = {}
-        for position, key in enumerate(keys):
-            seen[key] = position  # the last position holding each output
+        for position, output in enumerate(keys):
+            seen[output] = position  # the last position holding each output
 
         def rewrite(result: ToolResult, position: int) -> str | None:
             key = keys[position]
@@ -198,6 +205,17 @@ def _check_recent(keep_recent: int) -> None:
         raise ContextWindowError(f"keep_recent must be >= 0, got {keep_recent}")
 
 
+def _check_format(field: str, template: str, **sample: str) -> None:
+    """Fail now, not mid-fit, on a template that cannot be filled in."""
+    try:
+        template.format(**sample)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        names = " and ".join(f"{{{k}}}" for k in sample)
+        raise ContextWindowError(
+            f"{field} {template!r} may use only {names}: {exc!r}"
+        ) from exc
+
+
 def _count_results(messages: Sequence[Message]) -> int:
     return sum(len(m.tool_results) for m in messages)
 
@@ -210,7 +228,7 @@ def _rewrite(
     rewrite: Rewrite,
 ) -> Fitted:
     """Apply ``rewrite`` to each tool result outside pinned messages."""
-    flags = pinned_flags(messages, budget.protected)
+    flags = pinned_flags(messages, budget.protected, budget.provider)
     counter = budget.counter
     total = budget.count(messages)
     out: list[Message] = []
@@ -227,7 +245,8 @@ def _rewrite(
                 fits = total <= budget.limit
                 text = None if flags[i] or fits else rewrite(part, position)
                 position += 1
-                if text is not None:
+                # A marker in the new text would pin the message for later stages.
+                if text is not None and not any(k in text for k in budget.protected):
                     new = _with_text(part, text)
                     saved = counter.part(part) - counter.part(new)
                     if saved > 0:
@@ -281,8 +300,9 @@ def truncate(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
     if total <= max_tokens:
         return None
     half = max(1, max_tokens // 2)
-    head = _prefix(text, max_tokens - half, total, tokenizer)
-    tail = _suffix(text[len(head) :], half, total, tokenizer)
+    per_token = len(text) / total  # characters per token, to size the first try
+    head = _prefix(text, max_tokens - half, per_token, tokenizer)
+    tail = _suffix(text[len(head) :], half, per_token, tokenizer)
     middle = text[len(head) : len(text) - len(tail)]
     cut = tokenizer.count(middle)
     lines = middle.strip("\n").count("\n") + 1
@@ -290,9 +310,9 @@ def truncate(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
     return f"{head}\n[... {what} cut ...]\n{tail}"
 
 
-def _prefix(text: str, tokens: int, total: int, tokenizer: Tokenizer) -> str:
+def _prefix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> str:
     """The longest prefix of about ``tokens`` tokens, ending at a line end if near."""
-    size = max(1, len(text) * tokens // max(total, 1))
+    size = max(1, int(tokens * per_token))
     while size > 1 and tokenizer.count(text[:size]) > tokens:
         size = size * 9 // 10
     head = text[:size]
@@ -302,10 +322,9 @@ def _prefix(text: str, tokens: int, total: int, tokenizer: Tokenizer) -> str:
     return head
 
 
-def _suffix(text: str, tokens: int, total: int, tokenizer: Tokenizer) -> str:
+def _suffix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> str:
     """The longest suffix of about ``tokens`` tokens, starting a line if near."""
-    size = max(1, len(text) * tokens // max(total, 1))
-    size = min(size, len(text))
+    size = min(max(1, int(tokens * per_token)), len(text))
     while size > 1 and tokenizer.count(text[-size:]) > tokens:
         size = size * 9 // 10
     tail = text[len(text) - size :]

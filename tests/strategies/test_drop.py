@@ -1,0 +1,377 @@
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from contextwindow.errors import BudgetError, ContextWindowError
+from contextwindow.messages import Message, Provider, ToolCall, ToolResult, ToolSpec
+from contextwindow.strategies import Budget, DropOldest, SlidingWindow
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import BPETokenizer, TokenCounter
+from contextwindow.validity import CONTINUED, CONTINUED_ID, problems
+
+
+def budget(
+    limit: int, provider: Provider = "openai", protected: tuple[str, ...] = ()
+) -> Budget:
+    return Budget(limit, TokenCounter(FakeTokenizer(), provider), protected=protected)
+
+
+def call(cid: str, name: str = "f") -> ToolCall:
+    return ToolCall(cid, name, "{}")
+
+
+def texts(messages: tuple[Message, ...]) -> list[str]:
+    return [m.text for m in messages]
+
+
+def chat() -> list[Message]:
+    # Tokens (openai, one per word): 6, 7, 7, 6, 5, 6; 3 more to prime the reply.
+    return [
+        Message.system("be brief"),
+        Message.user("one two three"),
+        Message.assistant("four five six"),
+        Message.user("seven eight"),
+        Message.assistant("nine"),
+        Message.user("and now?"),
+    ]
+
+
+class TestDropOldest:
+    def test_drops_oldest_first(self) -> None:
+        """Unpinned units go oldest first, until the budget is met."""
+        conv = chat()
+        b = budget(30)
+        assert b.count(conv) == 40
+        fitted = DropOldest()(conv, b)
+        assert texts(fitted.messages) == ["be brief", "seven eight", "nine", "and now?"]
+        r = fitted.report
+        assert [(c.kind, c.stage, c.index, c.saved, c.what) for c in r.changes] == [
+            ("dropped", "DropOldest", 1, 7, "user message"),
+            ("dropped", "DropOldest", 2, 7, "assistant message"),
+        ]
+        assert [c.ids for c in r.changes] == [(conv[1].id,), (conv[2].id,)]
+        assert (r.tokens_before, r.tokens_after, r.limit, r.stages) == (
+            40,
+            26,
+            30,
+            ("DropOldest",),
+        )
+        assert r.fits
+
+    def test_nothing_to_do(self) -> None:
+        """A conversation that fits comes back whole, as the same objects."""
+        conv = chat()
+        fitted = DropOldest()(conv, budget(40))
+        assert all(a is b for a, b in zip(fitted.messages, conv, strict=True))
+        assert fitted.report.changes == ()
+
+    def test_drops_no_more_than_needed(self) -> None:
+        """Dropping stops as soon as the conversation fits."""
+        fitted = DropOldest()(chat(), budget(33))
+        assert len(fitted.messages) == 5
+        assert fitted.report.tokens_after == 33
+
+    @pytest.mark.parametrize(
+        "results",
+        [
+            [Message.tool("b", "b " * 20), Message.tool("a", "a " * 20)],
+            [Message("tool", (ToolResult("a", "a " * 20), ToolResult("b", "b " * 20)))],
+        ],
+        ids=["split", "batched"],
+    )
+    def test_never_splits_an_exchange(self, results: list[Message]) -> None:
+        """A tool exchange with parallel calls is dropped whole, never half."""
+        exchange = [
+            Message.assistant(tool_calls=[call("a", "read"), call("b", "grep")]),
+            *results,
+        ]
+        conv = [
+            Message.user("go"),
+            *exchange,
+            Message.assistant("ok"),
+            Message.user("?"),
+        ]
+        b = budget(30)
+        fitted = DropOldest()(conv, b)
+        assert texts(fitted.messages) == ["ok", "?"]
+        dropped = fitted.report.changes[1]
+        assert dropped.ids == tuple(m.id for m in exchange)
+        assert dropped.index == 1
+        assert dropped.what == f"tool exchange: read, grep ({len(exchange)} messages)"
+        assert dropped.saved == sum(b.counter.message(m) for m in exchange)
+        assert problems(fitted.messages, "openai") == ()
+
+    def test_keeps_pinned_units_anywhere(self) -> None:
+        """Pinned messages stay, with their whole exchange, wherever they are."""
+        exchange = [
+            Message.assistant(tool_calls=[call("a", "read")]),
+            Message.tool("a", "KEEP: the deploy key is 42"),
+        ]
+        conv = [
+            Message.user("old one"),
+            Message.user("pinned middle", pinned=True),
+            Message.user("filler " * 10),
+            *exchange,
+            Message.user("recent filler " * 5),
+            Message.user("final"),
+        ]
+        kept = [conv[1], *exchange, conv[-1]]
+        b = budget(0, protected=("KEEP:",))
+        b = budget(b.count(kept), protected=("KEEP:",))
+        fitted = DropOldest()(conv, b)
+        assert list(fitted.messages) == kept
+        assert [c.index for c in fitted.report.changes] == [0, 2, 5]
+
+    def test_order_is_kept(self) -> None:
+        """What is kept keeps its order."""
+        conv = [Message.user(f"turn {i}", pinned=i % 2 == 0) for i in range(7)]
+        b = budget(budget(0).count([conv[i] for i in (0, 2, 4, 5, 6)]))
+        fitted = DropOldest()(conv, b)
+        assert texts(fitted.messages) == [
+            "turn 0",
+            "turn 2",
+            "turn 4",
+            "turn 5",
+            "turn 6",
+        ]
+
+    def test_budget_error(self) -> None:
+        """Pinned content alone too big: the error says what, largest first."""
+        conv = [
+            Message.system("You are a careful assistant."),
+            Message.user("old"),
+            Message.user("note KEEP: the key is 42"),
+            Message.user("x", pinned=True),
+            Message.assistant(tool_calls=[call("a", "read")], pinned=True),
+            Message.tool("a", "file body here"),
+        ]
+        b = budget(1, protected=("KEEP:",))
+        with pytest.raises(BudgetError) as info:
+            DropOldest()(conv, b)
+        err = info.value
+        assert err.budget == 1
+        assert err.required == b.count([conv[i] for i in (0, 2, 3, 4, 5)]) == 43
+        assert err.pinned == (
+            "tool exchange: read (2 messages) #4 (final message, pinned): 16 tokens",
+            "user message #2 (protected marker): 10 tokens",
+            "system message #0 (system): 9 tokens",
+            "user message #3 (pinned): 5 tokens",
+            "request overhead (reply priming, tool schemas): 3 tokens",
+        )
+        assert str(err).startswith("cannot fit 43 tokens into a budget of 1: tool")
+
+    def test_budget_error_final_message(self) -> None:
+        """The final message is named as such."""
+        conv = [Message.user("a b c"), Message.user("the last word")]
+        with pytest.raises(BudgetError) as info:
+            DropOldest()(conv, budget(5))
+        assert info.value.pinned == (
+            "user message #1 (final message): 7 tokens",
+            "request overhead (reply priming, tool schemas): 3 tokens",
+        )
+        assert info.value.required == 10
+
+    def test_budget_error_lists_five(self) -> None:
+        """Beyond five pinned units, the error says how many more."""
+        conv = [Message.user("w " * (i + 1), pinned=True) for i in range(7)]
+        with pytest.raises(BudgetError) as info:
+            DropOldest()(conv, budget(10))
+        shown = info.value.pinned
+        assert len(shown) == 6
+        assert shown[0] == "user message #6 (pinned): 11 tokens"
+        assert shown[4] == "user message #2 (pinned): 7 tokens"
+        assert shown[5] == "and 3 more"  # two messages and the request overhead
+
+    def test_budget_error_names_the_overhead(self) -> None:
+        """An empty request that cannot fit names the request overhead."""
+        with pytest.raises(BudgetError) as info:
+            DropOldest()([], budget(0))
+        assert (info.value.required, info.value.pinned) == (
+            3,
+            ("request overhead (reply priming, tool schemas): 3 tokens",),
+        )
+
+    def test_budget_error_tool_schemas(self) -> None:
+        """Tool schemas are part of the overhead named."""
+        b = Budget(
+            5,
+            TokenCounter(FakeTokenizer()),
+            tools=(ToolSpec("ping", "Ping a host"),),
+        )
+        with pytest.raises(BudgetError) as info:
+            DropOldest()([Message.user("hi")], b)
+        assert info.value.pinned == (
+            "request overhead (reply priming, tool schemas): 29 tokens",
+            "user message #0 (final message): 5 tokens",
+        )
+
+    def test_budget_error_without_overhead(self) -> None:
+        """Anthropic has no reply priming: no overhead to name."""
+        with pytest.raises(BudgetError) as info:
+            DropOldest()([Message.user("a b c d")], budget(2, "anthropic"))
+        assert info.value.pinned == ("user message #0 (final message): 7 tokens",)
+
+    def test_keeps_the_last_valid_message(self) -> None:
+        """When the last message is one a repair drops, the turn before is kept."""
+        conv = [
+            Message.user("hello"),
+            Message.user("the question that matters"),
+            Message.assistant(""),  # an empty reply: ensure_valid drops it
+        ]
+        fitted = DropOldest()(conv, budget(12))  # 20 tokens; 11 once repaired
+        assert texts(fitted.messages) == ["the question that matters"]
+        with pytest.raises(BudgetError) as info:
+            DropOldest()(conv[1:], budget(5))
+        assert info.value.pinned[0] == "user message #0 (final message): 8 tokens"
+
+    def test_anthropic_placeholder_costs_tokens(self) -> None:
+        """When the first-turn repair costs tokens, one more unit goes."""
+        # Anthropic, one token a word: 3 + 6, 3 + 1, 3 + 1; no reply priming.
+        conv = [
+            Message.user("one two three four five six"),
+            Message.assistant("a"),
+            Message.user("b"),
+        ]
+        fitted = DropOldest()(conv, budget(8, "anthropic"))
+        assert texts(fitted.messages) == ["b"]
+        r = fitted.report
+        assert [(c.kind, c.index, c.saved) for c in r.changes] == [
+            ("dropped", 0, 9),
+            ("dropped", 1, 4),
+        ]
+        assert (r.tokens_after, r.fits) == (4, True)
+
+    def test_anthropic_placeholder_reported(self) -> None:
+        """When the placeholder fits, it is kept and reported as a repair."""
+        conv = [
+            Message.user("one two three four five six"),
+            Message.assistant("a"),
+            Message.user("b"),
+        ]
+        fitted = DropOldest()(conv, budget(12, "anthropic"))
+        assert [(m.text, m.id) for m in fitted.messages[:1]] == [
+            (CONTINUED, CONTINUED_ID)
+        ]
+        assert texts(fitted.messages)[1:] == ["a", "b"]
+        r = fitted.report
+        assert [(c.kind, c.index, c.saved) for c in r.changes] == [
+            ("dropped", 0, 9),
+            ("repaired", 1, -4),
+        ]
+        assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after == 12
+
+    def test_exact_tokenizer(self) -> None:
+        """With real BPE counts, the output fits and the sums add up."""
+        counter = TokenCounter(BPETokenizer("o200k_base"))
+        conv = [Message.system("Answer in French.")] + [
+            Message.user(f"Question {i}: what is {i} squared?")
+            if i % 2 == 0
+            else Message.assistant(f"{i} squared is {i * i}.")
+            for i in range(20)
+        ]
+        b = Budget(80, counter)
+        r = DropOldest()(conv, b).report
+        assert r.tokens_after <= 80 < r.tokens_after + r.changes[-1].saved
+        assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
+
+    def test_never_mutates(self) -> None:
+        """The input is left as it was."""
+        conv = chat()
+        before = copy.deepcopy(conv)
+        ids = [m.id for m in conv]
+        DropOldest()(conv, budget(20))
+        assert conv == before
+        assert [m.id for m in conv] == ids
+
+
+class TestSlidingWindow:
+    def test_keeps_the_last_units(self) -> None:
+        """Only the last ``keep_last`` units are kept."""
+        conv = [Message.user(f"turn {i}") for i in range(5)]
+        fitted = SlidingWindow(2)(conv, budget(1000))
+        assert texts(fitted.messages) == ["turn 3", "turn 4"]
+        r = fitted.report
+        assert [(c.stage, c.kind, c.index, c.saved) for c in r.changes] == [
+            ("SlidingWindow", "dropped", 0, 6),
+            ("SlidingWindow", "dropped", 1, 6),
+            ("SlidingWindow", "dropped", 2, 6),
+        ]
+        assert r.stages == ("SlidingWindow",)
+
+    def test_system_not_counted(self) -> None:
+        """System messages are kept and do not use up the window."""
+        conv = [Message.system("s"), *(Message.user(f"turn {i}") for i in range(5))]
+        fitted = SlidingWindow(2)(conv, budget(1000))
+        assert texts(fitted.messages) == ["s", "turn 3", "turn 4"]
+
+    def test_pinned_before_the_window(self) -> None:
+        """A pinned unit before the window is kept, in its place."""
+        conv = [Message.user(f"turn {i}", pinned=i == 1) for i in range(5)]
+        fitted = SlidingWindow(2)(conv, budget(1000))
+        assert texts(fitted.messages) == ["turn 1", "turn 3", "turn 4"]
+
+    def test_protected_marker(self) -> None:
+        """A protected marker pins a message before the window."""
+        conv = [Message.user("KEEP this"), *(Message.user(f"t{i}") for i in range(3))]
+        fitted = SlidingWindow(1)(conv, budget(1000, protected=("KEEP",)))
+        assert texts(fitted.messages) == ["KEEP this", "t2"]
+
+    def test_keeps_the_last_valid_message(self) -> None:
+        """A window over an empty final reply still holds the turn before it."""
+        conv = [
+            Message.user("hello"),
+            Message.assistant("hi"),
+            Message.user("the question that matters"),
+            Message.assistant(""),
+        ]
+        fitted = SlidingWindow(1)(conv, budget(1000))
+        assert texts(fitted.messages) == ["the question that matters"]
+
+    def test_keep_none(self) -> None:
+        """``keep_last=0`` keeps only what is pinned: system and final message."""
+        conv = [Message.system("s"), *(Message.user(f"turn {i}") for i in range(3))]
+        fitted = SlidingWindow(0)(conv, budget(1000))
+        assert texts(fitted.messages) == ["s", "turn 2"]
+
+    def test_window_larger_than_the_conversation(self) -> None:
+        """A window wider than the conversation keeps all of it."""
+        conv = chat()
+        fitted = SlidingWindow(50)(conv, budget(1000))
+        assert all(a is b for a, b in zip(fitted.messages, conv, strict=True))
+        assert fitted.report.changes == ()
+
+    def test_exchange_is_one_unit(self) -> None:
+        """A tool exchange counts as one unit and is kept or dropped whole."""
+        exchange = [
+            Message.assistant(tool_calls=[call("a"), call("b")]),
+            Message.tool("a", "1"),
+            Message.tool("b", "2"),
+        ]
+        conv = [Message.user("go"), *exchange, Message.user("thanks")]
+        fitted = SlidingWindow(2)(conv, budget(1000))
+        assert list(fitted.messages) == [*exchange, conv[-1]]
+        fitted = SlidingWindow(1)(conv, budget(1000))
+        assert list(fitted.messages) == [conv[-1]]
+        assert fitted.report.changes[1].ids == tuple(m.id for m in exchange)
+
+    def test_ignores_the_budget(self) -> None:
+        """The window is its rule; whether it fits is for the report to say."""
+        conv = [Message.user(f"turn {i}") for i in range(5)]
+        fitted = SlidingWindow(3)(conv, budget(0))
+        assert len(fitted.messages) == 3
+        assert not fitted.report.fits
+
+    def test_anthropic_window_opening_on_the_assistant(self) -> None:
+        """A window that opens on the assistant's turn gets the placeholder."""
+        conv = [Message.user("q1"), Message.assistant("a1"), Message.user("q2")]
+        fitted = SlidingWindow(2)(conv, budget(1000, "anthropic"))
+        assert texts(fitted.messages) == [CONTINUED, "a1", "q2"]
+        assert fitted.report.changes[-1].kind == "repaired"
+
+    def test_default_and_negative(self) -> None:
+        """The window defaults to 20 units; a negative one is an error."""
+        assert SlidingWindow().keep_last == 20
+        with pytest.raises(ContextWindowError, match="keep_last must be >= 0"):
+            SlidingWindow(-1)

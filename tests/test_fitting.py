@@ -1,0 +1,313 @@
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from contextwindow.errors import BudgetError, ContextWindowError, UnknownModelWarning
+from contextwindow.fitting import DEFAULT_STRATEGY, fit, provider_of
+from contextwindow.messages import PROVIDERS, Message, Provider, ToolCall, ToolSpec
+from contextwindow.models import get_model
+from contextwindow.strategies import (
+    ClearToolResults,
+    Deduplicate,
+    DropOldest,
+    Pipeline,
+    SlidingWindow,
+    TruncateToolResults,
+)
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import BPETokenizer, TokenCounter
+from contextwindow.validity import CONTINUED, problems
+
+
+def chat(n: int = 6) -> list[Message]:
+    """A system prompt, then ``n`` alternating turns of 12 words (16 tokens)."""
+    out = [Message.system("be brief")]
+    for i in range(n):
+        text = f"turn {i} " + "word " * 10
+        out.append(Message.user(text) if i % 2 == 0 else Message.assistant(text))
+    return out
+
+
+def agent(n: int = 6, size: int = 200) -> list[Message]:
+    """An agent loop: each turn reads a file of ``size`` words."""
+    out = [Message.system("You are a coding agent.")]
+    for i in range(n):
+        out += [
+            Message.user(f"read part {i}"),
+            Message.assistant(tool_calls=[ToolCall(f"c{i}", "read", "{}")]),
+            Message.tool(f"c{i}", f"part {i}: " + "data " * size, name="read"),
+        ]
+    return [*out, Message.user("summarise")]
+
+
+class TestLimits:
+    def test_model_window(self) -> None:
+        """The model's window is the default limit."""
+        fitted = fit([Message.user("hello")], model="gpt-4o")
+        assert fitted.report.limit == get_model("gpt-4o").context_window == 128_000
+        assert fitted.report.tokens_after == 8  # o200k_base: 3 + 1 + 1, 3 to prime
+
+    def test_model_info(self) -> None:
+        """A ``ModelInfo`` serves as the model, without a lookup."""
+        fitted = fit([Message.user("hello")], model=get_model("gpt-4o"), limit=100)
+        assert fitted.report.limit == 100
+
+    def test_limit_and_reserve(self) -> None:
+        """The budget is the limit less the reserve."""
+        conv = chat()
+        fitted = fit(conv, limit=100, reserve=40, tokenizer=FakeTokenizer())
+        r = fitted.report
+        assert r.limit == 60
+        assert r.tokens_after <= 60 < r.tokens_before
+
+    def test_reserve_above_limit(self) -> None:
+        """A reserve larger than the limit is an error; equal is a zero budget."""
+        with pytest.raises(ContextWindowError, match=r"reserve \(101\) is larger"):
+            fit([], limit=100, reserve=101)
+        with pytest.raises(BudgetError) as info:  # the reply priming alone is 3
+            fit([], limit=3, reserve=3, tokenizer=FakeTokenizer())
+        assert info.value.budget == 0
+
+    @pytest.mark.parametrize(("limit", "reserve"), [(-1, 0), (100, -5)])
+    def test_negative(self, limit: int, reserve: int) -> None:
+        """A negative limit or reserve is an error."""
+        with pytest.raises(ContextWindowError, match="must be >= 0"):
+            fit([], limit=limit, reserve=reserve)
+
+    def test_neither_model_nor_limit(self) -> None:
+        """Without a model, a limit is required."""
+        with pytest.raises(ContextWindowError, match="needs a model or a limit"):
+            fit([Message.user("hi")])
+
+    def test_unknown_model_warns(self) -> None:
+        """An unknown model falls back to the default window, with a warning."""
+        with pytest.warns(UnknownModelWarning, match="no-such-model"):
+            fitted = fit([Message.user("hi")], model="no-such-model")
+        assert fitted.report.limit == 8192
+
+
+class TestProvider:
+    def test_claude_is_anthropic(self) -> None:
+        """A Claude model gets Anthropic's rules: a user turn first."""
+        conv = [Message.assistant("Hello!"), Message.user("hi")]
+        fitted = fit(conv, model="claude-sonnet-4-5")
+        assert [m.text for m in fitted.messages] == [CONTINUED, "Hello!", "hi"]
+        assert fitted.report.changes[0].kind == "repaired"
+
+    def test_openai_by_default(self) -> None:
+        """Without a model the provider is OpenAI: no placeholder."""
+        conv = [Message.assistant("Hello!"), Message.user("hi")]
+        fitted = fit(conv, limit=100)
+        assert list(fitted.messages) == conv
+
+    def test_explicit_provider_wins(self) -> None:
+        """``provider`` overrides the model's."""
+        conv = [Message.assistant("Hello!"), Message.user("hi")]
+        assert fit(
+            conv, model="claude-sonnet-4-5", provider="openai"
+        ).messages == tuple(conv)
+        fitted = fit(conv, model="gpt-4o", provider="anthropic")
+        assert fitted.messages[0].text == CONTINUED
+
+    def test_unknown_provider(self) -> None:
+        """An unknown provider is an error."""
+        with pytest.raises(ContextWindowError, match="unknown provider 'gemini'"):
+            fit([], limit=10, provider="gemini")  # type: ignore[arg-type]  # the point of the test
+
+    @pytest.mark.parametrize(
+        ("model", "provider"),
+        [
+            ("claude-sonnet-4-5", "anthropic"),
+            ("claude-3-5-haiku-latest", "anthropic"),  # served by Vertex AI
+            ("gpt-4o", "openai"),
+        ],
+    )
+    def test_provider_of(self, model: str, provider: str) -> None:
+        """Claude models, whoever serves them, speak Anthropic's shape."""
+        assert provider_of(get_model(model)) == provider
+
+
+class TestCounter:
+    def test_counter_is_reused(self) -> None:
+        """A counter passed in is used as is: its cache serves the next fit."""
+        tok = FakeTokenizer()
+        counter = TokenCounter(tok)
+        conv = chat()
+        fit(conv, limit=1000, tokenizer=counter)
+        assert tok.calls
+        tok.reset()
+        fitted = fit(conv, limit=1000, tokenizer=counter)
+        assert tok.calls == []
+        assert fitted.report.tokens_after == counter.messages(conv)
+
+    def test_counter_for_another_provider(self) -> None:
+        """A counter counting for another provider than asked is an error."""
+        counter = TokenCounter(FakeTokenizer(), "openai")
+        with pytest.raises(ContextWindowError, match="counts for 'openai'"):
+            fit([], limit=10, tokenizer=counter, provider="anthropic")
+        assert fit([], limit=10, tokenizer=counter, provider="openai").report.fits
+
+    def test_counter_sets_the_provider(self) -> None:
+        """A counter's provider is the one fitted for."""
+        counter = TokenCounter(FakeTokenizer(), "anthropic")
+        conv = [Message.assistant("Hello!"), Message.user("hi")]
+        assert fit(conv, limit=100, tokenizer=counter).messages[0].text == CONTINUED
+
+    def test_tokenizer(self) -> None:
+        """A tokenizer is wrapped in a counter for the provider."""
+        conv = chat()
+        fitted = fit(conv, limit=1000, tokenizer=FakeTokenizer())
+        assert fitted.report.tokens_before == 3 + 6 + 6 * 16
+
+    def test_exact_counts(self) -> None:
+        """The model's tokenizer counts: exact BPE for gpt-4o."""
+        conv = chat()
+        fitted = fit(conv, model="gpt-4o")
+        counter = TokenCounter(BPETokenizer("o200k_base"))
+        assert fitted.report.tokens_before == counter.messages(conv)
+
+
+class TestFit:
+    def test_tools_counted(self) -> None:
+        """Tool schemas count against the budget."""
+        conv = chat()
+        tools = [ToolSpec("search", "Search the web", {"type": "object"})]
+        counter = TokenCounter(FakeTokenizer())
+        plain = fit(conv, limit=1000, tokenizer=counter).report.tokens_before
+        with_tools = fit(conv, limit=1000, tokenizer=counter, tools=tools)
+        assert with_tools.report.tokens_before == counter.messages(conv, tools=tools)
+        assert with_tools.report.tokens_before > plain
+        limit = counter.messages(conv)
+        assert fit(conv, limit=limit, tokenizer=counter).report.changes == ()
+        assert fit(conv, limit=limit, tokenizer=counter, tools=tools).report.changes
+
+    @pytest.mark.parametrize("protected", [["KEEP:"], "KEEP:"])
+    def test_protected_markers(self, protected: list[str] | str) -> None:
+        """A message holding a protected marker is kept while older ones go."""
+        conv = chat()
+        conv[1] = Message.user("KEEP: the deploy key is 42")
+        fitted = fit(conv, limit=60, tokenizer=FakeTokenizer(), protected=protected)
+        assert conv[1] in fitted.messages
+        assert fitted.report.fits
+
+    def test_marker_in_the_placeholder(self) -> None:
+        """A marker in the placeholder's text does not keep the placeholder."""
+        conv = [
+            Message.assistant("hello there " * 10),
+            Message.user("question one"),
+            Message.assistant("answer"),
+            Message.user("last question"),
+        ]
+        counter = TokenCounter(FakeTokenizer(), "anthropic")
+        for protected in ([], ["cont"]):
+            fitted = fit(
+                conv,
+                limit=20,
+                strategy=DropOldest(),
+                tokenizer=counter,
+                protected=protected,
+            )
+            assert list(fitted.messages) == conv[1:], protected
+
+    def test_default_strategy(self) -> None:
+        """By default: deduplicate, truncate, clear, then drop."""
+        assert isinstance(DEFAULT_STRATEGY, Pipeline)
+        assert [type(s) for s in DEFAULT_STRATEGY.stages] == [
+            Deduplicate,
+            TruncateToolResults,
+            ClearToolResults,
+            DropOldest,
+        ]
+
+    def test_default_stops_at_the_cheapest_loss(self) -> None:
+        """Truncating old results is enough: nothing is cleared or dropped."""
+        conv = agent(size=600)  # 3,749 tokens; 3,386 with old results truncated
+        fitted = fit(conv, limit=3500, tokenizer=FakeTokenizer())
+        r = fitted.report
+        assert r.stages == ("Deduplicate", "TruncateToolResults")
+        assert set(r.totals()) == {"truncated"}
+        assert len(fitted.messages) == len(conv)
+        assert r.fits
+
+    def test_default_drops_last(self) -> None:
+        """When clearing is not enough, the oldest units go."""
+        conv = agent(n=20, size=50)
+        fitted = fit(conv, limit=300, tokenizer=FakeTokenizer())
+        r = fitted.report
+        assert r.stages == (
+            "Deduplicate",
+            "TruncateToolResults",
+            "ClearToolResults",
+            "DropOldest",
+        )
+        assert "dropped" in r.totals()
+        assert r.fits
+
+    def test_fallback(self) -> None:
+        """When the strategy alone does not fit, ``DropOldest`` finishes the job."""
+        conv = chat()
+        fitted = fit(
+            conv, limit=60, tokenizer=FakeTokenizer(), strategy=SlidingWindow(4)
+        )
+        r = fitted.report
+        assert r.stages == ("SlidingWindow", "DropOldest")
+        # 105 tokens; the window leaves 73, one more turn dropped leaves 57.
+        assert [(c.stage, c.index) for c in r.changes] == [
+            ("SlidingWindow", 1),
+            ("SlidingWindow", 2),
+            ("DropOldest", 3),
+        ]
+        assert r.tokens_after == 57
+        assert r.fits
+
+    def test_no_fallback_when_it_fits(self) -> None:
+        """A strategy that meets the budget is the only stage."""
+        fitted = fit(
+            chat(), limit=80, tokenizer=FakeTokenizer(), strategy=SlidingWindow(4)
+        )
+        assert fitted.report.stages == ("SlidingWindow",)
+
+    def test_budget_error(self) -> None:
+        """Pinned content alone too large raises ``BudgetError``."""
+        conv = [Message.system("w " * 100), *chat()[1:]]
+        with pytest.raises(BudgetError) as info:
+            fit(conv, limit=50, tokenizer=FakeTokenizer())
+        assert info.value.budget == 50
+        assert info.value.pinned[0] == "system message #0 (system): 104 tokens"
+
+    def test_fits_unchanged(self) -> None:
+        """A conversation that fits comes back as the same messages."""
+        conv = chat()
+        fitted = fit(conv, limit=1000, tokenizer=FakeTokenizer())
+        assert all(a is b for a, b in zip(fitted.messages, conv, strict=True))
+        assert (fitted.report.changes, fitted.report.stages) == ((), ())
+
+    def test_never_mutates(self) -> None:
+        """The input list and its messages are left as they were."""
+        conv = agent(n=10)
+        before = copy.deepcopy(conv)
+        snapshot = list(conv)
+        fit(conv, limit=300, tokenizer=FakeTokenizer())
+        assert conv == before
+        assert all(a is b for a, b in zip(conv, snapshot, strict=True))
+
+    @pytest.mark.parametrize("provider", PROVIDERS)
+    def test_indices_point_into_the_input(self, provider: Provider) -> None:
+        """Every change names the input message at its index; output is valid."""
+        conv = [Message.tool("zz", "stale"), *agent(n=10)[1:]]
+        fitted = fit(
+            conv,
+            limit=400,
+            tokenizer=FakeTokenizer(),
+            provider=provider,
+        )
+        r = fitted.report
+        assert r.changes
+        for c in r.changes:
+            if c.ids[0] in {m.id for m in conv}:
+                assert conv[c.index].id == c.ids[0]
+        assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
+        assert problems(fitted.messages, provider) == ()
+        assert r.fits
