@@ -1,0 +1,154 @@
+"""What the commands share: the error boundary, inputs, formatting.
+
+Contract: ``cli_errors`` is the one place where library errors
+(``ContextWindowError``, ``BudgetError`` included) become one-line
+``Error: …`` messages and a non-zero exit, and library warnings become
+``warning: …`` lines on stderr. Nothing here prints otherwise: the helpers
+return text for the commands to print. The names carry no underscore because
+the module itself is private: they are shared by this package's command
+modules and by nothing else.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import Provider
+from contextwindow.tokens import (
+    BPETokenizer,
+    HeuristicTokenizer,
+    HFTokenizer,
+    Tokenizer,
+)
+from contextwindow.tokens.bpe import ENCODINGS
+from contextwindow.transcripts import Transcript
+
+_PROVIDER_OF_FORMAT: dict[str, Provider] = {
+    "anthropic": "anthropic",
+    "anthropic_request": "anthropic",
+    "claude_code": "anthropic",
+    "responses": "responses",
+}
+DEFAULT_MODEL = "gpt-4o"
+
+
+@contextmanager
+def cli_errors() -> Generator[None, None, None]:
+    """Turn library errors into click errors, and warnings into stderr lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except ContextWindowError as exc:
+            raise click.ClickException(str(exc)) from exc
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                text = str(w.message)
+                if text not in seen:
+                    seen.add(text)
+                    click.echo(f"warning: {text}", err=True)
+
+
+# -- inputs ----------------------------------------------------------------------
+
+
+def provider_of(t: Transcript) -> Provider:
+    """The provider whose shape a transcript is in (JSONL: the shape of its lines)."""
+    fmt = t.format
+    if fmt == "jsonl":
+        fmt = str(t.meta.get("shape", "openai"))
+    return _PROVIDER_OF_FORMAT.get(fmt, "openai")
+
+
+def choose_transcript(
+    file: str, transcripts: Sequence[Transcript], k: int | None
+) -> Transcript:
+    """The ``--conversation`` asked for, or the only one the file holds."""
+    n = len(transcripts)
+    if k is None and n == 1:
+        return transcripts[0]
+    if k is None:
+        raise click.UsageError(
+            f"{file} holds {n} conversations; choose one with --conversation N "
+            f"(0 to {n - 1})"
+        )
+    if not 0 <= k < n:
+        choose = f"choose 0 to {n - 1}" if n else "there is none to choose"
+        raise click.BadParameter(
+            f"{file} holds {n} conversation(s); {choose}",
+            param_hint="--conversation",
+        )
+    return transcripts[k]
+
+
+def tokenizer_from(spec: str) -> Tokenizer:
+    """The tokenizer a ``--tokenizer`` value names."""
+    if spec == "heuristic":
+        return HeuristicTokenizer()
+    if spec in ENCODINGS:
+        return BPETokenizer(spec)
+    if spec.endswith(".json") or Path(spec).exists():
+        return HFTokenizer.from_file(spec)
+    choices = ", ".join([*ENCODINGS, "heuristic"])
+    raise click.BadParameter(
+        f"{spec!r} is not one of {choices}, nor a tokenizer.json file",
+        param_hint="--tokenizer",
+    )
+
+
+# -- formatting ------------------------------------------------------------------
+
+
+def num(x: int) -> str:
+    """A count with thousands separators: ``12,345``."""
+    return f"{x:,}"
+
+
+def pct(part: int, whole: int) -> str:
+    """``part`` as a percentage of ``whole``, or ``-`` when ``whole`` is 0."""
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _is_number(cell: str) -> bool:
+    return (
+        bool(cell)
+        and cell.strip("-").replace(",", "").replace(".", "").rstrip("%").isdigit()
+    )
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Align columns: numbers to the right, text to the left."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    right = [
+        k > 0 and all(_is_number(r[k]) or not r[k] for r in rows)
+        for k in range(len(headers))
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if r else c.ljust(w)
+            for c, w, r in zip(cells, widths, right, strict=True)
+        ]
+        return "  " + "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def bar(share: float, width: int = 30) -> str:
+    """A text bar ``width`` cells wide, ``share`` of them filled."""
+    filled = min(width, round(share * width))
+    return "█" * filled + "░" * (width - filled)
+
+
+def tokenizer_label(tokenizer: str, exact: bool) -> str:
+    """How a tokenizer's counts are labelled: exact, or APPROXIMATE."""
+    return f"{tokenizer}, exact" if exact else f"{tokenizer}, APPROXIMATE"

@@ -1,0 +1,358 @@
+"""``contextwindow fit``: fit a conversation into a token budget and report it.
+
+Contract: ``fit`` writes the fitted conversation to ``-o`` (its report to
+stdout) or, without ``-o``, to stdout (its report to stderr), so that it
+pipes. The report lists every change (the largest ``MAX_CHANGES_SHOWN`` in
+text; ``--json`` has all). A bad ``--budget`` or ``--strategy`` is a usage
+error; library errors and warnings reach the user through ``cli_errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from contextwindow.cli._common import (
+    DEFAULT_MODEL,
+    choose_transcript,
+    cli_errors,
+    num,
+    pct,
+    provider_of,
+    table,
+    tokenizer_from,
+    tokenizer_label,
+)
+from contextwindow.errors import ContextWindowError
+from contextwindow.fitting import fit
+from contextwindow.formats import AnthropicRequest, to_provider
+from contextwindow.messages import PROVIDERS, Provider
+from contextwindow.models import DEFAULT_MODEL_INFO, ModelInfo, get_model, get_tokenizer
+from contextwindow.strategies.base import Change, Fitted
+from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
+from contextwindow.tokens import TokenCounter, Tokenizer
+from contextwindow.transcripts import Transcript, read_transcripts
+
+MAX_CHANGES_SHOWN = 20
+"""Changes ``fit`` lists one by one; the rest are counted (``--json`` has all)."""
+
+
+def _strategy_help() -> str:
+    usages = {name: entry.usage(name) for name, entry in STRATEGY_NAMES.items()}
+    width = max(map(len, usages.values()))
+    lines = [
+        f"  {usages[name]:<{width}}  {entry.summary}"
+        for name, entry in STRATEGY_NAMES.items()
+    ]
+    return "\b\nStrategies (--strategy, stages joined by ','):\n" + "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """A ``--budget`` value: tokens, or a share of the conversation's own."""
+
+    value: float
+    percent: bool
+
+    def tokens(self, current: int) -> int:
+        return int(current * self.value / 100) if self.percent else int(self.value)
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else num(int(self.value))
+
+
+def _parse_budget(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> _Budget | None:
+    if value is None:
+        return None
+    text = value.strip().replace(",", "").replace("_", "")
+    percent = text.endswith("%")
+    try:
+        number = float(text[:-1]) if percent else int(text)
+    except ValueError:
+        number = -1.0
+    if number < 0:
+        raise click.BadParameter(
+            f"{value!r} is not a number of tokens (N) or a share of the "
+            "conversation's tokens (N%)"
+        )
+    return _Budget(number, percent)
+
+
+@dataclass(frozen=True, slots=True)
+class _FitRun:
+    """Everything ``fit`` reports on."""
+
+    file: str
+    transcript: Transcript
+    model: ModelInfo
+    provider: Provider
+    tokenizer: Tokenizer
+    budget: _Budget | None
+    limit: int
+    reserve: int
+    strategy: str
+    fitted: Fitted
+    output: str | None
+
+
+@click.command("fit", epilog=_strategy_help())
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("-m", "--model", help="Model whose window and tokenizer apply.")
+@click.option(
+    "--budget",
+    callback=_parse_budget,
+    metavar="N|N%",
+    help="Tokens the request may take, or N% of the conversation's own tokens "
+    "(default: the model's window).",
+)
+@click.option(
+    "--reserve",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Tokens kept free within the budget, e.g. for the reply (up to the "
+    "model's max output, which `contextwindow models M` shows).",
+)
+@click.option(
+    "-s",
+    "--strategy",
+    "strategy_spec",
+    default="default",
+    metavar="SPEC",
+    help="How to make room: stages tried in order until the budget is met, "
+    "e.g. 'dedupe,truncate(max_tokens=300),drop-oldest' (names below; "
+    "default: 'default'). drop-oldest finishes the job if they leave it unmet.",
+)
+@click.option(
+    "--to",
+    "to",
+    type=click.Choice(PROVIDERS),
+    help="Provider whose rules, framing and shape apply (default: the file's).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the fitted conversation here and the report to stdout "
+    "(default: the conversation to stdout, the report to stderr).",
+)
+@click.option(
+    "-c",
+    "--conversation",
+    type=int,
+    help="Which conversation of a multi-conversation file (0-based).",
+)
+@click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_spec",
+    metavar="NAME|PATH",
+    help="Count with o200k_base, cl100k_base, heuristic, or a Hugging Face "
+    "tokenizer.json (default: the model's own).",
+)
+@click.option(
+    "--protect",
+    multiple=True,
+    metavar="MARKER",
+    help="Keep every message whose text holds MARKER (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def fit_cmd(
+    file: str,
+    model: str | None,
+    budget: _Budget | None,
+    reserve: int,
+    strategy_spec: str,
+    to: Provider | None,
+    output: str | None,
+    conversation: int | None,
+    tokenizer_spec: str | None,
+    protect: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Fit a conversation into a token budget, validly, and report every change.
+
+    FILE is a transcript; use - for standard input. The fitted conversation is
+    written as JSON in the provider's shape: a list of messages (openai), a
+    list of items (responses) or {"system", "messages"} (anthropic).
+    """
+    if output == "-":
+        output = None
+    try:
+        strategy = parse_strategy(strategy_spec)
+    except ContextWindowError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    with cli_errors():
+        transcripts = read_transcripts(sys.stdin if file == "-" else file)
+        t = choose_transcript(file, transcripts, conversation)
+        asked = model or t.model or DEFAULT_MODEL
+        info = get_model(asked)
+        if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
+            info = replace(info, name=asked)
+        provider = to or provider_of(t)
+        tok = tokenizer_from(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
+        counter = TokenCounter(tok, provider)
+        current = counter.messages(list(t.messages), tools=t.tools)
+        limit = budget.tokens(current) if budget else info.context_window
+        fitted = fit(
+            t.messages,
+            model=info,
+            limit=limit,
+            reserve=reserve,
+            strategy=strategy,
+            provider=provider,
+            tokenizer=counter,
+            tools=t.tools,
+            protected=protect,
+        )
+        body = to_provider(fitted.messages, provider)
+        data: Any = body.body() if isinstance(body, AnthropicRequest) else body
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if output is not None:
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot write {output}: {exc.strerror or exc}"
+            ) from exc
+    else:
+        click.echo(text)
+    run = _FitRun(
+        file,
+        t,
+        info,
+        provider,
+        tok,
+        budget,
+        limit,
+        reserve,
+        strategy_spec,
+        fitted,
+        output,
+    )
+    report = json.dumps(_fit_dict(run), indent=2) if as_json else _render_fit(run)
+    click.echo(report, err=output is None)
+
+
+# -- JSON ------------------------------------------------------------------------
+
+
+def _change_dict(c: Change) -> dict[str, Any]:
+    return {
+        "kind": c.kind,
+        "stage": c.stage,
+        "index": c.index,
+        "ids": list(c.ids),
+        "units": c.units,
+        "what": c.what,
+        "tokens_before": c.tokens_before,
+        "tokens_after": c.tokens_after,
+        "saved": c.saved,
+    }
+
+
+def _fit_dict(run: _FitRun) -> dict[str, Any]:
+    r = run.fitted.report
+    return {
+        "file": run.file,
+        "title": run.transcript.title,
+        "format": run.transcript.format,
+        "output": run.output,
+        "model": run.model.name,
+        "context_window": run.model.context_window,
+        "max_output_tokens": run.model.max_output_tokens,
+        "provider": run.provider,
+        "tokenizer": run.tokenizer.name,
+        "exact": run.tokenizer.exact,
+        "strategy": run.strategy,
+        "budget_spec": str(run.budget) if run.budget else None,
+        "limit": run.limit,
+        "reserve": run.reserve,
+        "budget": r.limit,
+        "tokens_before": r.tokens_before,
+        "tokens_after": r.tokens_after,
+        "saved": r.saved,
+        "fits": r.fits,
+        "messages_before": len(run.transcript.messages),
+        "messages_after": len(run.fitted.messages),
+        "stages": list(r.stages),
+        "totals": {
+            k: {"changes": n, "saved": saved} for k, (n, saved) in r.totals().items()
+        },
+        "changes": [_change_dict(c) for c in r.changes],
+    }
+
+
+# -- rendering -------------------------------------------------------------------
+
+
+def _render_fit(run: _FitRun) -> str:
+    r = run.fitted.report
+    t = run.transcript
+    window = run.model.context_window
+    limits = f"window {num(window)}"
+    if run.model.max_output_tokens:
+        limits += f", max output {num(run.model.max_output_tokens)}"
+    if run.budget is None:
+        source = "the model's window"
+    elif run.budget.percent:
+        source = f"{run.budget} of the conversation's {num(r.tokens_before)}"
+    else:
+        source = "asked for"
+    if run.reserve:
+        source += f", less {num(run.reserve)} reserved"
+    out = [
+        f"{t.title}  ({t.format}, fitted for {run.provider})",
+        f"model: {run.model.name} ({limits}); "
+        f"tokens: {tokenizer_label(run.tokenizer.name, run.tokenizer.exact)}",
+        f"budget    {num(r.limit)} tokens ({source})",
+        f"tokens    {num(r.tokens_before)} → {num(r.tokens_after)} / {num(r.limit)} "
+        f"({pct(r.tokens_after, window)} of the window)",
+        f"messages  {num(len(t.messages))} → {num(len(run.fitted.messages))}",
+        f"stages    {', '.join(r.stages) or '(none: it already fits)'}",
+    ]
+    if r.changes:
+        out += ["", *_changes_table(r.changes)]
+        rows = [[k, num(n), num(saved)] for k, (n, saved) in r.totals().items()]
+        rows.append(["all", num(len(r.changes)), num(r.saved)])
+        out += ["", "totals", table(["kind", "changes", "saved"], rows)]
+    if run.output is not None:
+        out += ["", f"wrote {run.output} ({run.provider} shape)"]
+    return "\n".join(out)
+
+
+def _changes_table(changes: Sequence[Change]) -> tuple[str, str]:
+    """The heading and table of changes: all, or the largest in the order made."""
+    heading = "changes"
+    shown = list(changes)
+    if len(changes) > MAX_CHANGES_SHOWN:
+        order = sorted(range(len(changes)), key=lambda k: -abs(changes[k].saved))
+        shown = [changes[k] for k in sorted(order[:MAX_CHANGES_SHOWN])]
+        heading = (
+            f"changes (the {MAX_CHANGES_SHOWN} largest of {num(len(changes))}, "
+            "in the order made; --json lists all)"
+        )
+    rows = [
+        [
+            c.kind,
+            f"#{c.index}",
+            _clip(c.what, 60),
+            num(c.tokens_before),
+            num(c.tokens_after),
+            c.stage,
+        ]
+        for c in shown
+    ]
+    return heading, table(["kind", "message", "what", "before", "after", "stage"], rows)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

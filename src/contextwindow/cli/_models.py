@@ -1,0 +1,81 @@
+"""``contextwindow models``: list models with their window, output limit and tokens.
+
+Contract: the command only reads the model registry; it prints a table (or
+JSON) to stdout, with the model a pattern names first. A pattern that matches
+nothing is a one-line ``Error: …`` and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from contextwindow.cli._common import cli_errors, num, table
+from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
+
+
+def _tokens_label(m: ModelInfo) -> str:
+    if m.exact:
+        return m.encoding or "-"
+    scale = approximation_scale(m)
+    factor = "" if scale == 1.0 else f" x{scale:g}"
+    return f"{m.encoding or 'o200k_base'}{factor} (approx.)"
+
+
+def _names_it(pattern: str, resolved: str) -> bool:
+    """Whether ``pattern`` names ``resolved`` rather than searching for it."""
+    p, r = pattern.lower(), resolved.lower()
+    return p == r or p not in r
+
+
+@click.command("models")
+@click.argument("pattern", required=False)
+@click.option("--limit", default=40, show_default=True, help="Most rows shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
+    """List models with their context window and output limit.
+
+    PATTERN is a model name (aliases and dated variants resolve), a substring,
+    or a glob such as 'claude-*-4-5*'.
+    """
+    with cli_errors():
+        resolved = registry.resolve(pattern) if pattern else None
+        found = registry.search(pattern) if pattern else list(registry)
+        if resolved is not None and pattern and not _names_it(pattern, resolved):
+            resolved = None  # a search term such as "claude", not a model name
+        if resolved is not None:
+            exact = get_model(resolved)
+            found = [exact] + [m for m in found if m.name != exact.name]
+    if not found:
+        raise click.ClickException(f"no model matches {pattern!r}")
+    shown = found[:limit]
+    if as_json:
+        rows_json = [
+            {
+                "name": m.name,
+                "provider": m.provider,
+                "context_window": m.context_window,
+                "max_output_tokens": m.max_output_tokens,
+                "encoding": m.encoding,
+                "exact": m.exact,
+            }
+            for m in shown
+        ]
+        click.echo(json.dumps(rows_json, indent=2))
+        return
+    if resolved is not None and pattern and resolved != pattern:
+        click.echo(f"{pattern} -> {resolved}")
+    rows = [
+        [
+            m.name,
+            m.provider,
+            num(m.context_window),
+            num(m.max_output_tokens) if m.max_output_tokens else "-",
+            _tokens_label(m),
+        ]
+        for m in shown
+    ]
+    click.echo(table(["model", "provider", "window", "max output", "tokens"], rows))
+    if len(found) > limit:
+        click.echo(f"  … {len(found) - limit} more (use --limit)")
