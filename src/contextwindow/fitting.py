@@ -111,11 +111,13 @@ def fit(
             provider, or a counter for another provider.
 
     Example:
-        >>> conv = [Message.user("hello " * 50), Message.assistant("hi"),
-        ...         Message.user("what did I say?")]
+        >>> conv = [Message.user("Fix the login bug."),
+        ...         Message.assistant("Looking. " * 50), Message.user("Status?")]
         >>> fitted = fit(conv, limit=30, tokenizer=get_tokenizer("gpt-4o"))
+        >>> [m.text for m in fitted.messages]  # the task is dropped last
+        ['Fix the login bug.', 'Status?']
         >>> [(c.kind, c.what, c.index, c.saved) for c in fitted.report.changes]
-        [('dropped', 'user message', 0, 55)]
+        [('dropped', 'assistant message', 1, 105)]
     """
     info = get_model(model) if isinstance(model, str) else model
     if limit is None:

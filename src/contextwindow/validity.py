@@ -160,10 +160,19 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
             unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
     dropped = {p.index for p in found}
     for i, m in enumerate(messages):
+        role = m.role
+        if not anthropic and role != "assistant":
+            continue  # OpenAI's rules for other turns are all about units
         if i in dropped:  # an orphan: dropped whole, so nothing more to strip
             continue
         gone = unanswered.get(i, ())
-        if m.role == "assistant" or (anthropic and m.role == "user"):
+        # The common cases, checked without building lists.
+        if not gone and (
+            role == "system"
+            or (_clean(m.parts) if anthropic else any(map(_has_content, m.parts)))
+        ):
+            continue
+        if role == "assistant" or (anthropic and role == "user"):
             kept = [p for k, p in enumerate(m.parts) if k not in gone]
             if not any(_has_content(p) for p in kept):
                 thinking = any(isinstance(p, Thinking) for p in kept)
@@ -187,7 +196,7 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
                     "drop_parts",
                 )
                 for k, p in enumerate(m.parts)
-                if isinstance(p, Text) and not p.text.strip()
+                if isinstance(p, Text) and not _not_blank(p.text)
             )
     if anthropic:
         first = next(
@@ -281,8 +290,27 @@ def _is_call(part: Part) -> bool:
 
 def _has_content(part: Part) -> bool:
     if isinstance(part, Text):
-        return bool(part.text.strip())
+        return _not_blank(part.text)
     return isinstance(part, (ToolCall, Image, ToolResult))
+
+
+def _clean(parts: Sequence[Part]) -> bool:
+    """Some content, and no blank text part."""
+    content = False
+    for p in parts:
+        if isinstance(p, Text):
+            if not _not_blank(p.text):
+                return False
+            content = True
+        elif isinstance(p, (ToolCall, Image, ToolResult)):
+            content = True
+    return content
+
+
+def _not_blank(text: str) -> bool:
+    # Not ``text.strip()``: that copies a long text to look at its first
+    # characters; ``isspace`` stops at the first one that is not blank.
+    return bool(text) and not text.isspace()
 
 
 def _orphan(messages: Sequence[Message], i: int) -> Problem:

@@ -7,11 +7,12 @@ valid for the budget's provider (``contextwindow.validity.ensure_valid``).
 Example:
     >>> from contextwindow import Message, TokenCounter
     >>> from contextwindow.testing import FakeTokenizer
-    >>> conv = [Message.user("a " * 50), Message.assistant("b"), Message.user("c?")]
-    >>> fitted = Pipeline(SlidingWindow(5), DropOldest())(
+    >>> conv = [Message.user("a " * 50), Message.assistant("b " * 20),
+    ...         Message.user("c"), Message.assistant("d"), Message.user("e?")]
+    >>> fitted = Pipeline(SlidingWindow(4), DropOldest(keep_first=0))(
     ...     conv, Budget(30, TokenCounter(FakeTokenizer())))
     >>> [m.text for m in fitted.messages], fitted.report.stages
-    (['b', 'c?'], ('SlidingWindow', 'DropOldest'))
+    (['c', 'd', 'e?'], ('SlidingWindow', 'DropOldest'))
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from contextwindow.strategies.base import (
     pinned_flags,
 )
 from contextwindow.strategies.drop import DropOldest, SlidingWindow
+from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -44,9 +46,11 @@ __all__ = [
     "Fitted",
     "Pipeline",
     "Report",
+    "STRATEGY_NAMES",
     "SlidingWindow",
     "Strategy",
     "TruncateToolResults",
     "finish",
+    "parse_strategy",
     "pinned_flags",
 ]

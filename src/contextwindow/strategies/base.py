@@ -51,6 +51,7 @@ __all__ = [
     "Report",
     "Strategy",
     "describe",
+    "describe_run",
     "finish",
     "pinned_flags",
     "stage_name",
@@ -118,7 +119,7 @@ class Budget:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One change a strategy made to one unit (or one message of it).
+    """One change a strategy made: to a message, a unit, or a run of units.
 
     Example:
         >>> c = Change("dropped", "DropOldest", ("m3",), 3, 120, 0, "user message")
@@ -143,6 +144,8 @@ class Change:
     """Tokens of what replaced them (0 when dropped)."""
     what: str
     """What was touched and why, e.g. ``tool exchange: read_file (3 messages)``."""
+    units: int = 1
+    """How many units the change covers (a run of dropped units is one change)."""
 
     @property
     def saved(self) -> int:
@@ -336,7 +339,10 @@ def pinned_units(
     """The units of ``messages`` and, for each, whether any message in it is pinned."""
     flags = pinned_flags(messages, protected, provider)
     us = units(messages)
-    return us, [any(flags[u.start : u.stop]) for u in us]
+    return us, [
+        flags[u.start] if u.stop - u.start == 1 else any(flags[u.start : u.stop])
+        for u in us
+    ]
 
 
 def describe(messages: Sequence[Message], unit: Unit) -> str:
@@ -358,6 +364,44 @@ def describe(messages: Sequence[Message], unit: Unit) -> str:
     if unit.kind == "orphan_results":
         return f"orphan tool results ({n} messages)"
     return f"{messages[unit.start].role} message"
+
+
+def describe_run(messages: Sequence[Message], run: Sequence[Unit]) -> str:
+    """A short description of consecutive units, for reports.
+
+    Example:
+        >>> from contextwindow.messages import ToolCall
+        >>> conv = [Message.user("go"),
+        ...         Message.assistant(tool_calls=[ToolCall("1", "ls")]),
+        ...         Message.tool("1", "a.txt"), Message.assistant("done")]
+        >>> describe_run(conv, units(conv))
+        '3 units: 1 tool exchange (ls), 2 messages'
+    """
+    if len(run) == 1:
+        return describe(messages, run[0])
+    exchanges = [u for u in run if u.kind == "tool_exchange"]
+    plain = sum(1 for u in run if u.kind == "message")
+    orphans = len(run) - len(exchanges) - plain
+    parts: list[str] = []
+    if exchanges:
+        names: dict[str, None] = {}
+        for u in exchanges:  # the first few names are enough
+            names.update(dict.fromkeys(c.name for c in messages[u.start].tool_calls))
+            if len(names) > MAX_NAMES_SHOWN:
+                break
+        shown = ", ".join(list(names)[:MAX_NAMES_SHOWN])
+        more = ", ..." if len(names) > MAX_NAMES_SHOWN else ""
+        noun = "exchange" if len(exchanges) == 1 else "exchanges"
+        parts.append(f"{len(exchanges)} tool {noun} ({shown}{more})")
+    if plain:
+        parts.append(f"{plain} message" + ("" if plain == 1 else "s"))
+    if orphans:
+        parts.append(f"{orphans} orphan result group" + ("" if orphans == 1 else "s"))
+    return f"{len(run)} units: {', '.join(parts)}"
+
+
+MAX_NAMES_SHOWN = 4
+"""Tool names a run's description lists before ``...``."""
 
 
 # -- finishing -----------------------------------------------------------------------
@@ -452,8 +496,11 @@ def relocate(
             return where[c.ids[0]]
         return c.index
 
-    changes = tuple(replace(c, index=index(c)) for c in report.changes)
-    return replace(report, changes=changes)
+    changes: list[Change] = []
+    for c in report.changes:
+        k = index(c)
+        changes.append(c if k == c.index else replace(c, index=k))
+    return replace(report, changes=tuple(changes))
 
 
 def _positions(messages: Sequence[Message]) -> dict[str, int]:
@@ -467,8 +514,8 @@ def _place(seq: Sequence[Message], k: int, where: dict[str, int], default: int) 
     The index of the first of ``seq[k:]`` found there (a message that is not,
     such as an inserted one, sits just before it), else ``default``.
     """
-    for m in seq[k:]:
-        i = where.get(m.id)
+    for j in range(k, len(seq)):  # no slice: this runs once per change
+        i = where.get(seq[j].id)
         if i is not None:
             return i
     return default

@@ -18,6 +18,7 @@ from contextwindow.strategies.base import (
     Change,
     Fitted,
     describe,
+    describe_run,
     final_indices,
     finish,
     pinned_flags,
@@ -34,31 +35,78 @@ MAX_PINNED_SHOWN = 5
 class DropOldest:
     """Drop the oldest unpinned units until the conversation fits the budget.
 
+    The first ``keep_first`` units after the system prompt are kept whenever
+    dropping newer units alone can meet the budget: in an agent loop the first
+    user turn is usually the task. When they must go as well, the drop is plain
+    oldest first, which keeps the most recent units. A run of consecutive
+    dropped units is one change in the report.
+
+    Args:
+        keep_first: Leading non-system units dropped only as a last resort.
+
     Raises:
         BudgetError: Pinned content alone exceeds the budget; the error lists
             it, largest first.
+        ContextWindowError: ``keep_first`` below 0.
 
     Example:
         >>> from contextwindow import Message, TokenCounter
         >>> from contextwindow.strategies import Budget
         >>> from contextwindow.testing import FakeTokenizer
-        >>> conv = [Message.system("be brief"), Message.user("one two three"),
-        ...         Message.assistant("four five six"), Message.user("and now?")]
-        >>> fitted = DropOldest()(conv, Budget(25, TokenCounter(FakeTokenizer())))
+        >>> conv = [Message.system("be brief"), Message.user("fix the build"),
+        ...         Message.assistant("one two three"), Message.user("four five"),
+        ...         Message.assistant("six seven"), Message.user("and now?")]
+        >>> fitted = DropOldest()(conv, Budget(32, TokenCounter(FakeTokenizer())))
         >>> [m.text for m in fitted.messages]
-        ['be brief', 'four five six', 'and now?']
-        >>> [(c.kind, c.index, c.saved) for c in fitted.report.changes]
-        [('dropped', 1, 7)]
+        ['be brief', 'fix the build', 'six seven', 'and now?']
+        >>> [(c.kind, c.index, c.units, c.saved, c.what) for c in fitted.report.changes]
+        [('dropped', 2, 2, 13, '2 units: 2 messages')]
     """
+
+    keep_first: int = 1
+    """Leading non-system units dropped only as a last resort (the task)."""
+
+    def __post_init__(self) -> None:
+        if self.keep_first < 0:
+            raise ContextWindowError(f"keep_first must be >= 0, got {self.keep_first}")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop units, oldest first, until the budget is met."""
         us, pinned = pinned_units(messages, budget.protected, budget.provider)
-        counter = budget.counter
-        cost = [sum(counter.message(m) for m in messages[u.start : u.stop]) for u in us]
+        run = budget.counter.running(messages)
+        cost = [run[u.stop] - run[u.start] for u in us]
         total = budget.count(messages)
+        lead = [k for k, u in enumerate(us) if u.kind != "system"][: self.keep_first]
+        later = [k for k in range(len(us)) if not pinned[k] and k not in lead]
+        spared = [k for k in lead if not pinned[k]]
+        # First try to keep the lead; when it must go too, plain oldest-first
+        # keeps more of the recent units than dropping everything else first.
+        fitted = self._drop(messages, us, later, cost, total, budget)
+        if fitted is None and spared:
+            order = sorted(later + spared)
+            fitted = self._drop(messages, us, order, cost, total, budget)
+        if fitted is None:
+            everything = [
+                m
+                for u, p in zip(us, pinned, strict=True)
+                if p
+                for m in messages[u.start : u.stop]
+            ]
+            last = finish("DropOldest", messages, everything, (), budget)
+            raise _budget_error(messages, us, pinned, cost, budget, last)
+        return fitted
+
+    @staticmethod
+    def _drop(
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        order: Sequence[int],
+        cost: Sequence[int],
+        total: int,
+        budget: Budget,
+    ) -> Fitted | None:
+        """Drop units in ``order`` until the budget is met; ``None`` if it is not."""
         keep = [True] * len(us)
-        order = [k for k in range(len(us)) if not pinned[k]]
         pos = 0
         while True:
             while total > budget.limit and pos < len(order):
@@ -71,32 +119,50 @@ class DropOldest:
                 if keep[k]
                 for m in messages[u.start : u.stop]
             ]
-            changes = [
-                Change(
-                    "dropped",
-                    "DropOldest",
-                    _ids(messages, u),
-                    u.start,
-                    cost[k],
-                    0,
-                    describe(messages, u),
-                )
-                for k, u in enumerate(us)
-                if not keep[k]
-            ]
+            changes = dropped_runs("DropOldest", messages, us, keep, cost)
             fitted = finish("DropOldest", messages, out, changes, budget)
             if fitted.report.fits:
                 return fitted
             if pos == len(order):
-                raise _budget_error(messages, us, pinned, cost, budget, fitted)
+                return None
             # A repair (Anthropic's first user turn) cost tokens: drop one more.
             keep[order[pos]] = False
             total -= cost[order[pos]]
             pos += 1
 
 
-def _ids(messages: Sequence[Message], u: Unit) -> tuple[str, ...]:
-    return tuple(m.id for m in messages[u.start : u.stop])
+def dropped_runs(
+    stage: str,
+    messages: Sequence[Message],
+    us: Sequence[Unit],
+    keep: Sequence[bool],
+    cost: Sequence[int],
+) -> list[Change]:
+    """One ``dropped`` change per run of consecutive units not kept."""
+    changes: list[Change] = []
+    k = 0
+    while k < len(us):
+        if keep[k]:
+            k += 1
+            continue
+        j = k
+        while j < len(us) and not keep[j]:
+            j += 1
+        run = us[k:j]
+        changes.append(
+            Change(
+                "dropped",
+                stage,
+                tuple(m.id for m in messages[run[0].start : run[-1].stop]),
+                run[0].start,
+                sum(cost[k:j]),
+                0,
+                describe_run(messages, run),
+                len(run),
+            )
+        )
+        k = j
+    return changes
 
 
 def _budget_error(
@@ -184,24 +250,16 @@ class SlidingWindow:
         us, pinned = pinned_units(messages, budget.protected, budget.provider)
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
         window = set(counted[max(0, len(counted) - self.keep_last) :])
+        keep = [pinned[k] or k in window for k in range(len(us))]
         counter = budget.counter
-        out: list[Message] = []
-        changes: list[Change] = []
-        for k, u in enumerate(us):
-            part = messages[u.start : u.stop]
-            if pinned[k] or k in window:
-                out.extend(part)
-            else:
-                cost = sum(counter.message(m) for m in part)
-                changes.append(
-                    Change(
-                        "dropped",
-                        "SlidingWindow",
-                        _ids(messages, u),
-                        u.start,
-                        cost,
-                        0,
-                        describe(messages, u),
-                    )
-                )
+        cost = [
+            0
+            if keep[k]
+            else sum(counter.message(m) for m in messages[u.start : u.stop])
+            for k, u in enumerate(us)
+        ]
+        out = [
+            m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]
+        ]
+        changes = dropped_runs("SlidingWindow", messages, us, keep, cost)
         return finish("SlidingWindow", messages, out, changes, budget)

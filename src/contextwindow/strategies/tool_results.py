@@ -27,6 +27,7 @@ from contextwindow.strategies.base import (
     pinned_flags,
 )
 from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.counting import TokenCounter
 
 __all__ = ["ClearToolResults", "Deduplicate", "TruncateToolResults"]
 
@@ -76,7 +77,7 @@ class TruncateToolResults:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Truncate every old result longer than ``max_tokens``."""
-        tok = budget.counter.tokenizer
+        tok = _Cached(budget.counter)
         last = _count_results(messages) - self.keep_recent
 
         def rewrite(result: ToolResult, position: int) -> str | None:
@@ -128,13 +129,12 @@ class ClearToolResults:
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
         counter = budget.counter
-        count = counter.tokenizer.count
         last = _count_results(messages) - self.keep_recent
 
         def rewrite(result: ToolResult, position: int) -> str | None:
             if position >= last:
                 return None
-            n = count(result.text) + sum(counter.image(i) for i in result.images)
+            n = counter.text(result.text) + sum(counter.image(i) for i in result.images)
             return self.placeholder.format(tokens=f"{n:,}", name=result.name or "")
 
         return _rewrite(messages, budget, "ClearToolResults", "cleared", rewrite)
@@ -233,9 +233,12 @@ def _rewrite(
     total = budget.count(messages)
     out: list[Message] = []
     changes: list[Change] = []
+    names: dict[str, str] = {}  # call id -> tool name, for the report
     position = 0
     for i, m in enumerate(messages):
         if m.role != "tool":
+            if m.role == "assistant":
+                names.update((c.id, c.name) for c in m.tool_calls)
             out.append(m)
             continue
         parts: list[Part] = []
@@ -252,7 +255,9 @@ def _rewrite(
                     if saved > 0:
                         total -= saved
                         parts.append(new)
-                        touched.append(part.name or part.call_id)
+                        touched.append(
+                            part.name or names.get(part.call_id) or part.call_id
+                        )
                         continue
             parts.append(part)
         if not touched:
@@ -277,6 +282,26 @@ def _rewrite(
 def _with_text(result: ToolResult, text: str) -> ToolResult:
     """The result with its text replaced; its images are dropped too."""
     return replace(result, content=text)
+
+
+class _Cached:
+    """A counter's tokenizer, counting through the counter's text cache."""
+
+    __slots__ = ("_counter",)
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+
+    @property
+    def name(self) -> str:
+        return self._counter.tokenizer.name
+
+    @property
+    def exact(self) -> bool:
+        return self._counter.tokenizer.exact
+
+    def count(self, text: str) -> int:
+        return self._counter.text(text)
 
 
 # -- truncation --------------------------------------------------------------------
@@ -304,7 +329,9 @@ def truncate(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
     head = _prefix(text, max_tokens - half, per_token, tokenizer)
     tail = _suffix(text[len(head) :], half, per_token, tokenizer)
     middle = text[len(head) : len(text) - len(tail)]
-    cut = tokenizer.count(middle)
+    # Not a count of ``middle``, which is most of the text: BPE counts add up
+    # across a cut to within a token or two.
+    cut = max(total - tokenizer.count(head) - tokenizer.count(tail), 0)
     lines = middle.strip("\n").count("\n") + 1
     what = f"{cut:,} tokens ({lines:,} lines)" if lines > 1 else f"{cut:,} tokens"
     return f"{head}\n[... {what} cut ...]\n{tail}"

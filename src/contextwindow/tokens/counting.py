@@ -8,10 +8,11 @@ Contract:
   compare by content, ids excluded), so equal messages share one entry; the
   same object found again is looked up by identity first, which skips hashing
   its content. The cache is bounded (oldest entry evicted first).
-- ``messages(msgs)`` also remembers the last sequence it summed: when the next
-  call extends it (the same messages first, then new ones), only the new
-  messages are looked at. Recounting a 10,000-message history after one
-  ``append`` costs one message, not 10,000 dictionary lookups.
+- ``messages(msgs)`` and ``running(msgs)`` also remember the running totals of
+  the last few sequences: when a call extends one (the same messages first,
+  then new ones), only the new messages are looked at. Recounting a
+  10,000-message history after one ``append`` costs one message, not 10,000
+  dictionary lookups.
 - Framing follows each provider's published or measured rules (constants below,
   each with its source); what no provider documents is a stated estimate.
 """
@@ -98,6 +99,10 @@ ANTHROPIC_TOOLS_OVERHEAD = 346
 """Anthropic's tool-use system prompt (tool_choice auto/none), as its pricing
 documentation lists for current Claude models."""
 
+_RECENT = 4
+"""Sequences whose running totals are remembered (a strategy's input and
+output, a manager's history and view)."""
+
 DEFAULT_CACHE_SIZE = 100_000
 """Messages remembered per counter before the oldest entries are evicted."""
 
@@ -126,7 +131,16 @@ class TokenCounter:
         9
     """
 
-    __slots__ = ("_by_id", "_cache", "_framing", "_last", "_max", "_provider", "_tok")
+    __slots__ = (
+        "_by_id",
+        "_cache",
+        "_framing",
+        "_last",
+        "_max",
+        "_provider",
+        "_texts",
+        "_tok",
+    )
 
     def __init__(
         self,
@@ -150,7 +164,8 @@ class TokenCounter:
         # identity that costs one int hash instead of hashing the content (a
         # Python call per part). Entries hold the message, so ids stay unique.
         self._by_id: dict[int, tuple[Message, int]] = {}
-        self._last: tuple[list[Message], int] = ([], 0)
+        self._texts: dict[str, int] = {}
+        self._last: list[tuple[list[Message], tuple[int, ...]]] = []
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -166,7 +181,8 @@ class TokenCounter:
         """Forget every cached count."""
         self._cache.clear()
         self._by_id.clear()
-        self._last = ([], 0)
+        self._texts.clear()
+        self._last = []
 
     # -- messages -------------------------------------------------------------
 
@@ -224,21 +240,47 @@ class TokenCounter:
                 total += self._openai_system_adjustment(seq)
         return total
 
-    def _sum(self, seq: list[Message]) -> int:
-        last, last_total = self._last
-        k = len(last)
+    def running(self, msgs: Iterable[Message]) -> tuple[int, ...]:
+        """Running totals: ``out[i]`` is the tokens of the first ``i`` messages.
+
+        Messages only (no reply priming, no tools); ``out[j] - out[i]`` is what
+        ``msgs[i:j]`` take. Remembered for the last few sequences, so that a
+        sequence extending one of them costs only its new messages.
+
+        Example:
+            >>> from contextwindow.tokens import BPETokenizer
+            >>> counter = TokenCounter(BPETokenizer("o200k_base"))
+            >>> counter.running([Message.user("hello world"), Message.user("hi")])
+            (0, 6, 11)
+        """
+        seq = msgs if isinstance(msgs, list) else list(msgs)
+        n = len(seq)
+        sums: list[int] | None = None
+        k = 0
         # ``==`` on lists compares by identity first, so an unchanged prefix of
         # the same message objects is checked at C speed.
-        if k and len(seq) >= k and seq[k - 1] is last[-1] and seq[:k] == last:
-            total = last_total
-            for msg in seq[k:]:
-                total += self.message(msg)
-        else:
-            total = 0
-            for msg in seq:
-                total += self.message(msg)
-        self._last = (list(seq), total)
-        return total
+        for last, last_sums in self._last:
+            k = len(last)
+            if k and n >= k and seq[k - 1] is last[-1] and seq[:k] == last:
+                if n == k:
+                    return last_sums
+                sums = list(last_sums)
+                break
+        if sums is None:
+            sums, k = [0], 0
+        total = sums[-1]
+        append = sums.append
+        for i in range(k, n):
+            total += self.message(seq[i])
+            append(total)
+        done = tuple(sums)
+        # A copy: a caller's list changed in place later must not match.
+        self._last.insert(0, (list(seq), done))
+        del self._last[_RECENT:]
+        return done
+
+    def _sum(self, seq: list[Message]) -> int:
+        return self.running(seq)[-1]
 
     def _openai_system_adjustment(self, seq: Sequence[Message]) -> int:
         # With tools, OpenAI pads the first system message with a newline and
@@ -280,6 +322,23 @@ class TokenCounter:
             out[part.kind] = out.get(part.kind, 0) + self.part(part)
         return out
 
+    def text(self, text: str) -> int:
+        """Tokens of ``text`` (cached: strategies count the same old texts again).
+
+        Example:
+            >>> from contextwindow.tokens import BPETokenizer
+            >>> TokenCounter(BPETokenizer("o200k_base")).text("hello world")
+            2
+        """
+        texts = self._texts
+        n = texts.get(text)
+        if n is None:
+            n = self._tok.count(text)
+            if len(texts) >= self._max:
+                del texts[next(iter(texts))]
+            texts[text] = n
+        return n
+
     # -- parts ----------------------------------------------------------------
 
     def part(self, part: Part) -> int:
@@ -299,11 +358,14 @@ class TokenCounter:
                 self._framing.per_tool_call + count(part.name) + count(part.arguments)
             )
         if isinstance(part, ToolResult):
+            # Cached by text: strategies weigh the same old results on every fit.
             n = self._framing.per_tool_result
             if isinstance(part.content, str):
-                return n + count(part.content)
+                return n + self.text(part.content)
             for item in part.content:
-                n += count(item.text) if isinstance(item, Text) else self.image(item)
+                n += (
+                    self.text(item.text) if isinstance(item, Text) else self.image(item)
+                )
             return n
         if isinstance(part, Image):
             return self.image(part)
