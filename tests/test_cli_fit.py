@@ -128,7 +128,7 @@ class TestParseStrategy:
                 "truncate(keep=2)",
                 ["unknown argument 'keep'", "keep_recent, max_tokens"],
             ),
-            ("drop-oldest(3)", ["drop-oldest takes no arguments"]),
+            ("drop-oldest(3)", ["'3' needs a keyword", "drop-oldest(keep_first=N)"]),
             ("dedupe(note=1)", ["dedupe takes no arguments"]),
             ("truncate(2)", ["'2' needs a keyword", "truncate(keep_recent=N"]),
             ("sliding-window(1,2)", ["needs a keyword"]),

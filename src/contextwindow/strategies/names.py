@@ -86,7 +86,9 @@ def _default() -> Strategy:
 STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
     {
         "drop-oldest": StrategyName(
-            DropOldest, summary="drop the oldest units until the budget is met"
+            DropOldest,
+            ("keep_first",),
+            summary="drop the oldest units until the budget is met (the task last)",
         ),
         "sliding-window": StrategyName(
             SlidingWindow,
