@@ -152,3 +152,20 @@ def bar(share: float, width: int = 30) -> str:
 def tokenizer_label(tokenizer: str, exact: bool) -> str:
     """How a tokenizer's counts are labelled: exact, or APPROXIMATE."""
     return f"{tokenizer}, exact" if exact else f"{tokenizer}, APPROXIMATE"
+
+
+# Options more than one command takes, worded once.
+conversation_option = click.option(
+    "-c",
+    "--conversation",
+    type=int,
+    help="Which conversation of a multi-conversation file (0-based).",
+)
+tokenizer_option = click.option(
+    "-t",
+    "--tokenizer",
+    "tokenizer_spec",
+    metavar="NAME|PATH",
+    help="Count with o200k_base, cl100k_base, heuristic, or a Hugging Face "
+    "tokenizer.json (default: the model's own).",
+)

@@ -22,12 +22,14 @@ from contextwindow.cli._common import (
     DEFAULT_MODEL,
     choose_transcript,
     cli_errors,
+    conversation_option,
     num,
     pct,
     provider_of,
     table,
     tokenizer_from,
     tokenizer_label,
+    tokenizer_option,
 )
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
@@ -144,20 +146,8 @@ class _FitRun:
     help="Write the fitted conversation here and the report to stdout "
     "(default: the conversation to stdout, the report to stderr).",
 )
-@click.option(
-    "-c",
-    "--conversation",
-    type=int,
-    help="Which conversation of a multi-conversation file (0-based).",
-)
-@click.option(
-    "-t",
-    "--tokenizer",
-    "tokenizer_spec",
-    metavar="NAME|PATH",
-    help="Count with o200k_base, cl100k_base, heuristic, or a Hugging Face "
-    "tokenizer.json (default: the model's own).",
-)
+@conversation_option
+@tokenizer_option
 @click.option(
     "--protect",
     multiple=True,

@@ -20,12 +20,14 @@ from contextwindow.cli._common import (
     bar,
     choose_transcript,
     cli_errors,
+    conversation_option,
     num,
     pct,
     provider_of,
     table,
     tokenizer_from,
     tokenizer_label,
+    tokenizer_option,
 )
 from contextwindow.inspection import Inspection, ToolStats, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
@@ -41,20 +43,8 @@ from contextwindow.transcripts import Transcript, read_transcripts
     type=click.Choice(PROVIDERS),
     help="Whose message framing to count (default: the file's own shape).",
 )
-@click.option(
-    "-c",
-    "--conversation",
-    type=int,
-    help="Which conversation of a multi-conversation file (0-based).",
-)
-@click.option(
-    "-t",
-    "--tokenizer",
-    "tokenizer_spec",
-    metavar="NAME|PATH",
-    help="Count with o200k_base, cl100k_base, heuristic, or a Hugging Face "
-    "tokenizer.json (default: the model's own).",
-)
+@conversation_option
+@tokenizer_option
 @click.option("--top", default=5, show_default=True, help="Largest messages shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def inspect_cmd(
