@@ -512,7 +512,9 @@ class TestFitReport:
         section = err.split("in the order made; --json lists all)\n")[1]
         rows = section.split("\n\n")[0].splitlines()[1:]
         assert len(rows) == 20
-        assert "truncated  #10 " not in section.split("totals")[0]  # a small one left out
+        assert (
+            "truncated  #10 " not in section.split("totals")[0]
+        )  # a small one left out
         assert "  all             23" in err
 
 

@@ -205,7 +205,7 @@ class TestFit:
             fitted = fit(
                 conv,
                 limit=20,
-                strategy=DropOldest(),
+                strategy=DropOldest(keep_first=0),  # the opening turn may go first
                 tokenizer=counter,
                 protected=protected,
             )
@@ -244,6 +244,30 @@ class TestFit:
         )
         assert "dropped" in r.totals()
         assert r.fits
+        assert fitted.messages[1] is conv[1]  # the task, "read part 0", stays
+        assert conv[2] not in fitted.messages
+
+    def test_default_drops_the_task_last(self) -> None:
+        """By default the first turn stays while newer turns go, until none is left."""
+        conv = [
+            Message.user("Fix the login bug."),
+            *chat()[1:],
+            Message.user("Status?"),
+        ]
+        counter = TokenCounter(FakeTokenizer())
+        assert counter.messages(conv) == 8 + 6 * 16 + 5 + 3
+        fitted = fit(conv, limit=32, tokenizer=counter)
+        assert [m.text for m in fitted.messages] == [
+            conv[0].text,
+            conv[-2].text,
+            "Status?",
+        ]
+        (run,) = fitted.report.changes
+        assert (run.stage, run.index, run.units) == ("DropOldest", 1, 5)
+        assert run.ids == tuple(m.id for m in conv[1:-2])
+        fitted = fit(conv, limit=10, tokenizer=counter)
+        assert [m.text for m in fitted.messages] == ["Status?"]
+        assert [(c.index, c.units) for c in fitted.report.changes] == [(0, 7)]
 
     def test_fallback(self) -> None:
         """When the strategy alone does not fit, ``DropOldest`` finishes the job."""
@@ -253,11 +277,11 @@ class TestFit:
         )
         r = fitted.report
         assert r.stages == ("SlidingWindow", "DropOldest")
-        # 105 tokens; the window leaves 73, one more turn dropped leaves 57.
-        assert [(c.stage, c.index) for c in r.changes] == [
-            ("SlidingWindow", 1),
-            ("SlidingWindow", 2),
-            ("DropOldest", 3),
+        # 105 tokens; the window leaves 73, one more turn dropped leaves 57. The
+        # fallback keeps the first turn it is given (turn 2) and drops turn 3.
+        assert [(c.stage, c.index, c.units) for c in r.changes] == [
+            ("SlidingWindow", 1, 2),
+            ("DropOldest", 4, 1),
         ]
         assert r.tokens_after == 57
         assert r.fits
@@ -311,3 +335,19 @@ class TestFit:
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
         assert problems(fitted.messages, provider) == ()
         assert r.fits
+
+
+class TestPlaceholderIsNotTheTask:
+    def test_placeholder_is_not_the_task(self) -> None:
+        """A placeholder turn a repair put first is not kept as the task."""
+        from contextwindow.testing import FakeTokenizer
+
+        conv = [
+            Message.assistant("hello there " * 10, id="a0"),
+            Message.user("question one", id="u1"),
+            Message.assistant("answer", id="a1"),
+            Message.user("last question", id="u2"),
+        ]
+        counter = TokenCounter(FakeTokenizer(), "anthropic")
+        fitted = fit(conv, limit=20, strategy=DropOldest(), tokenizer=counter)
+        assert list(fitted.messages) == conv[1:]

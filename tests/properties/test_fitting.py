@@ -708,7 +708,7 @@ class TestFoundCases:
             fitted = fit(
                 conv,
                 limit=20,
-                strategy=DropOldest(),
+                strategy=DropOldest(keep_first=0),  # the opening turn goes first
                 tokenizer=counter,
                 protected=protected,
             )  # today, with "cont": the placeholder stays before u1

@@ -12,6 +12,7 @@ from contextwindow.messages import (
     Provider,
     Text,
     ToolCall,
+    ToolResult,
     ToolSpec,
     units,
 )
@@ -23,6 +24,7 @@ from contextwindow.strategies.base import (
     Fitted,
     Report,
     describe,
+    describe_run,
     final_indices,
     finish,
     pinned_flags,
@@ -97,6 +99,12 @@ class TestChange:
         """Saved is tokens before minus tokens after, negative for an insert."""
         assert Change("truncated", "T", ("m",), 2, 120, 20, "x").saved == 100
         assert Change("repaired", "ensure_valid", ("m",), 0, 0, 5, "x").saved == -5
+
+    def test_units_default_to_one(self) -> None:
+        """A change covers one unit unless it says how many."""
+        assert change().units == 1
+        run = Change("dropped", "S", ("a", "b", "c"), 2, 30, 0, "3 units", 3)
+        assert (run.units, run.saved) == (3, 30)
 
 
 class TestReport:
@@ -239,6 +247,75 @@ class TestDescribe:
         ]
 
 
+class TestDescribeRun:
+    def test_one_unit(self) -> None:
+        """A run of one unit reads as the unit itself."""
+        conv = [Message.user("hi"), Message.assistant(tool_calls=[call("1", "ls")])]
+        conv.append(Message.tool("1", "a"))
+        us = units(conv)
+        assert describe_run(conv, us[:1]) == "user message"
+        assert describe_run(conv, us[1:]) == "tool exchange: ls (2 messages)"
+
+    def test_singular_and_plural(self) -> None:
+        """Counts agree with their nouns."""
+        conv = [
+            Message.user("a"),
+            Message.assistant(tool_calls=[call("1", "ls")]),
+            Message.tool("1", "x"),
+            Message.user("b"),
+            Message.assistant(tool_calls=[call("2", "cat")]),
+            Message.tool("2", "y"),
+        ]
+        us = units(conv)
+        assert describe_run(conv, us[:2]) == "2 units: 1 tool exchange (ls), 1 message"
+        assert describe_run(conv, us) == (
+            "4 units: 2 tool exchanges (ls, cat), 2 messages"
+        )
+        assert describe_run(conv, [us[0], us[2]]) == "2 units: 2 messages"
+
+    def test_orphans(self) -> None:
+        """Orphan results are counted as groups, one per unit."""
+        conv = [
+            Message.tool("zz", "?"),
+            Message.tool("yy", "?"),
+            Message.user("a"),
+            Message.tool("xx", "?"),
+        ]
+        us = units(conv)
+        assert [u.kind for u in us] == ["orphan_results", "message", "orphan_results"]
+        assert describe_run(conv, us[:2]) == "2 units: 1 message, 1 orphan result group"
+        assert describe_run(conv, us) == "3 units: 1 message, 2 orphan result groups"
+
+    def test_names_once_and_at_most_four(self) -> None:
+        """Tool names appear once each, in order; past four, ``...`` ends them."""
+
+        def exchanges(*names: str) -> list[Message]:
+            out: list[Message] = []
+            for k, name in enumerate(names):
+                out += [
+                    Message.assistant(tool_calls=[call(f"c{k}", name)]),
+                    Message.tool(f"c{k}", "out"),
+                ]
+            return out
+
+        conv = exchanges("ls", "cat", "ls", "grep", "sed")
+        assert describe_run(conv, units(conv)) == (
+            "5 units: 5 tool exchanges (ls, cat, grep, sed)"
+        )
+        conv = exchanges("a", "b", "c", "d", "e", "f")
+        assert describe_run(conv, units(conv)) == (
+            "6 units: 6 tool exchanges (a, b, c, d, ...)"
+        )
+        parallel = [
+            Message.assistant(tool_calls=[call(str(k), f"t{k}") for k in range(5)]),
+            *(Message.tool(str(k), "out") for k in range(5)),
+            Message.user("next"),
+        ]
+        assert describe_run(parallel, units(parallel)) == (
+            "2 units: 1 tool exchange (t0, t1, t2, t3, ...), 1 message"
+        )
+
+
 class TestStageName:
     def test_names(self) -> None:
         """Classes, instances and functions are named as a reader expects."""
@@ -296,6 +373,23 @@ class TestFinish:
         assert strip.what == "tool call has no result (parts[1])"
         assert strip.saved == b.counter.part(call("a"))
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
+
+    def test_blank_block_beside_a_result(self) -> None:
+        """Anthropic: a blank text block in a tool message goes, as a repair."""
+        conv = [
+            Message.user("go"),
+            Message.assistant(tool_calls=[call("a")]),
+            Message("tool", (ToolResult("a", "1"), Text(" "))),
+            Message.user("?"),
+        ]
+        fitted = finish("S", conv, conv, [], budget(provider="anthropic"))
+        assert fitted.messages[2].parts == conv[2].parts[:1]
+        assert fitted.messages[2].id == conv[2].id
+        assert [(c.kind, c.index, c.what) for c in fitted.report.changes] == [
+            ("repaired", 2, "blank text block (parts[1].text)")
+        ]
+        fitted = finish("S", conv, conv, [], budget())  # OpenAI: nothing to do
+        assert fitted.messages[2] is conv[2]
 
     def test_one_change_per_repaired_message(self) -> None:
         """A message breaking several rules is one change, its tokens once."""
@@ -363,6 +457,16 @@ class TestRelocate:
         assert relocate(r, conv).changes[0].index == 5
         r = Report(0, 0, 0, (Change("dropped", "S", (), 5, 1, 0, "x"),))
         assert relocate(r, conv).changes[0].index == 5
+
+    def test_unmoved_changes_kept_as_they_are(self) -> None:
+        """A change whose index does not move is the same object afterwards."""
+        conv = [Message.user("a"), Message.user("b")]
+        same = Change("dropped", "S", (conv[1].id,), 1, 1, 0, "x")
+        moved = Change("dropped", "S", (conv[0].id,), 1, 1, 0, "y")
+        out = relocate(Report(0, 0, 0, (same, moved)), conv).changes
+        assert out[0] is same
+        assert out[1] is not moved
+        assert (out[1].index, out[1].ids, out[1].what) == (0, moved.ids, "y")
 
     def test_from_a_source(self) -> None:
         """With a source, an index moves to where its message is in the target."""

@@ -5,7 +5,14 @@ import copy
 import pytest
 
 from contextwindow.errors import BudgetError, ContextWindowError
-from contextwindow.messages import Message, Provider, ToolCall, ToolResult, ToolSpec
+from contextwindow.messages import (
+    Message,
+    Provider,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    units,
+)
 from contextwindow.strategies import Budget, DropOldest, SlidingWindow
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import BPETokenizer, TokenCounter
@@ -40,21 +47,25 @@ def chat() -> list[Message]:
 
 class TestDropOldest:
     def test_drops_oldest_first(self) -> None:
-        """Unpinned units go oldest first, until the budget is met."""
+        """Unpinned units after the task go oldest first, until the budget is met."""
         conv = chat()
         b = budget(30)
         assert b.count(conv) == 40
         fitted = DropOldest()(conv, b)
-        assert texts(fitted.messages) == ["be brief", "seven eight", "nine", "and now?"]
-        r = fitted.report
-        assert [(c.kind, c.stage, c.index, c.saved, c.what) for c in r.changes] == [
-            ("dropped", "DropOldest", 1, 7, "user message"),
-            ("dropped", "DropOldest", 2, 7, "assistant message"),
+        assert texts(fitted.messages) == [
+            "be brief",
+            "one two three",
+            "nine",
+            "and now?",
         ]
-        assert [c.ids for c in r.changes] == [(conv[1].id,), (conv[2].id,)]
+        r = fitted.report
+        assert [
+            (c.kind, c.stage, c.index, c.units, c.saved, c.what) for c in r.changes
+        ] == [("dropped", "DropOldest", 2, 2, 13, "2 units: 2 messages")]
+        assert r.changes[0].ids == (conv[2].id, conv[3].id)
         assert (r.tokens_before, r.tokens_after, r.limit, r.stages) == (
             40,
-            26,
+            27,
             30,
             ("DropOldest",),
         )
@@ -95,10 +106,10 @@ class TestDropOldest:
         ]
         b = budget(30)
         fitted = DropOldest()(conv, b)
-        assert texts(fitted.messages) == ["ok", "?"]
-        dropped = fitted.report.changes[1]
+        assert texts(fitted.messages) == ["go", "ok", "?"]
+        (dropped,) = fitted.report.changes
         assert dropped.ids == tuple(m.id for m in exchange)
-        assert dropped.index == 1
+        assert (dropped.index, dropped.units) == (1, 1)
         assert dropped.what == f"tool exchange: read, grep ({len(exchange)} messages)"
         assert dropped.saved == sum(b.counter.message(m) for m in exchange)
         assert problems(fitted.messages, "openai") == ()
@@ -234,12 +245,13 @@ class TestDropOldest:
             Message.assistant("a"),
             Message.user("b"),
         ]
-        fitted = DropOldest()(conv, budget(8, "anthropic"))
+        # Without keep_first, dropping the first unit alone would leave 8 tokens,
+        # but the placeholder the repair puts before "a" costs 4 more.
+        fitted = DropOldest(keep_first=0)(conv, budget(8, "anthropic"))
         assert texts(fitted.messages) == ["b"]
         r = fitted.report
-        assert [(c.kind, c.index, c.saved) for c in r.changes] == [
-            ("dropped", 0, 9),
-            ("dropped", 1, 4),
+        assert [(c.kind, c.index, c.units, c.saved) for c in r.changes] == [
+            ("dropped", 0, 2, 13),
         ]
         assert (r.tokens_after, r.fits) == (4, True)
 
@@ -250,7 +262,7 @@ class TestDropOldest:
             Message.assistant("a"),
             Message.user("b"),
         ]
-        fitted = DropOldest()(conv, budget(12, "anthropic"))
+        fitted = DropOldest(keep_first=0)(conv, budget(12, "anthropic"))
         assert [(m.text, m.id) for m in fitted.messages[:1]] == [
             (CONTINUED, CONTINUED_ID)
         ]
@@ -261,6 +273,17 @@ class TestDropOldest:
             ("repaired", 1, -4),
         ]
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after == 12
+
+    def test_anthropic_task_kept(self) -> None:
+        """Kept, the task opens Anthropic's conversation on a user turn: no repair."""
+        conv = [
+            Message.user("one two three four five six"),
+            Message.assistant("a"),
+            Message.user("b"),
+        ]
+        fitted = DropOldest()(conv, budget(13, "anthropic"))
+        assert list(fitted.messages) == [conv[0], conv[2]]
+        assert [(c.kind, c.index) for c in fitted.report.changes] == [("dropped", 1)]
 
     def test_exact_tokenizer(self) -> None:
         """With real BPE counts, the output fits and the sums add up."""
@@ -286,6 +309,159 @@ class TestDropOldest:
         assert [m.id for m in conv] == ids
 
 
+class TestKeepFirst:
+    def test_default_keeps_the_task(self) -> None:
+        """By default the first turn (the task) stays while newer units go."""
+        conv = [
+            Message.system("You are a coding agent."),
+            Message.user("fix the login bug"),
+            Message.assistant(tool_calls=[call("a", "read")]),
+            Message.tool("a", "w " * 30),
+            Message.assistant(tool_calls=[call("b", "grep")]),
+            Message.tool("b", "w " * 30),
+            Message.user("status?"),
+        ]
+        assert DropOldest().keep_first == 1
+        b = budget(40)
+        fitted = DropOldest()(conv, b)
+        assert list(fitted.messages) == [conv[0], conv[1], conv[-1]]
+        (run,) = fitted.report.changes
+        assert (run.index, run.units) == (2, 2)
+        assert run.what == "2 units: 2 tool exchanges (read, grep)"
+        assert run.saved == sum(b.counter.message(m) for m in conv[2:6])
+
+    def test_task_goes_when_newer_units_are_not_enough(self) -> None:
+        """When dropping every newer unit is not enough, the drop is oldest first."""
+        conv = chat()  # 40 tokens: 6 | 7 7 6 5 | 6, and 3 to prime the reply
+        # Without the three turns after the task: 22 tokens, one too many.
+        fitted = DropOldest()(conv, budget(21))
+        # Plain oldest first then keeps a recent turn rather than the task.
+        assert texts(fitted.messages) == ["be brief", "nine", "and now?"]
+        (run,) = fitted.report.changes
+        assert (run.index, run.units, run.saved) == (1, 3, 20)
+        assert run.ids == tuple(m.id for m in conv[1:4])
+        assert fitted.report.tokens_after == 20
+        assert fitted == DropOldest(keep_first=0)(conv, budget(21))
+        # Once no other unit is left, the task goes too.
+        fitted = DropOldest()(conv, budget(15))
+        assert texts(fitted.messages) == ["be brief", "and now?"]
+        assert [(c.index, c.units) for c in fitted.report.changes] == [(1, 4)]
+
+    def test_keep_first_two(self) -> None:
+        """``keep_first=2`` keeps the first two units while later ones go."""
+        conv = chat()
+        fitted = DropOldest(keep_first=2)(conv, budget(30))
+        assert texts(fitted.messages) == [
+            "be brief",
+            "one two three",
+            "four five six",
+            "and now?",
+        ]
+        (run,) = fitted.report.changes
+        assert (run.index, run.units, run.saved) == (3, 2, 11)
+
+    def test_keep_first_zero(self) -> None:
+        """``keep_first=0`` drops strictly oldest first."""
+        conv = chat()
+        fitted = DropOldest(keep_first=0)(conv, budget(30))
+        assert texts(fitted.messages) == ["be brief", "seven eight", "nine", "and now?"]
+        (run,) = fitted.report.changes
+        assert (run.index, run.units, run.saved) == (1, 2, 14)
+        assert run.ids == (conv[1].id, conv[2].id)
+        assert DropOldest(0) != DropOldest()
+
+    def test_system_units_not_counted(self) -> None:
+        """System messages are not the task: the first other unit is."""
+        conv = [Message.system("s"), Message.system("t"), *chat()[1:]]
+        fitted = DropOldest()(conv, budget(33))
+        assert texts(fitted.messages)[:3] == ["s", "t", "one two three"]
+        assert [c.index for c in fitted.report.changes] == [3]
+
+    def test_pinned_lead_unit(self) -> None:
+        """A pinned unit among the first ones takes its place there, and stays."""
+        conv = chat()
+        conv[1] = Message.user("one two three", pinned=True)
+        # The pinned turn is the one kept first: the turn after it is not.
+        fitted = DropOldest()(conv, budget(30))
+        assert texts(fitted.messages) == [
+            "be brief",
+            "one two three",
+            "nine",
+            "and now?",
+        ]
+        assert [(c.index, c.units) for c in fitted.report.changes] == [(2, 2)]
+        # With two kept first, the turn after it stays while later ones go.
+        fitted = DropOldest(keep_first=2)(conv, budget(30))
+        assert texts(fitted.messages)[:3] == [
+            "be brief",
+            "one two three",
+            "four five six",
+        ]
+        # When everything must go, the pinned one still stays.
+        fitted = DropOldest(keep_first=2)(conv, budget(22))
+        assert texts(fitted.messages) == ["be brief", "one two three", "and now?"]
+        assert [(c.index, c.units) for c in fitted.report.changes] == [(2, 3)]
+
+    def test_negative(self) -> None:
+        """A negative ``keep_first`` fails at construction."""
+        with pytest.raises(ContextWindowError, match="keep_first must be >= 0, got -1"):
+            DropOldest(keep_first=-1)
+
+
+class TestDroppedRuns:
+    def test_pinned_units_split_runs(self) -> None:
+        """A pinned unit between dropped ones ends a run; the next starts after it."""
+        conv = [
+            Message.user(f"turn {i}", pinned=i == 3) for i in range(7)
+        ]  # 6 tokens each
+        for strategy in (DropOldest(keep_first=0), SlidingWindow(1)):
+            fitted = strategy(conv, budget(15))
+            assert texts(fitted.messages) == ["turn 3", "turn 6"]
+            runs = fitted.report.changes
+            assert [(c.index, c.units, c.saved) for c in runs] == [
+                (0, 3, 18),
+                (4, 2, 12),
+            ]
+            assert [c.ids for c in runs] == [
+                tuple(m.id for m in conv[0:3]),
+                tuple(m.id for m in conv[4:6]),
+            ]
+            assert [c.what for c in runs] == [
+                "3 units: 3 messages",
+                "2 units: 2 messages",
+            ]
+
+    @pytest.mark.parametrize("keep_first", [0, 1, 3])
+    def test_runs_add_up(self, keep_first: int) -> None:
+        """Runs cover each dropped message once, in order, with their tokens."""
+        conv = [Message.system("s")]
+        for i in range(8):
+            conv += [
+                Message.user(f"q{i} " + "w " * i, pinned=i == 5),
+                Message.assistant(tool_calls=[call(f"c{i}", f"t{i % 3}")]),
+                Message.tool(f"c{i}", "out " * (i + 1)),
+            ]
+        conv.append(Message.user("done?"))
+        b = budget(60)
+        fitted = DropOldest(keep_first=keep_first)(conv, b)
+        r = fitted.report
+        assert len(r.changes) == 2  # the pinned turn splits what goes
+        assert all(c.kind == "dropped" for c in r.changes)
+        kept = {m.id for m in fitted.messages}
+        dropped = tuple(m.id for m in conv if m.id not in kept)
+        assert tuple(i for c in r.changes for i in c.ids) == dropped
+        for c in r.changes:
+            run = conv[c.index : c.index + len(c.ids)]
+            assert tuple(m.id for m in run) == c.ids
+            assert c.saved == sum(b.counter.message(m) for m in run)
+        gone = [u for u in units(conv) if conv[u.start].id not in kept]
+        assert sum(c.units for c in r.changes) == len(gone) > 3
+        assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
+        assert r.fits
+        # A run never holds a kept message: runs are separated by kept ones.
+        assert all(i not in kept for c in r.changes for i in c.ids)
+
+
 class TestSlidingWindow:
     def test_keeps_the_last_units(self) -> None:
         """Only the last ``keep_last`` units are kept."""
@@ -293,11 +469,10 @@ class TestSlidingWindow:
         fitted = SlidingWindow(2)(conv, budget(1000))
         assert texts(fitted.messages) == ["turn 3", "turn 4"]
         r = fitted.report
-        assert [(c.stage, c.kind, c.index, c.saved) for c in r.changes] == [
-            ("SlidingWindow", "dropped", 0, 6),
-            ("SlidingWindow", "dropped", 1, 6),
-            ("SlidingWindow", "dropped", 2, 6),
-        ]
+        assert [
+            (c.stage, c.kind, c.index, c.units, c.saved, c.what) for c in r.changes
+        ] == [("SlidingWindow", "dropped", 0, 3, 18, "3 units: 3 messages")]
+        assert r.changes[0].ids == tuple(m.id for m in conv[:3])
         assert r.stages == ("SlidingWindow",)
 
     def test_system_not_counted(self) -> None:
@@ -354,7 +529,10 @@ class TestSlidingWindow:
         assert list(fitted.messages) == [*exchange, conv[-1]]
         fitted = SlidingWindow(1)(conv, budget(1000))
         assert list(fitted.messages) == [conv[-1]]
-        assert fitted.report.changes[1].ids == tuple(m.id for m in exchange)
+        (run,) = fitted.report.changes
+        assert run.ids == tuple(m.id for m in conv[:-1])
+        assert (run.index, run.units) == (0, 2)
+        assert run.what == "2 units: 1 tool exchange (f), 1 message"
 
     def test_ignores_the_budget(self) -> None:
         """The window is its rule; whether it fits is for the report to say."""

@@ -60,7 +60,10 @@ class TestPipeline:
         assert a != Pipeline(SlidingWindow(5), DropOldest())
         assert a != (SlidingWindow(4), DropOldest())
         assert hash(a) == hash(Pipeline(SlidingWindow(4), DropOldest()))
-        assert repr(a) == "Pipeline(SlidingWindow(keep_last=4), DropOldest())"
+        assert a != Pipeline(SlidingWindow(4), DropOldest(keep_first=0))
+        assert repr(a) == (
+            "Pipeline(SlidingWindow(keep_last=4), DropOldest(keep_first=1))"
+        )
         assert a.stages == (SlidingWindow(4), DropOldest())
 
     def test_stops_once_it_fits(self) -> None:
@@ -115,11 +118,10 @@ class TestPipeline:
         r = fitted.report
         assert r.tokens_before == b.count(conv) == 99
         assert r.tokens_after == b.count(fitted.messages) == 35
-        assert [(c.stage, c.kind) for c in r.changes] == [
-            ("SlidingWindow", "dropped"),
-            ("SlidingWindow", "dropped"),
-            ("DropOldest", "dropped"),
-            ("DropOldest", "dropped"),
+        # The window drops turns 0-1; DropOldest keeps its first unit (turn 2).
+        assert [(c.stage, c.kind, c.units, c.saved) for c in r.changes] == [
+            ("SlidingWindow", "dropped", 2, 32),
+            ("DropOldest", "dropped", 2, 32),
         ]
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
 
@@ -128,8 +130,9 @@ class TestPipeline:
         conv = turns(6)
         fitted = Pipeline(SlidingWindow(4), DropOldest())(conv, budget(40))
         changes = fitted.report.changes
-        assert [c.index for c in changes] == [0, 1, 2, 3]
-        assert all(conv[c.index].id == c.ids[0] for c in changes)
+        assert [(c.index, c.units) for c in changes] == [(0, 2), (3, 2)]
+        for c in changes:
+            assert tuple(m.id for m in conv[c.index : c.index + len(c.ids)]) == c.ids
 
     def test_placeholder_indexed_into_the_input(self) -> None:
         """A placeholder a later stage needed is indexed where it went."""
@@ -139,7 +142,8 @@ class TestPipeline:
             Message.assistant("a"),
             Message.user("b"),
         ]
-        fitted = Pipeline(SlidingWindow(3), DropOldest())(conv, budget(12, "anthropic"))
+        pipe = Pipeline(SlidingWindow(3), DropOldest(keep_first=0))
+        fitted = pipe(conv, budget(12, "anthropic"))
         assert [m.text for m in fitted.messages] == [CONTINUED, "a", "b"]
         changes = fitted.report.changes
         assert [(c.stage, c.index, c.ids[0]) for c in changes] == [

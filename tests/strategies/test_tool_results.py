@@ -13,9 +13,10 @@ from contextwindow.strategies import (
     Deduplicate,
     TruncateToolResults,
 )
-from contextwindow.strategies.tool_results import truncate
+from contextwindow.strategies.tool_results import _Cached, truncate
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import BPETokenizer, TokenCounter
+from contextwindow.tokens.base import Tokenizer
 
 O200K = BPETokenizer("o200k_base")
 IMAGE = Image("https://example.com/chart.png", width=512, height=512)
@@ -29,10 +30,12 @@ def exchange(
     cid: str,
     output: str | tuple[Text | Image, ...],
     name: str | None = "read",
+    call: str | None = None,
     **kw: Any,
 ) -> list[Message]:
+    """A call and its result; the call is named ``call``, else ``name``, else tool."""
     return [
-        Message.assistant(tool_calls=[ToolCall(cid, name or "tool", "{}")]),
+        Message.assistant(tool_calls=[ToolCall(cid, call or name or "tool", "{}")]),
         Message.tool(cid, output, name=name, **kw),
     ]
 
@@ -43,7 +46,7 @@ def three_reads() -> list[Message]:
         Message.user("go"),
         *exchange("c1", "w " * 100),
         *exchange("c2", "w " * 100),
-        *exchange("c3", "w " * 100, name=None),
+        *exchange("c3", "w " * 100, name=None, call="grep"),
         Message.user("ok?"),
     ]
 
@@ -92,9 +95,8 @@ class TestTruncate:
         assert set(head) == set(tail) == {"x"}
         assert O200K.count(head) <= 10
         assert O200K.count(tail) <= 10
-        assert int(marker.split()[0].replace(",", "")) == O200K.count(
-            text[len(head) : len(text) - len(tail)]
-        )
+        cut = O200K.count(text) - O200K.count(head) - O200K.count(tail)
+        assert int(marker.split()[0].replace(",", "")) == cut
 
     def test_cjk(self) -> None:
         """CJK text (no spaces) is cut by tokens, not by words."""
@@ -127,7 +129,22 @@ class TestTruncate:
     def test_max_one(self) -> None:
         """A budget of one token still keeps something of each end."""
         out = truncate("alpha beta gamma delta", 1, FakeTokenizer())
-        assert out == "a\n[... 3 tokens cut ...]\ndelta"
+        # The marker gives the text's tokens less the head's and the tail's (4 - 1
+        # - 1), not a count of the middle, "lpha beta gamma ", where the cut word
+        # counts again.
+        assert out == "a\n[... 2 tokens cut ...]\ndelta"
+
+    def test_counts_text_head_and_tail_only(self) -> None:
+        """The middle, most of the text, is never counted on its own."""
+        tok = FakeTokenizer()
+        text = "\n".join(f"line {i}" for i in range(100))
+        out = truncate(text, 8, tok)
+        assert out is not None
+        head, tail = out.split("\n[...")[0], out.split("...]\n")[1]
+        middle = text[len(head) : len(text) - len(tail)]
+        assert len(middle) > len(text) // 2
+        assert middle not in tok.calls
+        assert text in tok.calls
 
 
 class TestTruncateToolResults:
@@ -163,7 +180,7 @@ class TestTruncateToolResults:
         ] == [
             ((conv[2].id,), 2, 104, 19, "tool result: read"),
             ((conv[4].id,), 4, 104, 19, "tool result: read"),
-            ((conv[6].id,), 6, 104, 19, "tool result: c3"),
+            ((conv[6].id,), 6, 104, 19, "tool result: grep"),
         ]
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
         assert r.tokens_after == b.count(fitted.messages)
@@ -198,7 +215,7 @@ class TestTruncateToolResults:
         assert second == batched.parts[1]
         fitted = TruncateToolResults(keep_recent=0, max_tokens=4)(conv, budget())
         assert len(fitted.report.changes) == 1
-        assert fitted.report.changes[0].what == "tool result: a, b"
+        assert fitted.report.changes[0].what == "tool result: f, g"
 
     def test_other_parts_kept(self) -> None:
         """Parts beside a result in a tool message stay as they are."""
@@ -294,6 +311,100 @@ class TestTruncateToolResults:
         assert "lines) cut ...]" in fitted.messages[2].text
 
 
+class TestToolNames:
+    def test_named_from_the_call(self) -> None:
+        """A result without a name is reported under its call's tool name."""
+        conv = [
+            Message.user("go"),
+            *exchange("c1", "w " * 100, name=None, call="read_file"),
+            Message.user("?"),
+        ]
+        for strategy in (TruncateToolResults(0, 10), ClearToolResults(0)):
+            (c,) = strategy(conv, budget()).report.changes
+            assert c.what == "tool result: read_file"
+
+    def test_result_name_first(self) -> None:
+        """A result's own name wins over its call's."""
+        conv = [
+            Message.user("go"),
+            *exchange("c1", "w " * 100, name="search", call="grep"),
+            Message.user("?"),
+        ]
+        (c,) = ClearToolResults(0)(conv, budget()).report.changes
+        assert c.what == "tool result: search"
+
+    def test_reused_call_id(self) -> None:
+        """A call id used again names the call each result answers."""
+        conv = [
+            Message.user("go"),
+            *exchange("c1", "w " * 100, name=None, call="ls"),
+            *exchange("c1", "w " * 100, name=None, call="cat"),
+            Message.user("?"),
+        ]
+        fitted = TruncateToolResults(0, 10)(conv, budget())
+        assert [c.what for c in fitted.report.changes] == [
+            "tool result: ls",
+            "tool result: cat",
+        ]
+
+    def test_deduplicated(self) -> None:
+        """Deduplicate names the tool the same way."""
+        out = "same " * 30
+        conv = [
+            Message.user("status?"),
+            *exchange("c1", out, name=None, call="status"),
+            Message.user("again?"),
+            *exchange("c2", out, name=None, call="status"),
+            Message.user("thanks"),
+        ]
+        fitted = Deduplicate()(conv, budget())
+        assert [c.what for c in fitted.report.changes] == ["tool result: status"]
+
+    def test_orphan_named_by_its_call_id(self) -> None:
+        """A result answering no call is named by its call id."""
+        conv = [Message.user("go"), Message.tool("zz", "w " * 100), Message.user("?")]
+        fitted = TruncateToolResults(0, 10)(conv, budget())
+        assert [(c.kind, c.index) for c in fitted.report.changes] == [
+            ("truncated", 1),
+            ("repaired", 1),  # the orphan itself goes after
+        ]
+        assert fitted.report.changes[0].what == "tool result: zz"
+
+
+class TestTextCache:
+    @pytest.mark.parametrize(
+        "strategy",
+        [TruncateToolResults(0, 10), ClearToolResults(0)],
+        ids=["truncate", "clear"],
+    )
+    def test_each_text_counted_once(
+        self, strategy: TruncateToolResults | ClearToolResults
+    ) -> None:
+        """Results are counted through the counter's text cache."""
+        tok = FakeTokenizer()
+        b = Budget(0, TokenCounter(tok))
+        conv = three_reads()
+        first = strategy(conv, b)
+        assert tok.calls.count("w " * 100) == 1  # three results, one text
+        tok.reset()
+        again = strategy(conv, b)
+        assert tok.calls == []  # fitting the same conversation again costs nothing
+        assert again.messages == first.messages
+        assert again.report == first.report
+
+    def test_cached_view_is_a_tokenizer(self) -> None:
+        """Truncation's cached view is a Tokenizer named as the counter's."""
+        tok = FakeTokenizer("words", exact=False)
+        counter = TokenCounter(tok)
+        view = _Cached(counter)
+        assert isinstance(view, Tokenizer)
+        assert (view.name, view.exact) == ("words", False)
+        assert view.count("a b c") == view.count("a b c") == 3
+        assert tok.calls == ["a b c"]
+        assert counter.text("a b c") == 3
+        assert tok.calls == ["a b c"]
+
+
 class TestClearToolResults:
     def test_placeholder(self) -> None:
         """An old result becomes a placeholder giving its size."""
@@ -311,17 +422,19 @@ class TestClearToolResults:
         assert (c.tokens_before, c.tokens_after) == (1504, 9)
 
     def test_name_in_placeholder(self) -> None:
-        """``{name}`` is the tool's name (empty when unknown)."""
+        """``{name}`` is the result's tool name, else its call's, else empty."""
         conv = [
             Message.user("go"),
             *exchange("c1", "w " * 50),
-            *exchange("c2", "w " * 50, name=None),
+            *exchange("c2", "w " * 50, name=None, call="grep"),
             Message.user("?"),
+            Message.tool("zz", "w " * 50),  # an orphan: no call names it
         ]
         strategy = ClearToolResults(0, "[{name} output removed, {tokens} tokens]")
         out = strategy(conv, budget()).messages
         assert out[2].text == "[read output removed, 50 tokens]"
-        assert out[4].text == "[ output removed, 50 tokens]"
+        assert out[4].text == "[grep output removed, 50 tokens]"
+        assert all(m.text != "[ output removed, 50 tokens]" for m in out)  # repaired
 
     def test_images_counted(self) -> None:
         """The size given counts the result's images too."""

@@ -17,6 +17,7 @@ from contextwindow.messages import (
     ToolResult,
     ToolSpec,
 )
+from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import BPETokenizer, TokenCounter, count_messages
 from contextwindow.tokens.counting import (
     ANTHROPIC_TOOLS_OVERHEAD,
@@ -454,6 +455,55 @@ class TestTokenCounter:
         tok.calls.clear()
         counter.message(msg)
         assert tok.calls
+
+    def test_text_counted_once(self) -> None:
+        """``text()`` asks the tokenizer once per distinct text."""
+        tok = FakeTokenizer()
+        counter = TokenCounter(tok)
+        assert counter.text("one two three") == 3
+        assert counter.text("one two three") == 3
+        assert counter.text("") == 0
+        assert tok.calls == ["one two three", ""]
+
+    def test_text_cache_is_bounded(self) -> None:
+        """The text cache holds ``cache_size`` texts, evicting the oldest."""
+        tok = FakeTokenizer()
+        counter = TokenCounter(tok, cache_size=2)
+        for text in ("alpha", "beta", "gamma"):
+            counter.text(text)
+        tok.reset()
+        assert (counter.text("beta"), counter.text("gamma")) == (1, 1)
+        assert tok.calls == []
+        assert counter.text("alpha") == 1
+        assert tok.calls == ["alpha"]
+
+    def test_clear_empties_the_text_cache(self) -> None:
+        """``clear()`` forgets cached texts too."""
+        tok = FakeTokenizer()
+        counter = TokenCounter(tok)
+        counter.text("a b")
+        counter.clear()
+        tok.reset()
+        assert counter.text("a b") == 2
+        assert tok.calls == ["a b"]
+
+    @pytest.mark.parametrize("provider", ["openai", "anthropic"])
+    def test_tool_result_text_through_the_cache(self, provider: Provider) -> None:
+        """A tool result's text, alone or beside an image, is counted via ``text()``."""
+        tok = FakeTokenizer()
+        counter = TokenCounter(tok, provider)
+        img = Image("https://e.com/i.png", "low", 512, 512)
+        plain = ToolResult("c1", "w " * 40)
+        mixed = ToolResult("c2", (Text("w " * 40), img, Text("tail")))
+        overhead = 3 if provider == "anthropic" else 0
+        assert counter.part(plain) == overhead + 40
+        assert counter.part(mixed) == overhead + 40 + counter.image(img) + 1
+        assert tok.calls == ["w " * 40, "tail"]
+        tok.reset()
+        assert counter.part(plain) == overhead + 40
+        assert counter.part(mixed) == overhead + 40 + counter.image(img) + 1
+        assert counter.text("tail") == 1
+        assert tok.calls == []
 
     def test_breakdown_sums_to_message(self) -> None:
         """The breakdown's values sum to the message count."""

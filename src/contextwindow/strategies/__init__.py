@@ -37,6 +37,7 @@ from contextwindow.strategies.tool_results import (
 )
 
 __all__ = [
+    "STRATEGY_NAMES",
     "Budget",
     "Change",
     "ChangeKind",
@@ -46,7 +47,6 @@ __all__ = [
     "Fitted",
     "Pipeline",
     "Report",
-    "STRATEGY_NAMES",
     "SlidingWindow",
     "Strategy",
     "TruncateToolResults",

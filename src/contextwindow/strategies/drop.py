@@ -24,8 +24,9 @@ from contextwindow.strategies.base import (
     pinned_flags,
     pinned_units,
 )
+from contextwindow.validity import CONTINUED_ID
 
-__all__ = ["DropOldest", "SlidingWindow"]
+__all__ = ["DropOldest", "SlidingWindow", "dropped_runs"]
 
 MAX_PINNED_SHOWN = 5
 """Pinned units a ``BudgetError`` lists by name (the largest first)."""
@@ -76,7 +77,13 @@ class DropOldest:
         run = budget.counter.running(messages)
         cost = [run[u.stop] - run[u.start] for u in us]
         total = budget.count(messages)
-        lead = [k for k, u in enumerate(us) if u.kind != "system"][: self.keep_first]
+        # The task: the first units after the system prompt, not counting a
+        # placeholder turn a repair put first.
+        lead = [
+            k
+            for k, u in enumerate(us)
+            if u.kind != "system" and messages[u.start].id != CONTINUED_ID
+        ][: self.keep_first]
         later = [k for k in range(len(us)) if not pinned[k] and k not in lead]
         spared = [k for k in lead if not pinned[k]]
         # First try to keep the lead; when it must go too, plain oldest-first

@@ -98,7 +98,8 @@ class ClearToolResults:
     Args:
         keep_recent: The most recent results left whole.
         placeholder: The text put in place of a result; ``{tokens}`` becomes
-            the tokens it took (text and images), ``{name}`` the tool's name.
+            the tokens it took (text and images), ``{name}`` the tool's name
+            (the result's own, else its call's).
 
     Raises:
         ContextWindowError: ``keep_recent`` below 0, or a placeholder using
@@ -246,7 +247,10 @@ def _rewrite(
         for part in m.parts:
             if isinstance(part, ToolResult):
                 fits = total <= budget.limit
-                text = None if flags[i] or fits else rewrite(part, position)
+                named = part
+                if part.name is None and part.call_id in names:  # for {name}
+                    named = replace(part, name=names[part.call_id])
+                text = None if flags[i] or fits else rewrite(named, position)
                 position += 1
                 # A marker in the new text would pin the message for later stages.
                 if text is not None and not any(k in text for k in budget.protected):
