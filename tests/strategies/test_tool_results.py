@@ -312,6 +312,18 @@ class TestTruncateToolResults:
 
 
 class TestToolNames:
+    def test_repeated_names_counted(self) -> None:
+        """One message answering several calls names each tool once, with a count."""
+        calls = [ToolCall(f"c{k}", n) for k, n in enumerate(["Read", "Read", "Bash"])]
+        conv = [
+            Message.user("go"),
+            Message.assistant(tool_calls=calls),
+            Message("tool", tuple(ToolResult(c.id, "w " * 50) for c in calls)),
+            Message.user("?"),
+        ]
+        (c,) = ClearToolResults(0)(conv, budget()).report.changes
+        assert c.what == "tool result: Read x2, Bash"
+
     def test_named_from_the_call(self) -> None:
         """A result without a name is reported under its call's tool name."""
         conv = [

@@ -277,10 +277,18 @@ def _rewrite(
                 i,
                 counter.message(m),
                 counter.message(new_msg),
-                f"tool result: {', '.join(touched)}",
+                f"tool result: {_names(touched)}",
             )
         )
     return finish(stage, messages, out, changes, budget)
+
+
+def _names(names: Sequence[str]) -> str:
+    """``Read x8, Bash``: each name once, in order, with its count."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{n} x{k}" if k > 1 else n for n, k in counts.items())
 
 
 def _with_text(result: ToolResult, text: str) -> ToolResult:
