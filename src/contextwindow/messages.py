@@ -402,6 +402,17 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
             out.extend(found[:-1])
             _scan(seq, found[-1].start, out)
             break
+        # A strategy that rewrote some contents (tool results cut or cleared)
+        # changed no role and no call id: the units are the same.
+        if (
+            n == k
+            and n
+            and all(
+                a is b or _shape(a) == _shape(b) for a, b in zip(seq, last, strict=True)
+            )
+        ):
+            out.extend(found)
+            break
     else:
         _scan(seq, 0, out)
     result = tuple(out)
@@ -417,6 +428,15 @@ _RECENT = 4
 output; a manager its history and its view)."""
 _recent: list[tuple[list[Message], tuple[Unit, ...]]] = []
 _recent_lock = threading.Lock()
+
+
+def _shape(m: Message) -> tuple[str, tuple[str, ...]]:
+    """What ``units`` looks at: the role and the call ids of calls or results."""
+    if m.role == "assistant":
+        return m.role, tuple(p.id for p in m.parts if isinstance(p, ToolCall))
+    if m.role == "tool":
+        return m.role, tuple(p.call_id for p in m.parts if isinstance(p, ToolResult))
+    return m.role, ()
 
 
 def _scan(messages: Sequence[Message], start: int, out: list[Unit]) -> None:

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import contextwindow.messages as messages_module
-from contextwindow.messages import Message, Role, ToolCall, ToolResult, Unit, units
+from contextwindow.messages import (
+    Message,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+    Unit,
+    units,
+)
 
 from ._support import for_each
 
@@ -172,6 +180,56 @@ class TestUnitsIncremental:
                 if grown:
                     grown[rng.randrange(len(grown))] = Message.tool("zz", "late")
                     assert units(grown) == fresh(grown), grown
+
+        for_each(convs, check)
+
+    def test_same_shape_rewrites_reuse_units_and_others_rescan(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """A same-length list whose changed messages keep their roles and call
+        ids (contents rewritten, as the tool-result strategies do) gets the
+        units of a fresh scan; so does one where a role or call id changed."""
+
+        def fresh(seq: list[Message]) -> tuple[Unit, ...]:
+            messages_module._recent.clear()  # forget: scan from scratch
+            return units(list(seq))
+
+        def rewrite(m: Message) -> Message:
+            parts = [
+                replace(p, content="x")
+                if isinstance(p, ToolResult)
+                else Text("y")
+                if isinstance(p, Text)
+                else p
+                for p in m.parts
+            ]
+            return m.with_parts(parts)
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            if not conv:
+                return
+            units(conv)
+            same = [rewrite(m) if rng.random() < 0.5 else m for m in conv]
+            assert units(same) == fresh(same), same
+            units(conv)
+            other = list(conv)
+            i = rng.randrange(len(other))
+            role: Role = rng.choice(("system", "user", "assistant", "tool"))
+            other[i] = replace(other[i], role=role)
+            if other[i].role == "tool":
+                other[i] = other[i].with_parts((ToolResult("zz", "late"),))
+            assert units(other) == fresh(other), other
+            # A call id changed, the roles kept: calls go unanswered.
+            calling = [k for k, m in enumerate(conv) if m.tool_calls]
+            if calling:
+                units(conv)
+                k = rng.choice(calling)
+                renamed = list(conv)
+                renamed[k] = conv[k].with_parts(
+                    replace(p, id=p.id + "!") if isinstance(p, ToolCall) else p
+                    for p in conv[k].parts
+                )
+                assert units(renamed) == fresh(renamed), renamed
 
         for_each(convs, check)
 
