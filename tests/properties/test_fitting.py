@@ -57,7 +57,7 @@ from contextwindow.tokens.counting import TokenCounter
 from contextwindow.validity import CONTINUED_ID, ensure_valid, problems
 from contextwindow.wire import MessageDict, to_dicts
 
-from ._support import MAX_SHOWN, dump, for_each
+from ._support import MAX_SHOWN, dump, for_each, pool_size
 
 PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
 
@@ -578,7 +578,11 @@ class TestFitting:
         kinds = {
             ch.kind for _, fitted in batch.outputs() for ch in fitted.report.changes
         }
-        assert kinds >= OWN_KINDS[batch.name], kinds
+        # Every strategy shows its own kind of change somewhere in the CI pool
+        # (2,000 conversations, the same on every run); a small random dev pool
+        # may hold no repeated tool output for Deduplicate to act on.
+        if pool_size() >= 1000:
+            assert kinds >= OWN_KINDS[batch.name], kinds
 
 
 class TestExactCounts:
