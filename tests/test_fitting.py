@@ -335,19 +335,3 @@ class TestFit:
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
         assert problems(fitted.messages, provider) == ()
         assert r.fits
-
-
-class TestPlaceholderIsNotTheTask:
-    def test_placeholder_is_not_the_task(self) -> None:
-        """A placeholder turn a repair put first is not kept as the task."""
-        from contextwindow.testing import FakeTokenizer
-
-        conv = [
-            Message.assistant("hello there " * 10, id="a0"),
-            Message.user("question one", id="u1"),
-            Message.assistant("answer", id="a1"),
-            Message.user("last question", id="u2"),
-        ]
-        counter = TokenCounter(FakeTokenizer(), "anthropic")
-        fitted = fit(conv, limit=20, strategy=DropOldest(), tokenizer=counter)
-        assert list(fitted.messages) == conv[1:]

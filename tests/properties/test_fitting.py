@@ -708,15 +708,18 @@ class TestFoundCases:
             Message.user("last question", id="u2"),
         ]
         counter = TokenCounter(FakeTokenizer(), "anthropic")
-        for protected in ([], ["cont"]):
-            fitted = fit(
-                conv,
-                limit=20,
-                strategy=DropOldest(keep_first=0),  # the opening turn goes first
-                tokenizer=counter,
-                protected=protected,
-            )  # today, with "cont": the placeholder stays before u1
-            assert [m.id for m in fitted.messages] == ["u1", "a1", "u2"], protected
+        # keep_first=1 too: the placeholder a repair put first is not the task.
+        for keep_first in (0, 1):
+            for protected in ([], ["cont"]):
+                fitted = fit(
+                    conv,
+                    limit=20,
+                    strategy=DropOldest(keep_first=keep_first),
+                    tokenizer=counter,
+                    protected=protected,
+                )
+                ids = [m.id for m in fitted.messages]
+                assert ids == ["u1", "a1", "u2"], (keep_first, protected)
 
     def test_budget_error_names_the_request_overhead(self) -> None:
         """An empty conversation over a budget below the reply priming says why."""
