@@ -135,7 +135,10 @@ def fit(
     counter = _counter(tokenizer, info, provider)
     budget = Budget(limit - reserve, counter, tuple(tools), _markers(protected))
     chosen = DEFAULT_STRATEGY if strategy is None else strategy
-    return Pipeline(chosen, _FALLBACK)(messages, budget)
+    # A pipeline's stages join the fallback's pipeline, so the input is
+    # validated once, not once per level of nesting.
+    stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
+    return Pipeline(*stages, _FALLBACK)(messages, budget)
 
 
 _FALLBACK = DropOldest()
