@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from contextwindow.errors import ContextWindowError
-from contextwindow.messages import PROVIDERS, Message, Provider, ToolSpec
+from contextwindow.messages import Message, Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_model, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy
 from contextwindow.strategies.drop import DropOldest
@@ -154,9 +154,8 @@ def _counter(
     info: ModelInfo | None,
     provider: Provider | None,
 ) -> TokenCounter:
-    if provider is not None and provider not in PROVIDERS:
-        known = ", ".join(PROVIDERS)
-        raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
+    if provider is not None:
+        check_provider(provider)
     if isinstance(tokenizer, TokenCounter):
         if provider is not None and provider != tokenizer.provider:
             raise ContextWindowError(

@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from contextwindow.errors import ContextWindowError
+
 __all__ = [
     "Image",
     "Message",
@@ -49,6 +51,7 @@ __all__ = [
     "ToolSpec",
     "Unit",
     "UnitKind",
+    "check_provider",
     "new_id",
     "units",
 ]
@@ -59,6 +62,22 @@ ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 Provider = Literal["openai", "anthropic", "responses"]
 """A wire shape: OpenAI Chat Completions, Anthropic Messages, OpenAI Responses."""
 PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
+
+
+def check_provider(provider: str) -> None:
+    """Raise ``ContextWindowError`` naming the known providers for any other.
+
+    Example:
+        >>> check_provider("anthropic")
+        >>> try:
+        ...     check_provider("gemini")
+        ... except ContextWindowError as exc:
+        ...     print(exc)
+        unknown provider 'gemini' (known: openai, anthropic, responses)
+    """
+    if provider not in PROVIDERS:
+        known = ", ".join(PROVIDERS)
+        raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
 
 
 def _empty() -> dict[str, Any]:

@@ -61,9 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
-    PROVIDERS,
     Image,
     Message,
     Part,
@@ -72,6 +70,7 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
+    check_provider,
     units,
 )
 
@@ -148,7 +147,7 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
         >>> [(p.path, p.reason) for p in problems(conv, "openai")]
         [('messages[1].parts[1]', 'tool call has no result')]
     """
-    _check_provider(provider)
+    check_provider(provider)
     found: list[Problem] = []
     anthropic = provider == "anthropic"
     unanswered: dict[int, list[int]] = {}
@@ -276,12 +275,6 @@ def ensure_valid(messages: Sequence[Message], provider: Provider) -> Valid:
 
 
 # -- helpers -----------------------------------------------------------------------
-
-
-def _check_provider(provider: str) -> None:
-    if provider not in PROVIDERS:
-        known = ", ".join(PROVIDERS)
-        raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
 
 
 def _is_call(part: Part) -> bool:

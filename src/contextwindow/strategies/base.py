@@ -35,7 +35,6 @@ from contextwindow.messages import (
     Message,
     Provider,
     Text,
-    ToolResult,
     ToolSpec,
     Unit,
     units,
@@ -283,7 +282,7 @@ def pinned_flags(
         for i, m in enumerate(messages):
             # The placeholder turn is ours: a marker in its text pins nothing.
             if not flags[i] and m.id != CONTINUED_ID:
-                text = _searchable(m)
+                text = m.text  # text parts and tool results, as markers see them
                 flags[i] = any(mark in text for mark in markers)
     for i in final_indices(messages, provider):
         flags[i] = True
@@ -325,10 +324,6 @@ def _surely_kept(m: Message) -> bool:
             for p in m.parts
         )
     )
-
-
-def _searchable(m: Message) -> str:
-    return "\n".join(p.text for p in m.parts if isinstance(p, (Text, ToolResult)))
 
 
 def pinned_units(

@@ -27,7 +27,6 @@ from typing import Any, cast
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
-    PROVIDERS,
     Image,
     Message,
     Part,
@@ -37,6 +36,7 @@ from contextwindow.messages import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    check_provider,
 )
 from contextwindow.tokens._images import anthropic_image_tokens, openai_image_tokens
 from contextwindow.tokens.base import Tokenizer
@@ -149,10 +149,8 @@ class TokenCounter:
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        framing = _FRAMING.get(provider)
-        if framing is None:
-            known = ", ".join(PROVIDERS)
-            raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
+        check_provider(provider)
+        framing = _FRAMING[provider]
         if cache_size < 1:
             raise ContextWindowError(f"cache_size must be at least 1, got {cache_size}")
         self._tok = tokenizer
