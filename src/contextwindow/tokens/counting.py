@@ -231,7 +231,7 @@ class TokenCounter:
             40
         """
         seq = msgs if isinstance(msgs, list) else list(msgs)
-        total = self._sum(seq) + self._framing.reply
+        total = self.running(seq)[-1] + self._framing.reply
         if tools:
             total += self.tools(tools)
             if self._framing is _OPENAI:
@@ -276,9 +276,6 @@ class TokenCounter:
         self._last.insert(0, (list(seq), done))
         del self._last[_RECENT:]
         return done
-
-    def _sum(self, seq: list[Message]) -> int:
-        return self.running(seq)[-1]
 
     def _openai_system_adjustment(self, seq: Sequence[Message]) -> int:
         # With tools, OpenAI pads the first system message with a newline and
