@@ -83,6 +83,7 @@ def fit(
     tokenizer: Tokenizer | TokenCounter | None = None,
     tools: Iterable[ToolSpec] = (),
     protected: Iterable[str] = (),
+    query: str | None = None,
 ) -> Fitted:
     """Fit ``messages`` into a model's window (see the module's contract).
 
@@ -100,6 +101,8 @@ def fit(
         tools: Tool schemas sent with the request (they take tokens).
         protected: Markers: a message whose text holds one is kept (a
             string alone is one marker).
+        query: What the next request is about, for strategies that keep
+            what is relevant to it (default: the final message's text).
 
     Returns:
         The fitted conversation and the report of every change.
@@ -133,7 +136,9 @@ def fit(
             f"reserve ({reserve:,}) is larger than the limit ({limit:,})"
         )
     counter = _counter(tokenizer, info, provider)
-    budget = Budget(limit - reserve, counter, tuple(tools), _markers(protected))
+    budget = Budget(
+        limit - reserve, counter, tuple(tools), _markers(protected), query
+    )
     chosen = DEFAULT_STRATEGY if strategy is None else strategy
     # A pipeline's stages join the fallback's pipeline, so the input is
     # validated once, not once per level of nesting.

@@ -74,6 +74,8 @@ class Budget:
         tools: Tool schemas sent with the request (they count).
         protected: Markers: a message whose text holds one is pinned (a
             string alone is one marker).
+        query: What the next request is about, for strategies that keep
+            what is relevant to it (``None``: the final message's text).
 
     Raises:
         ContextWindowError: A negative limit, or an empty marker (every
@@ -90,6 +92,7 @@ class Budget:
     counter: TokenCounter
     tools: tuple[ToolSpec, ...] = ()
     protected: tuple[str, ...] = ()
+    query: str | None = None
 
     def __post_init__(self) -> None:
         if self.limit < 0:

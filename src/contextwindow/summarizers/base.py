@@ -1,0 +1,65 @@
+"""The ``Summarizer`` protocol: turn older messages into a short text.
+
+Contract:
+
+- ``summarize(messages, previous=..., max_tokens=...)`` returns the text of a
+  summary of ``messages``. When ``previous`` is given (the text of the summary
+  those messages follow), the result covers both: summaries are rolled
+  forward, never rebuilt from the whole history.
+- ``max_tokens`` is a target, not a hard cap: the ``Summarize`` strategy
+  measures what comes back and refuses a summary that does not save enough.
+- A summarizer never mutates its input and raises ``SummarizerError`` (never a
+  transport error) when it cannot produce a summary.
+- ``AsyncSummarizer`` is the same contract with ``asummarize``; a summarizer
+  may implement both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from contextwindow.messages import Message
+
+__all__ = ["AsyncSummarizer", "Summarizer"]
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Anything with ``summarize(messages, *, previous, max_tokens) -> str``.
+
+    Example:
+        >>> class FirstLines:
+        ...     def summarize(self, messages, *, previous=None, max_tokens=None):
+        ...         lines = [m.text.splitlines()[0] for m in messages if m.text]
+        ...         return "\\n".join(([previous] if previous else []) + lines)
+        >>> isinstance(FirstLines(), Summarizer)
+        True
+        >>> FirstLines().summarize([Message.user("Fix the build.\\nIt fails.")])
+        'Fix the build.'
+    """
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """Return a summary of ``messages``, folding in ``previous``."""
+        ...
+
+
+@runtime_checkable
+class AsyncSummarizer(Protocol):
+    """The async twin of ``Summarizer``: ``await asummarize(...) -> str``."""
+
+    async def asummarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """Return a summary of ``messages``, folding in ``previous``."""
+        ...
