@@ -1,8 +1,10 @@
 """contextwindow: keep LLM agents inside their model's context window.
 
 Count tokens exactly and offline, know every model's window, convert between
-provider shapes, see what is in a context, and fit it into a budget with
-composable strategies that always return a conversation the provider accepts.
+provider shapes, see what is in a context, fit it into a budget with
+composable strategies that always return a conversation the provider accepts,
+and manage a live conversation: full history, compacted view, threshold
+handlers.
 
 Example:
     >>> from contextwindow import Message, TokenCounter, get_model, get_tokenizer
@@ -37,6 +39,16 @@ from contextwindow.formats import (
     to_responses,
 )
 from contextwindow.inspection import Inspection, inspect_messages
+from contextwindow.manager import (
+    AsyncContextManager,
+    AsyncThresholdContext,
+    Compaction,
+    CompactionPolicy,
+    ContextManager,
+    Event,
+    Prepared,
+    ThresholdContext,
+)
 from contextwindow.messages import (
     Image,
     Message,
@@ -58,6 +70,7 @@ from contextwindow.strategies import (
     Deduplicate,
     DropOldest,
     Fitted,
+    MaxMessages,
     Pipeline,
     Report,
     SlidingWindow,
@@ -77,23 +90,31 @@ from contextwindow.validity import ensure_valid, problems
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncContextManager",
+    "AsyncThresholdContext",
     "BPETokenizer",
     "Budget",
     "BudgetError",
     "ClearToolResults",
+    "Compaction",
+    "CompactionPolicy",
     "ConflictError",
+    "ContextManager",
     "ContextWindowError",
     "Deduplicate",
     "DropOldest",
+    "Event",
     "Fitted",
     "HeuristicTokenizer",
     "Image",
     "Inspection",
     "InvalidMessageError",
+    "MaxMessages",
     "Message",
     "ModelInfo",
     "Part",
     "Pipeline",
+    "Prepared",
     "Provider",
     "Report",
     "Role",
@@ -103,6 +124,7 @@ __all__ = [
     "SummarizerError",
     "Text",
     "Thinking",
+    "ThresholdContext",
     "TokenCounter",
     "Tokenizer",
     "ToolCall",

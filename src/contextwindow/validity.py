@@ -57,6 +57,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -70,6 +71,7 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
+    Unit,
     check_provider,
     units,
 )
@@ -129,12 +131,18 @@ class Valid:
     """For each problem: the message that replaced it (``None`` when dropped)."""
 
 
-def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, ...]:
+def problems(
+    messages: Sequence[Message], provider: Provider, *, start: int = 0
+) -> tuple[Problem, ...]:
     """Every rule of ``provider`` that ``messages`` break, in message order.
 
     Args:
         messages: The conversation, in the neutral form.
         provider: ``openai``, ``responses`` or ``anthropic``.
+        start: Check only the units that end after this index: the caller
+            knows ``messages[:start]`` is valid and that a unit starts at
+            ``start`` (a manager that appended to a checked view). Cost
+            then grows with the tail, not the history.
 
     Raises:
         ContextWindowError: An unknown provider.
@@ -151,14 +159,18 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
     found: list[Problem] = []
     anthropic = provider == "anthropic"
     unanswered: dict[int, list[int]] = {}
-    for unit in units(messages):
+    grouped = units(messages)
+    first_unit = bisect.bisect_right(grouped, start, key=_unit_stop) if start else 0
+    for unit in grouped[first_unit:]:
         if unit.kind == "orphan_results":
             found.extend(_orphan(messages, i) for i in range(unit.start, unit.stop))
         elif unit.unanswered:
             calls = [k for k, p in enumerate(messages[unit.start].parts) if _is_call(p)]
             unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
     dropped = {p.index for p in found}
-    for i, m in enumerate(messages):
+    begin = grouped[first_unit].start if first_unit < len(grouped) else len(messages)
+    for i in range(begin, len(messages)):
+        m = messages[i]
         role = m.role
         if not anthropic and role != "assistant":
             continue  # OpenAI's rules for other turns are all about units
@@ -206,7 +218,11 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
             ),
             None,
         )
-        if first is not None and messages[first].role == "assistant":
+        if (
+            first is not None
+            and first >= begin  # an earlier first turn was checked already
+            and messages[first].role == "assistant"
+        ):
             found.append(
                 Problem(
                     first,
@@ -219,12 +235,16 @@ def problems(messages: Sequence[Message], provider: Provider) -> tuple[Problem, 
     return tuple(found)
 
 
-def ensure_valid(messages: Sequence[Message], provider: Provider) -> Valid:
+def ensure_valid(
+    messages: Sequence[Message], provider: Provider, *, start: int = 0
+) -> Valid:
     """Repair ``messages`` so that ``provider`` accepts them (see the module).
 
     Args:
         messages: The conversation; never mutated.
         provider: ``openai``, ``responses`` or ``anthropic``.
+        start: As for ``problems``: ``messages[:start]`` is known valid and a
+            unit starts there, so only the rest is checked.
 
     Returns:
         The valid conversation and the problems repaired. A valid input comes
@@ -241,7 +261,7 @@ def ensure_valid(messages: Sequence[Message], provider: Provider) -> Valid:
         >>> v.messages[1].tool_calls, v.messages[1].text
         ((), 'Let me look.')
     """
-    found = problems(messages, provider)
+    found = problems(messages, provider, start=start)
     if not found:
         return Valid(tuple(messages), ())
     drop = {p.index for p in found if p.fix == "drop_message"}
@@ -275,6 +295,10 @@ def ensure_valid(messages: Sequence[Message], provider: Provider) -> Valid:
 
 
 # -- helpers -----------------------------------------------------------------------
+
+
+def _unit_stop(unit: Unit) -> int:
+    return unit.stop
 
 
 def _is_call(part: Part) -> bool:

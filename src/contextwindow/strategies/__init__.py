@@ -27,7 +27,7 @@ from contextwindow.strategies.base import (
     finish,
     pinned_flags,
 )
-from contextwindow.strategies.drop import DropOldest, SlidingWindow
+from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.tool_results import (
@@ -45,6 +45,7 @@ __all__ = [
     "Deduplicate",
     "DropOldest",
     "Fitted",
+    "MaxMessages",
     "Pipeline",
     "Report",
     "SlidingWindow",

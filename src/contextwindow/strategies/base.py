@@ -57,9 +57,17 @@ __all__ = [
 ]
 
 ChangeKind = Literal[
-    "dropped", "truncated", "cleared", "deduplicated", "summarized", "repaired"
+    "dropped",
+    "truncated",
+    "cleared",
+    "deduplicated",
+    "summarized",
+    "repaired",
+    "rewritten",
+    "added",
 ]
-"""What a change did to the messages it touched."""
+"""What a change did to the messages it touched (``rewritten`` and ``added``
+come from a caller's own edit, such as a manager's ``replace_messages``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +139,7 @@ class Change:
 
     kind: ChangeKind
     """``dropped``, ``truncated``, ``cleared``, ``deduplicated``,
-    ``summarized`` or ``repaired``."""
+    ``summarized``, ``repaired``, ``rewritten`` or ``added``."""
     stage: str
     """The strategy that made it (``ensure_valid`` for repairs)."""
     ids: tuple[str, ...]

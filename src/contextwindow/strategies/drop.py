@@ -1,7 +1,7 @@
-"""Strategies that drop whole units: ``DropOldest`` and ``SlidingWindow``.
+"""Strategies that drop whole units: ``DropOldest``, ``SlidingWindow``, ``MaxMessages``.
 
-Contract: both keep every pinned unit and the order of what they keep; neither
-ever splits a tool exchange. ``DropOldest`` is the one strategy that always
+Contract: all three keep every pinned unit and the order of what they keep;
+none ever splits a tool exchange. ``DropOldest`` is the one strategy that always
 meets the budget when it can, and raises ``BudgetError`` naming the pinned
 content when it cannot.
 """
@@ -26,7 +26,7 @@ from contextwindow.strategies.base import (
 )
 from contextwindow.validity import CONTINUED_ID
 
-__all__ = ["DropOldest", "SlidingWindow", "dropped_runs"]
+__all__ = ["DropOldest", "MaxMessages", "SlidingWindow", "dropped_runs"]
 
 MAX_PINNED_SHOWN = 5
 """Pinned units a ``BudgetError`` lists by name (the largest first)."""
@@ -270,3 +270,64 @@ class SlidingWindow:
         ]
         changes = dropped_runs("SlidingWindow", messages, us, keep, cost)
         return finish("SlidingWindow", messages, out, changes, budget)
+
+
+@dataclass(frozen=True, slots=True)
+class MaxMessages:
+    """Keep at most ``limit`` messages besides system messages; drop the oldest units.
+
+    A cap by count, not by tokens: the last line of defence of a manager's
+    ``max_messages``, and what ``prune_old_messages`` keeps. Units go whole,
+    oldest first; pinned ones stay, so when they alone exceed the cap the
+    output holds them and nothing else.
+
+    Args:
+        limit: Most non-system messages kept.
+
+    Raises:
+        ContextWindowError: ``limit`` below 0.
+
+    Example:
+        >>> from contextwindow import Message, TokenCounter, ToolCall
+        >>> from contextwindow.strategies import Budget
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> conv = [Message.system("s"), Message.user("go"),
+        ...         Message.assistant(tool_calls=[ToolCall("1", "ls")]),
+        ...         Message.tool("1", "a.txt"), Message.assistant("done")]
+        >>> budget = Budget(1000, TokenCounter(FakeTokenizer()))
+        >>> [m.role for m in MaxMessages(3)(conv, budget).messages]
+        ['system', 'assistant', 'tool', 'assistant']
+        >>> [m.role for m in MaxMessages(2)(conv, budget).messages]  # no split
+        ['system', 'assistant']
+    """
+
+    limit: int = 200
+    """Most non-system messages kept."""
+
+    def __post_init__(self) -> None:
+        if self.limit < 0:
+            raise ContextWindowError(f"limit must be >= 0, got {self.limit}")
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Drop the oldest unpinned units until the count is met."""
+        us, pinned = pinned_units(messages, budget.protected, budget.provider)
+        keep = [True] * len(us)
+        excess = sum(1 for m in messages if m.role != "system") - self.limit
+        for k, u in enumerate(us):
+            if excess <= 0:
+                break
+            if not pinned[k]:
+                keep[k] = False
+                excess -= u.stop - u.start
+        counter = budget.counter
+        cost = [
+            0
+            if keep[k]
+            else sum(counter.message(m) for m in messages[u.start : u.stop])
+            for k, u in enumerate(us)
+        ]
+        out = [
+            m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]
+        ]
+        changes = dropped_runs("MaxMessages", messages, us, keep, cost)
+        return finish("MaxMessages", messages, out, changes, budget)

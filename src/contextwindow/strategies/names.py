@@ -30,7 +30,7 @@ from types import MappingProxyType
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
-from contextwindow.strategies.drop import DropOldest, SlidingWindow
+from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -96,6 +96,12 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             positional=True,
             summary="keep the last N units, drop the rest",
         ),
+        "max-messages": StrategyName(
+            MaxMessages,
+            ("limit",),
+            positional=True,
+            summary="keep at most N messages besides system ones, oldest units first",
+        ),
         "truncate": StrategyName(
             TruncateToolResults,
             ("keep_recent", "max_tokens"),
@@ -143,10 +149,10 @@ def parse_strategy(spec: str) -> Strategy:
         Traceback (most recent call last):
         ...
         contextwindow.errors.ContextWindowError: strategy 'truncate(keep=2)': unknown argument 'keep' (truncate takes keep_recent, max_tokens)
-        >>> parse_strategy("dedupe,shrink")
+        >>> parse_strategy("dedupe,shrink")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, truncate, clear, dedupe, default)
+        contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, ...)
     """  # noqa: E501 -- doctest output lines cannot be wrapped
     stages = [_stage(part) for part in _split(spec)]
     return stages[0] if len(stages) == 1 else Pipeline(*stages)

@@ -1,0 +1,419 @@
+r"""``ContextManager``: a live conversation, its full history and a compacted view.
+
+Contract:
+
+- ``push`` appends to the history (every message, forever) and to the view
+  (what is sent). ``prepare`` returns the next request in the provider's
+  shape; it never exceeds the window less the reserve, and it is always
+  valid for the provider. Compaction, threshold handlers and the
+  ``max_messages`` cap change the view, never the history.
+- Threshold handlers (``@manager.on_threshold(80)``; 60, 80 and 90 are
+  watched by default) run once when usage crosses their threshold upward,
+  in increasing order and before automatic compaction, and are re-armed
+  when usage falls below it again.
+- Automatic compaction follows the ``CompactionPolicy``: from ``at`` percent
+  of the window down to ``to`` percent, never for less than ``min_saving``,
+  at most ``max_per_turn`` times between user messages, and always when the
+  request would not fit otherwise. Between compactions the view only grows,
+  so its prefix (and a provider's prompt cache over it) is stable; each
+  ``Compaction`` says how many leading tokens it kept byte-identical.
+- Every action emits an ``Event`` to ``logging`` (logger
+  ``contextwindow.manager``) and to ``subscribe``-d callbacks.
+- ``AsyncContextManager`` has the same methods; those that may wait are
+  coroutines, handlers may be coroutines, and strategies run on a worker
+  thread so a summarizer calling an LLM does not block the event loop.
+
+Example:
+    >>> from contextwindow import ContextManager, Message, ToolCall
+    >>> manager = ContextManager("gpt-4o", token_limit=2_000)
+    >>> manager.push(Message.system("You are a coding agent."))
+    >>> manager.push(Message.user("Find the failing test."))
+    >>> for i in range(12):
+    ...     manager.push_many([
+    ...         Message.assistant(tool_calls=[ToolCall(f"c{i}", "read_file")]),
+    ...         Message.tool(f"c{i}", f"file {i}: " + "code line\\n" * 40)])
+    ...     request = manager.prepare()
+    >>> (request.tokens <= 2_000, len(manager.history), len(manager.messages))
+    (True, 26, 26)
+    >>> [c.trigger for c in request.compactions] or "no compaction on this turn"
+    'no compaction on this turn'
+    >>> request.messages[0]["role"], request.prefix_tokens > 0
+    ('system', True)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Generator, Iterable
+from typing import Any, TypeVar
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.manager._context import AsyncThresholdContext, ThresholdContext
+from contextwindow.manager._core import DEFAULT_THRESHOLDS, Call, Core, Step
+from contextwindow.manager._types import (
+    Compaction,
+    CompactionPolicy,
+    Event,
+    Prepared,
+    Trigger,
+)
+from contextwindow.messages import Message
+from contextwindow.strategies.base import Strategy
+
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "AsyncContextManager",
+    "AsyncThresholdContext",
+    "Compaction",
+    "CompactionPolicy",
+    "ContextManager",
+    "Event",
+    "Prepared",
+    "ThresholdContext",
+    "Trigger",
+]
+
+T = TypeVar("T")
+
+_ARGS = """
+    Args:
+        model: The model (a name or a ``ModelInfo``): its window, its
+            tokenizer and its provider are the defaults.
+        token_limit: The window in tokens (default: the model's).
+        strategy: How to compact (default: ``DEFAULT_STRATEGY``, the one
+            ``fit`` uses); ``None`` never compacts, and a request over the
+            window then raises ``BudgetError``.
+        tokenizer: Counts text (default: the model's).
+        reserve: Tokens kept free in the window for the reply.
+        max_messages: A hard cap on the view's non-system messages, applied
+            after compaction; whole units go, oldest first.
+        provider: ``openai``, ``anthropic`` or ``responses`` (default: the
+            model's).
+        tools: Tool schemas sent with every request (they take tokens).
+        thresholds: Usage percentages watched (default 60, 80 and 90);
+            ``on_threshold`` adds more.
+        policy: When and how far to compact on its own (``CompactionPolicy``).
+        summarizer: What ``summarize_old_exchanges`` summarizes with (default:
+            the offline extractive summarizer).
+        agent_name: The agent served, in events and handler contexts.
+        system: A system prompt to start with.
+
+    Raises:
+        ContextWindowError: Neither ``model`` nor ``token_limit``, a limit,
+            reserve or cap out of range, an unknown provider, a threshold
+            outside (0, 100], or a strategy that is not callable.
+"""
+
+
+class ContextManager(Core):
+    """A conversation kept within its model's window: full history, compacted view.
+
+    Warning:
+        One manager serves one conversation; its methods hold a lock, so
+        threads may share it, but a handler must not wait on another thread
+        that uses the same manager.
+
+    Example:
+        >>> from contextwindow import ContextManager, Message
+        >>> m = ContextManager("claude-sonnet-4-5", system="Be terse.")
+        >>> m.push(Message.user("hi"))
+        >>> request = m.prepare()
+        >>> request.system, request.messages
+        ('Be terse.', [{'role': 'user', 'content': 'hi'}])
+    """
+
+    __doc__ = (__doc__ or "") + _ARGS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def push(self, message: Message) -> None:
+        """Append one message to the history and the view.
+
+        Raises:
+            InvalidMessageError: ``message`` is not a ``Message``.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.push(Message.user("hi"))
+            >>> len(m.history)
+            1
+        """
+        with self._lock:
+            self._append((message,))
+
+    def push_many(self, messages: Iterable[Message]) -> None:
+        """Append messages, in order (all or none when one is not a ``Message``).
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.push_many([Message.user("hi"), Message.assistant("hello")])
+            >>> [x.role for x in m.messages]
+            ['user', 'assistant']
+        """
+        with self._lock:
+            self._append(messages)
+
+    def set_messages(
+        self, messages: Iterable[Message], *, history: Iterable[Message] | None = None
+    ) -> None:
+        """Restore a conversation: ``messages`` become the view, and the history.
+
+        Pass ``history`` to restore a full log behind a compacted view.
+        Thresholds are re-armed.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> log = [Message.user("a"), Message.assistant("b"), Message.user("c")]
+            >>> m.set_messages(log[2:], history=log)
+            >>> (len(m.messages), len(m.history))
+            (1, 3)
+        """
+        with self._lock:
+            self._restore(messages, history)
+
+    def clear(self) -> None:
+        """Forget every message, history included (configuration is kept).
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000, system="Be terse.")
+            >>> m.clear()
+            >>> (m.messages, m.history)
+            ((), ())
+        """
+        with self._lock:
+            self._clear()
+
+    def update_system(self, text: str) -> None:
+        """Replace the system prompt (in the view and the history), or add one first.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.push(Message.user("hi"))
+            >>> m.update_system("Answer in French.")
+            >>> [x.text for x in m.messages]
+            ['Answer in French.', 'hi']
+        """
+        with self._lock:
+            self._update_system(text)
+
+    def prepare(self, query: str | None = None, reserve: int | None = None) -> Prepared:
+        """The next request: handlers run, the view is compacted if needed.
+
+        Args:
+            query: What the request is about, for strategies that keep what
+                is relevant (default: the final message).
+            reserve: Tokens to keep free for the reply this time (default:
+                the manager's).
+
+        Returns:
+            The request in the provider's shape, its tokens, and what changed.
+
+        Raises:
+            BudgetError: The request cannot fit: pinned content alone exceeds
+                the window less the reserve, or no strategy is set.
+            ContextWindowError: A handler is a coroutine function (use
+                ``AsyncContextManager``), or ``reserve`` is out of range.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager("gpt-4o", token_limit=100)
+            >>> m.push(Message.user("word " * 70))
+            >>> m.push(Message.assistant("ok"))
+            >>> m.push(Message.user("and now?"))
+            >>> p = m.prepare()
+            >>> (p.tokens <= 100, [c.trigger for c in p.compactions])
+            (True, ['watermark'])
+            >>> [x.text for x in p.conversation]
+            ['ok', 'and now?']
+        """
+        with self._lock:
+            return _run(self._prepare_steps(query, reserve))
+
+    def force_compress(
+        self, fallback_window: int = 20, *, target: int | None = None
+    ) -> Compaction:
+        """Compact now, whatever the usage (echo_state's ``force_compress``).
+
+        Args:
+            fallback_window: With no strategy set, ``SlidingWindow`` keeps this
+                many units.
+            target: The budget the strategy works to (default: the policy's
+                ``to`` watermark). Strategies that stop once the budget is met
+                do nothing when the view is already under it; ``0`` applies
+                them fully.
+
+        Returns:
+            What changed (``applied`` is ``False`` when nothing did).
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000, strategy=None)
+            >>> m.push_many([Message.user(str(i)) for i in range(5)])
+            >>> m.force_compress(2).applied  # no strategy: SlidingWindow(2)
+            True
+            >>> [x.text for x in m.messages]
+            ['3', '4']
+        """
+        with self._lock:
+            return _run(
+                self._force_steps(self._forced_strategy(fallback_window), target)
+            )
+
+    def force_compress_with(
+        self, strategy: Strategy, *, target: int | None = None
+    ) -> Compaction:
+        """Compact now with ``strategy``, leaving the manager's own strategy as it is.
+
+        Args:
+            strategy: Any strategy, e.g. ``SlidingWindow(10)``.
+            target: As for ``force_compress``.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message, SlidingWindow
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.push_many([Message.user(str(i)) for i in range(5)])
+            >>> c = m.force_compress_with(SlidingWindow(1))
+            >>> (c.applied, c.trigger, [x.text for x in m.messages], m.has_strategy)
+            (True, 'forced', ['4'], True)
+        """
+        with self._lock:
+            return _run(self._force_steps(strategy, target))
+
+    def _context(self, threshold: float, done: list[Compaction]) -> ThresholdContext:
+        return ThresholdContext(self, threshold, done)
+
+
+class AsyncContextManager(Core):
+    """``ContextManager`` for asyncio: the same methods, awaited where they may wait.
+
+    ``push``, ``push_many``, ``set_messages``, ``clear``, ``update_system``,
+    ``prepare``, ``force_compress`` and ``force_compress_with`` are
+    coroutines; handlers may be plain functions or coroutine functions, and
+    get an ``AsyncThresholdContext``. Strategies run on a worker thread.
+
+    Example:
+        >>> import asyncio
+        >>> from contextwindow import AsyncContextManager, Message
+        >>> async def main():
+        ...     m = AsyncContextManager("gpt-4o", token_limit=100)
+        ...     @m.on_threshold(60)
+        ...     async def note(ctx):
+        ...         ctx.log_action("over 60%", tokens=ctx.tokens_used)
+        ...     await m.push(Message.user("word " * 70))
+        ...     await m.push(Message.assistant("ok"))
+        ...     await m.push(Message.user("and now?"))
+        ...     return await m.prepare()
+        >>> p = asyncio.run(main())
+        >>> (p.thresholds, p.tokens <= 100)
+        ((60, 80, 90), True)
+    """
+
+    __doc__ = (__doc__ or "") + _ARGS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._alock: asyncio.Lock | None = None
+
+    def _lock(self) -> asyncio.Lock:
+        # Made on first use, inside the running loop.
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        return self._alock
+
+    async def push(self, message: Message) -> None:
+        """Append one message to the history and the view (see ``ContextManager``)."""
+        self._append((message,))
+
+    async def push_many(self, messages: Iterable[Message]) -> None:
+        """Append messages, in order (see ``ContextManager``)."""
+        self._append(messages)
+
+    async def set_messages(
+        self, messages: Iterable[Message], *, history: Iterable[Message] | None = None
+    ) -> None:
+        """Restore a conversation (see ``ContextManager.set_messages``)."""
+        async with self._lock():
+            self._restore(messages, history)
+
+    async def clear(self) -> None:
+        """Forget every message, history included (see ``ContextManager``)."""
+        async with self._lock():
+            self._clear()
+
+    async def update_system(self, text: str) -> None:
+        """Replace the system prompt, or add one first (see ``ContextManager``)."""
+        async with self._lock():
+            self._update_system(text)
+
+    async def prepare(
+        self, query: str | None = None, reserve: int | None = None
+    ) -> Prepared:
+        """The next request (see ``ContextManager.prepare``)."""
+        async with self._lock():
+            return await _arun(self._prepare_steps(query, reserve))
+
+    async def force_compress(
+        self, fallback_window: int = 20, *, target: int | None = None
+    ) -> Compaction:
+        """Compact now, whatever the usage (see ``ContextManager``)."""
+        async with self._lock():
+            strategy = self._forced_strategy(fallback_window)
+            return await _arun(self._force_steps(strategy, target))
+
+    async def force_compress_with(
+        self, strategy: Strategy, *, target: int | None = None
+    ) -> Compaction:
+        """Compact now with ``strategy`` (see ``ContextManager``)."""
+        async with self._lock():
+            return await _arun(self._force_steps(strategy, target))
+
+    def _context(
+        self, threshold: float, done: list[Compaction]
+    ) -> AsyncThresholdContext:
+        return AsyncThresholdContext(self, threshold, done)
+
+
+def _run(steps: Generator[Step, Any, T]) -> T:
+    """Run every step here and now."""
+    value: Any = None
+    while True:
+        try:
+            step = steps.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the generator's return value
+        if isinstance(step, Call):
+            value = step.fn(step.arg)
+            if inspect.isawaitable(value):
+                if inspect.iscoroutine(value):
+                    value.close()  # never awaited: say so without a warning
+                raise ContextWindowError(
+                    f"handler {getattr(step.fn, '__name__', step.fn)!r} is a coroutine "
+                    "function: use AsyncContextManager"
+                )
+        else:
+            value = step.fn()
+
+
+async def _arun(steps: Generator[Step, Any, T]) -> T:
+    """Run every step, awaiting handlers and running strategies on a thread."""
+    value: Any = None
+    while True:
+        try:
+            step = steps.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the generator's return value
+        if isinstance(step, Call):
+            value = step.fn(step.arg)
+            if inspect.isawaitable(value):
+                value = await value
+        else:
+            value = await asyncio.to_thread(step.fn)

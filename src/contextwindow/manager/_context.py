@@ -1,0 +1,262 @@
+"""What a threshold handler gets: usage figures, and tools that change the view.
+
+Contract: every tool changes the manager's view, never its history, and each
+change is recorded (``Prepared.compactions`` of the ``prepare`` call that ran
+the handler, and a ``compaction`` event). The figures are live: after a tool
+has run, ``tokens_used`` and ``usage_percentage`` say what is left.
+``compress_tool_results``, ``prune_old_messages`` and
+``summarize_old_exchanges`` mark compression as applied, so the manager's
+automatic compaction does not compact again in the same ``prepare`` (unless
+the request would not fit the window); ``replace_messages`` and
+``transform_messages`` do not, since the manager cannot know what they did:
+call ``mark_compression_applied`` when they compress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.manager._core import Core
+from contextwindow.manager._types import Compaction
+from contextwindow.messages import Message, units
+from contextwindow.strategies.base import Strategy
+from contextwindow.strategies.drop import MaxMessages
+from contextwindow.strategies.tool_results import TruncateToolResults
+
+__all__ = ["AsyncThresholdContext", "ThresholdContext"]
+
+
+class _Context:
+    """The figures and tools both kinds of context share."""
+
+    __slots__ = ("_done", "_m", "_threshold")
+
+    def __init__(self, manager: Core, threshold: float, done: list[Compaction]) -> None:
+        self._m = manager
+        self._threshold = threshold
+        self._done = done
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(threshold={self._threshold}, "
+            f"usage={self.usage_percentage:.1f}%, messages={self.message_count})"
+        )
+
+    # -- figures ---------------------------------------------------------------
+
+    @property
+    def usage_percentage(self) -> float:
+        """Tokens of the view as a percentage of the window (0 to 100, or more)."""
+        return 100.0 * self.tokens_used / self.context_limit
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens of a request holding the view now."""
+        return self._m.token_estimate()
+
+    @property
+    def tokens_remaining(self) -> int:
+        """Tokens left in the window (negative when over it)."""
+        return self.context_limit - self.tokens_used
+
+    @property
+    def context_limit(self) -> int:
+        """The window."""
+        return self._m.context_limit
+
+    @property
+    def threshold(self) -> float:
+        """The threshold whose crossing called this handler."""
+        return self._threshold
+
+    @property
+    def agent_name(self) -> str | None:
+        """The manager's agent name."""
+        return self._m.agent_name
+
+    @property
+    def messages(self) -> list[Message]:
+        """A copy of the view, to read or to edit and pass to ``replace_messages``."""
+        return list(self._m.messages)
+
+    @property
+    def message_count(self) -> int:
+        """Messages in the view."""
+        return len(self._m.messages)
+
+    @property
+    def compression_applied(self) -> bool:
+        """Whether a handler has compressed the view during this ``prepare``."""
+        return self._m._applied  # pyright: ignore[reportPrivateUsage]  # the context is the manager's own helper
+
+    # -- tools -----------------------------------------------------------------
+
+    def replace_messages(self, messages: Iterable[Message]) -> None:
+        """Make ``messages`` the view (the history is kept as it is).
+
+        The next request is checked as always: a broken tool exchange is
+        repaired, and the change is reported message by message.
+
+        Raises:
+            InvalidMessageError: An item is not a ``Message``.
+        """
+        reason = f"replace_messages at {self._threshold:g}%"
+        self._record(self._m._replace(messages, reason))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+
+    def transform_messages(
+        self, transform: Callable[[list[Message]], Iterable[Message]]
+    ) -> None:
+        """Replace the view with ``transform(copy_of_view)``."""
+        self.replace_messages(transform(self.messages))
+
+    def compress_tool_results(
+        self, keep_recent: int = 10, truncate_to: int = 200
+    ) -> int:
+        """Cut all but the ``keep_recent`` latest tool results to ``truncate_to``.
+
+        ``truncate_to`` is in tokens; head and tail are kept with a marker of the cut
+        (``TruncateToolResults``); calls and results stay paired.
+
+        Returns:
+            How many messages were changed.
+        """
+        strategy = TruncateToolResults(keep_recent=keep_recent, max_tokens=truncate_to)
+        why = f"compress_tool_results at {self._threshold:g}%"
+        done = self._run(strategy, why)
+        return len(done.report.changes) if done.applied else 0
+
+    def prune_old_messages(self, keep_recent: int = 20) -> int:
+        """Keep the system prompt, pinned messages and the ``keep_recent`` latest.
+
+        Whole units go, oldest first (``MaxMessages``), so a tool exchange
+        is never split: the view may keep a few more than ``keep_recent``.
+
+        Returns:
+            How many messages were removed.
+        """
+        before = self.message_count
+        why = f"prune_old_messages at {self._threshold:g}%"
+        self._run(MaxMessages(keep_recent), why)
+        return before - self.message_count
+
+    def log_action(self, action: str, **details: Any) -> None:
+        """Emit an ``action`` event (and a log record) with the usage figures."""
+        self._m._emit(  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+            "action",
+            action=action,
+            threshold=self._threshold,
+            usage_percentage=round(self.usage_percentage, 2),
+            **details,
+        )
+
+    def mark_compression_applied(self) -> None:
+        """Tell the manager this handler compressed the view (no second pass)."""
+        self._m._applied = True  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+
+    # -- shared ----------------------------------------------------------------
+
+    def _run(self, strategy: Strategy, reason: str) -> Compaction:
+        done = self._m._apply(strategy, 0, "handler", reason)  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+        self._record(done)
+        self.mark_compression_applied()
+        return done
+
+    def _record(self, done: Compaction) -> None:
+        self._done.append(done)
+
+    def _summarize(self, older_than: int) -> Strategy:
+        if older_than < 0:
+            raise ContextWindowError(f"older_than must be >= 0, got {older_than}")
+        keep = _units_covering(self._m.messages, older_than)
+        return self._m._summarize_strategy(keep)  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+
+    def _summarized(self, done: Compaction) -> int:
+        self._record(done)
+        self.mark_compression_applied()
+        if not done.applied:
+            return 0
+        return sum(len(c.ids) for c in done.report.changes if c.kind == "summarized")
+
+
+class ThresholdContext(_Context):
+    """What a ``ContextManager`` threshold handler gets.
+
+    Example:
+        >>> from contextwindow import ContextManager, Message, ToolCall
+        >>> m = ContextManager(token_limit=400, strategy=None)
+        >>> @m.on_threshold(60)
+        ... def shrink(ctx):
+        ...     n = ctx.compress_tool_results(keep_recent=1, truncate_to=20)
+        ...     ctx.log_action("compressed", messages=n)
+        >>> for i in range(3):
+        ...     m.push_many([Message.assistant(tool_calls=[ToolCall(f"c{i}", "read")]),
+        ...                  Message.tool(f"c{i}", "data " * 100)])
+        >>> m.token_estimate()  # 86% of the window: 60 and 80 are crossed
+        345
+        >>> prepared = m.prepare()
+        >>> (prepared.thresholds, prepared.compactions[0].trigger, prepared.tokens)
+        ((60,), 'handler', 201)
+        >>> len(m.history)  # the history keeps every message as it was
+        6
+    """
+
+    __slots__ = ()
+
+    def summarize_old_exchanges(self, older_than: int = 10) -> int:
+        """Replace all but the ``older_than`` latest messages with one summary.
+
+        The manager's summarizer writes it (the offline extractive one by
+        default); the summary keeps pointers to the originals, which
+        ``ContextManager.recall`` brings back from the history.
+
+        Returns:
+            How many messages the summary replaced.
+        """
+        strategy = self._summarize(older_than)
+        reason = f"summarize_old_exchanges at {self._threshold:g}%"
+        return self._summarized(self._m._apply(strategy, 0, "handler", reason))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+
+
+class AsyncThresholdContext(_Context):
+    """What an ``AsyncContextManager`` threshold handler gets.
+
+    The same figures and tools as ``ThresholdContext``; only
+    ``summarize_old_exchanges``, which may wait on an LLM, is a coroutine.
+    """
+
+    __slots__ = ()
+
+    async def summarize_old_exchanges(self, older_than: int = 10) -> int:
+        """Replace all but the ``older_than`` latest messages with one summary.
+
+        As ``ThresholdContext.summarize_old_exchanges``; the summarizer runs
+        on a worker thread, so the event loop is not blocked.
+
+        Returns:
+            How many messages the summary replaced.
+        """
+        strategy = self._summarize(older_than)
+        reason = f"summarize_old_exchanges at {self._threshold:g}%"
+        m = self._m
+        view = list(m.messages)
+        fitted = await asyncio.to_thread(strategy, view, m._budget(0))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+        return self._summarized(m._keep(fitted, "handler", reason, len(view)))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+
+
+def _units_covering(view: Sequence[Message], count: int) -> int:
+    """How many trailing units hold the ``count`` latest non-system messages."""
+    if count == 0:
+        return 0
+    seen = 0
+    n = 0
+    for u in reversed(units(view)):
+        if u.kind == "system":
+            continue
+        n += 1
+        seen += u.stop - u.start
+        if seen >= count:
+            break
+    return n
