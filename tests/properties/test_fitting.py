@@ -45,6 +45,7 @@ from contextwindow.strategies import (
     Deduplicate,
     DropOldest,
     Fitted,
+    MaxMessages,
     Pipeline,
     SlidingWindow,
     Strategy,
@@ -64,6 +65,7 @@ PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
 STRATEGIES: dict[str, Callable[[random.Random], Strategy]] = {
     "DropOldest": lambda rng: DropOldest(),
     "SlidingWindow": lambda rng: SlidingWindow(rng.choice((0, 1, 3, 8))),
+    "MaxMessages": lambda rng: MaxMessages(rng.choice((0, 1, 3, 8))),
     "TruncateToolResults": lambda rng: TruncateToolResults(keep_recent=1, max_tokens=5),
     "ClearToolResults": lambda rng: ClearToolResults(keep_recent=1),
     "Deduplicate": lambda rng: Deduplicate(),
@@ -84,6 +86,7 @@ ALWAYS_FITS = frozenset(("DropOldest", "Pipeline", "Pipeline-window"))
 OWN_KINDS: dict[str, frozenset[str]] = {
     "DropOldest": frozenset(("dropped",)),
     "SlidingWindow": frozenset(("dropped",)),
+    "MaxMessages": frozenset(("dropped",)),
     "TruncateToolResults": frozenset(("truncated",)),
     "ClearToolResults": frozenset(("cleared",)),
     "Deduplicate": frozenset(("deduplicated",)),

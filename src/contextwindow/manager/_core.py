@@ -564,7 +564,9 @@ class Core:
         self, fitted: Fitted, trigger: Trigger, reason: str, base: int
     ) -> Compaction:
         """Install a strategy's output when it changed anything."""
-        if not fitted.report.changes:
+        out = fitted.messages
+        view = self._view
+        if len(out) == base and all(a is b for a, b in zip(out, view, strict=False)):
             return Compaction(trigger, False, fitted.report, 0, f"{reason}: no change")
         return self._install(fitted, trigger, reason, base)
 

@@ -1,0 +1,218 @@
+"""Automatic compaction: watermarks, minimum saving, the per-turn cap, prefixes."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from contextwindow import (
+    ContextManager,
+    ContextWindowError,
+    Message,
+    ToolCall,
+    problems,
+)
+from contextwindow.manager import CompactionPolicy
+from contextwindow.messages import Message as Msg
+from contextwindow.strategies import Budget, Fitted, finish
+from contextwindow.testing import FakeTokenizer
+
+
+def words(n: int, tag: str = "w") -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+def manager(limit: int = 1000, **kw: Any) -> ContextManager:
+    kw.setdefault("tokenizer", FakeTokenizer())
+    return ContextManager(token_limit=limit, **kw)
+
+
+class TestPolicy:
+    @pytest.mark.parametrize(
+        "kw",
+        [
+            {"at": 50, "to": 60},
+            {"at": 101},
+            {"to": 0},
+            {"min_saving": -1},
+            {"max_per_turn": -1},
+        ],
+    )
+    def test_bad_policies(self, kw: dict[str, float]) -> None:
+        with pytest.raises(ContextWindowError):
+            CompactionPolicy(**kw)  # type: ignore[arg-type]
+
+
+class TestWatermarks:
+    def test_compacts_at_the_high_watermark_down_to_the_low_one(self) -> None:
+        m = manager(limit=1000, policy=CompactionPolicy(at=90, to=50, min_saving=0))
+        m.push(Message.user("task"))
+        compacted_at: list[int] = []
+        for i in range(60):
+            m.push(Message.assistant(words(20, f"a{i}_")))
+            m.push(Message.user(f"go on {i}"))
+            before = m.token_estimate()
+            p = m.prepare()
+            if p.compactions:
+                (c,) = p.compactions
+                assert c.trigger == "watermark"
+                assert c.applied
+                assert before >= 900
+                assert p.tokens <= 500
+                compacted_at.append(i)
+        assert len(compacted_at) >= 2
+        # between compactions the view only grew: many turns of plain appends
+        gaps = [b - a for a, b in itertools.pairwise(compacted_at)]
+        assert min(gaps) >= 10
+
+    def test_below_the_watermark_nothing_happens(self) -> None:
+        m = manager(limit=1000)
+        m.push(Message.user(words(850)))
+        assert m.prepare().compactions == ()
+
+    def test_over_the_window_compacts_whatever_the_policy(self) -> None:
+        policy = CompactionPolicy(at=99, to=98, min_saving=50, max_per_turn=0)
+        m = manager(limit=100, policy=policy)
+        m.push_many(
+            [Message.user(words(60)), Message.assistant(words(60)), Message.user("q")]
+        )
+        p = m.prepare()
+        assert [c.trigger for c in p.compactions] == ["limit"]
+        assert p.tokens <= 100
+
+    def test_limit_target_falls_back_to_the_window_when_pinned_needs_it(self) -> None:
+        m = manager(limit=100, policy=CompactionPolicy(at=90, to=20))
+        m.push_many(
+            [Message.system(words(50)), Message.user(words(60)), Message.user("q")]
+        )
+        p = m.prepare()
+        assert p.compactions[0].applied
+        assert 20 < p.tokens <= 100
+
+    def test_watermark_refused_when_pinned_exceeds_the_target(self) -> None:
+        m = manager(limit=100, policy=CompactionPolicy(at=60, to=20))
+        m.push_many(
+            [Message.system(words(50)), Message.user(words(20)), Message.user("q")]
+        )
+        p = m.prepare()
+        (c,) = p.compactions
+        assert not c.applied
+        assert "pinned content alone" in c.reason
+        assert p.report is None
+
+
+class TestNoThrashing:
+    def test_a_small_saving_is_refused_and_not_retried_until_grown(self) -> None:
+        policy = CompactionPolicy(at=50, to=40, min_saving=20, max_per_turn=99)
+        m = manager(limit=100, policy=policy)
+        # 51 tokens, of which only the 14 of one user turn can go: too little.
+        m.push_many(
+            [Message.system(words(25)), Message.user(words(10)), Message.user("q")]
+        )
+        first = m.prepare()
+        (c,) = first.compactions
+        assert not c.applied
+        assert "less than the minimum" in c.reason
+        assert len(m.messages) == 3
+        assert m.prepare().compactions == ()  # not tried again at the same size
+        m.push_many([Message.assistant(words(25)), Message.user("again")])
+        (c,) = m.prepare().compactions  # grown by the minimum: tried again
+        assert c.applied
+        assert c.saved >= 20
+
+    def test_at_most_max_per_turn_compactions_between_user_messages(self) -> None:
+        policy = CompactionPolicy(at=50, to=40, min_saving=0, max_per_turn=2)
+        m = manager(limit=1000, policy=policy)
+        m.push(Message.user("task"))
+        watermark = limit = 0
+        for i in range(20):  # one long turn: each message is a tenth of the window
+            m.push(Message.assistant(words(100, f"a{i}_")))
+            triggers = [c.trigger for c in m.prepare().compactions]
+            watermark += triggers.count("watermark")
+            limit += triggers.count("limit")
+        assert watermark == 2
+        assert limit >= 1  # over the window, the cap does not apply
+        m.push(Message.user("a new turn"))
+        assert 50 <= 100 * m.token_estimate() / 1000 <= 100
+        assert [c.trigger for c in m.prepare().compactions] == ["watermark"]
+
+    def test_handler_compression_skips_automatic_compaction(self) -> None:
+        m = manager(limit=100, policy=CompactionPolicy(at=80, to=50, min_saving=0))
+
+        @m.on_threshold(80)
+        def handler(ctx: object) -> None:
+            ctx.mark_compression_applied()  # type: ignore[attr-defined]
+
+        m.push_many([Message.user(words(40)), Message.assistant(words(45))])
+        assert [c.trigger for c in m.prepare().compactions] == []
+
+
+class TestPrefix:
+    def test_compaction_reports_the_prefix_it_kept(self) -> None:
+        m = manager(
+            limit=300, system=words(20, "sys"), policy=CompactionPolicy(min_saving=0)
+        )
+        m.push(Message.user("the task"))
+        p = None
+        for i in range(30):
+            m.push_many(
+                [
+                    Message.assistant(tool_calls=[ToolCall(f"c{i}", "read")]),
+                    Message.tool(f"c{i}", words(15, f"r{i}_")),
+                ]
+            )
+            p = m.prepare()
+            if p.compactions:
+                break
+        assert p is not None
+        assert p.compactions
+        c = p.compactions[0]
+        # DropOldest keeps the system prompt and the task: they stay first.
+        assert c.prefix_tokens >= m._counter.messages(list(m.messages[:2])) - 3
+        assert (
+            p.prefix_tokens == c.prefix_tokens
+            or p.prefix_tokens <= c.prefix_tokens + 50
+        )
+        m.push(Message.user("next"))
+        after = m.prepare()
+        assert after.prefix_tokens == p.tokens - 3
+
+    def test_sum_of_cached_prefixes_on_a_long_loop(self) -> None:
+        m = manager(limit=2000, system="s")
+        m.push(Message.user("task"))
+        sent = cached = 0
+        for i in range(200):
+            m.push_many(
+                [
+                    Message.assistant(tool_calls=[ToolCall(f"c{i}", "read")]),
+                    Message.tool(f"c{i}", words(30, f"r{i}_")),
+                ]
+            )
+            p = m.prepare()
+            assert p.tokens <= 2000
+            assert problems(p.conversation, "openai") == ()
+            sent += p.tokens
+            cached += p.prefix_tokens
+        assert cached / sent > 0.8
+
+
+def test_strategy_output_is_checked_for_the_provider() -> None:
+    def breaks_pairs(messages: object, budget: Budget, /) -> Fitted:
+        msgs = list(messages)  # type: ignore[call-overload]
+        kept = [m for m in msgs if m.role != "assistant"]  # orphans every result
+        return Fitted(tuple(kept), finish("bad", msgs, msgs, (), budget).report)
+
+    m = manager(limit=100, strategy=breaks_pairs)
+    m.push(Msg.user("task"))
+    for i in range(8):
+        m.push_many(
+            [
+                Msg.assistant(tool_calls=[ToolCall(f"c{i}", "read")]),
+                Msg.tool(f"c{i}", words(10, f"r{i}_")),
+            ]
+        )
+    p = m.prepare()
+    assert p.tokens <= 100
+    assert problems(p.conversation, "openai") == ()
