@@ -57,7 +57,7 @@ Example:
 
 from __future__ import annotations
 
-import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -71,7 +71,6 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
-    Unit,
     check_provider,
     units,
 )
@@ -139,8 +138,8 @@ def problems(
     Args:
         messages: The conversation, in the neutral form.
         provider: ``openai``, ``responses`` or ``anthropic``.
-        start: Check only the units that end after this index: the caller
-            knows ``messages[:start]`` is valid and that a unit starts at
+        start: Check only ``messages[start:]``: the caller knows
+            ``messages[:start]`` is valid and that a unit starts at
             ``start`` (a manager that appended to a checked view). Cost
             then grows with the tail, not the history.
 
@@ -156,21 +155,29 @@ def problems(
         [('messages[1].parts[1]', 'tool call has no result')]
     """
     check_provider(provider)
+    if not start:
+        return _problems(messages, provider == "anthropic", 0, opened=False)
+    # A turn before ``start`` was checked already: the first-turn rule is met.
+    opened = any(m.role != "system" for m in itertools.islice(messages, start))
+    return _problems(messages[start:], provider == "anthropic", start, opened=opened)
+
+
+def _problems(
+    messages: Sequence[Message], anthropic: bool, offset: int, *, opened: bool
+) -> tuple[Problem, ...]:
+    """The problems of ``messages``, indexed as if they began at ``offset``."""
     found: list[Problem] = []
-    anthropic = provider == "anthropic"
     unanswered: dict[int, list[int]] = {}
-    grouped = units(messages)
-    first_unit = bisect.bisect_right(grouped, start, key=_unit_stop) if start else 0
-    for unit in grouped[first_unit:]:
+    for unit in units(messages):
         if unit.kind == "orphan_results":
-            found.extend(_orphan(messages, i) for i in range(unit.start, unit.stop))
+            found.extend(
+                _orphan(messages, i, offset) for i in range(unit.start, unit.stop)
+            )
         elif unit.unanswered:
             calls = [k for k, p in enumerate(messages[unit.start].parts) if _is_call(p)]
             unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
-    dropped = {p.index for p in found}
-    begin = grouped[first_unit].start if first_unit < len(grouped) else len(messages)
-    for i in range(begin, len(messages)):
-        m = messages[i]
+    dropped = {p.index - offset for p in found}
+    for i, m in enumerate(messages):
         role = m.role
         if not anthropic and role != "assistant":
             continue  # OpenAI's rules for other turns are all about units
@@ -183,33 +190,39 @@ def problems(
             or (_clean(m.parts) if anthropic else any(map(_has_content, m.parts)))
         ):
             continue
+        at = i + offset
         if role == "assistant" or (anthropic and role == "user"):
             kept = [p for k, p in enumerate(m.parts) if k not in gone]
             if not any(_has_content(p) for p in kept):
                 thinking = any(isinstance(p, Thinking) for p in kept)
                 what = "reasoning only" if thinking else "no content"
                 reason = "tool call has no result" if gone else f"{m.role} turn: {what}"
-                found.append(Problem(i, f"messages[{i}].parts", reason, "drop_message"))
+                found.append(
+                    Problem(at, f"messages[{at}].parts", reason, "drop_message")
+                )
                 dropped.add(i)
                 continue
         found.extend(
             Problem(
-                i, f"messages[{i}].parts[{k}]", "tool call has no result", "drop_parts"
+                at,
+                f"messages[{at}].parts[{k}]",
+                "tool call has no result",
+                "drop_parts",
             )
             for k in gone
         )
         if anthropic and m.role != "system":
             found.extend(
                 Problem(
-                    i,
-                    f"messages[{i}].parts[{k}].text",
+                    at,
+                    f"messages[{at}].parts[{k}].text",
                     "blank text block",
                     "drop_parts",
                 )
                 for k, p in enumerate(m.parts)
                 if isinstance(p, Text) and not _not_blank(p.text)
             )
-    if anthropic:
+    if anthropic and not opened:
         first = next(
             (
                 i
@@ -218,15 +231,12 @@ def problems(
             ),
             None,
         )
-        if (
-            first is not None
-            and first >= begin  # an earlier first turn was checked already
-            and messages[first].role == "assistant"
-        ):
+        if first is not None and messages[first].role == "assistant":
+            at = first + offset
             found.append(
                 Problem(
-                    first,
-                    f"messages[{first}].role",
+                    at,
+                    f"messages[{at}].role",
                     "the first turn after the system prompt must be a user turn",
                     "insert_user",
                 )
@@ -270,10 +280,12 @@ def ensure_valid(
         if p.fix == "drop_parts":
             strip.setdefault(p.index, set()).add(_part_index(p.path))
     insert = next((p.index for p in found if p.fix == "insert_user"), None)
-    out: list[Message] = []
+    first = found[0].index  # problems come in message order
+    out: list[Message] = list(messages[:first])
     replaced: dict[int, Message | None] = {}
     placeholder = Message.user(CONTINUED, id=CONTINUED_ID)
-    for i, m in enumerate(messages):
+    for i in range(first, len(messages)):
+        m = messages[i]
         if i == insert:
             out.append(placeholder)
         if i in drop:
@@ -295,10 +307,6 @@ def ensure_valid(
 
 
 # -- helpers -----------------------------------------------------------------------
-
-
-def _unit_stop(unit: Unit) -> int:
-    return unit.stop
 
 
 def _is_call(part: Part) -> bool:
@@ -330,16 +338,17 @@ def _not_blank(text: str) -> bool:
     return bool(text) and not text.isspace()
 
 
-def _orphan(messages: Sequence[Message], i: int) -> Problem:
+def _orphan(messages: Sequence[Message], i: int, offset: int) -> Problem:
     first = next(
         (k for k, p in enumerate(messages[i].parts) if isinstance(p, ToolResult)), None
     )
+    at = i + offset
     path = (
-        f"messages[{i}].parts"
+        f"messages[{at}].parts"
         if first is None
-        else f"messages[{i}].parts[{first}].call_id"
+        else f"messages[{at}].parts[{first}].call_id"
     )
-    return Problem(i, path, "tool result answers no pending tool call", "drop_message")
+    return Problem(at, path, "tool result answers no pending tool call", "drop_message")
 
 
 def _part_index(path: str) -> int:

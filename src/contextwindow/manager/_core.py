@@ -60,7 +60,7 @@ from contextwindow.strategies.drop import MaxMessages, SlidingWindow
 from contextwindow.summarizers.base import Summarizer
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
-from contextwindow.validity import ensure_valid
+from contextwindow.validity import ensure_valid, problems
 
 __all__ = ["DEFAULT_THRESHOLDS", "Call", "Core", "Run", "Step"]
 
@@ -147,7 +147,15 @@ class Core:
         self._history: list[Message] = []
         self._view: list[Message] = []
         self._nonsystem = 0
+        self._running = [0]
+        """Tokens of ``_view[:i]`` (messages only), kept as the view grows."""
+        self._overhead = self._counter.messages([], tools=self._tools)
+        """What a request adds to its messages: reply priming and tools."""
         self._valid_upto = 0
+        """``_view[:_valid_upto]`` is known valid, and a unit starts there."""
+        self._stable: int | None = 0
+        """Leading view messages the last request sent as they are (``None``:
+        unknown, the view changed)."""
         self._turn_compactions = 0
         self._refused_at: int | None = None
         self._applied = False
@@ -309,7 +317,7 @@ class Core:
             'heuristic'
         """
         self._counter = TokenCounter(tokenizer, self._provider)
-        self._last_sent = ()
+        self._set_view(self._view)
         self._emit("tokenizer", tokenizer=tokenizer.name)
 
     def add_protected_marker(self, marker: str) -> None:
@@ -425,13 +433,21 @@ class Core:
                     f"expected a Message, got {type(m).__name__} "
                     "(convert provider dicts with from_openai or from_anthropic)",
                 )
+        running = self._running
+        count = self._counter.message
+        system = False
         for m in added:
             if m.role == "user":
                 self._turn_compactions = 0  # a new turn begins
             if m.role != "system":
                 self._nonsystem += 1
+            else:
+                system = True
+            running.append(running[-1] + count(m))
         self._history.extend(added)
         self._view.extend(added)
+        if system:  # with tools, OpenAI folds them into the first system turn
+            self._overhead = self._request_overhead()
         for m in added:
             self._emit("push", logging.DEBUG, role=m.role, id=m.id)
 
@@ -449,14 +465,12 @@ class Core:
         self._history = list(log)
         self._set_view(view)
         self._fired.clear()
-        self._last_sent = ()
         self._emit("restore", messages=len(view), history=len(log))
 
     def _clear(self) -> None:
         self._history = []
         self._set_view([])
         self._fired.clear()
-        self._last_sent = ()
         self._turn_compactions = 0
         self._refused_at = None
         self._emit("clear")
@@ -476,12 +490,20 @@ class Core:
         self._emit("system", length=len(text))
 
     def _set_view(self, view: Sequence[Message]) -> None:
+        """Any change but appends: what was kept incrementally is computed again."""
         self._view = list(view)
         self._nonsystem = sum(1 for m in self._view if m.role != "system")
+        self._running = list(self._counter.running(self._view))
+        self._overhead = self._request_overhead()
         self._valid_upto = 0
+        self._stable = None
+        self._writer.reset()
+
+    def _request_overhead(self) -> int:
+        return self._counter.messages(self._view, tools=self._tools) - self._running[-1]
 
     def _count(self) -> int:
-        return self._counter.messages(self._view, tools=self._tools)
+        return self._running[-1] + self._overhead
 
     def _percent(self, tokens: int) -> float:
         return 100.0 * tokens / self._window
@@ -538,8 +560,8 @@ class Core:
         if base is not None and len(old) > base:
             new.extend(old[base:])
         k = _common_prefix(old, new)
-        prefix = self._counter.running(new)[k]
         self._set_view(new)
+        prefix = self._running[k]
         report = fitted.report
         self._emit(
             "compaction",
@@ -693,15 +715,19 @@ class Core:
         view = self._view
         if not view:
             return None
-        last = units(view)[-1]
-        pending = last.kind == "tool_exchange" and bool(last.unanswered)
-        head = view[: last.start] if pending else view
-        start = min(self._valid_upto, len(head))
-        if not ensure_valid(head, self._provider, start=start).problems:
+        start = min(self._valid_upto, len(view))
+        found = problems(view, self._provider, start=start)
+        if not found:
             return None
+        last = units(view[start:])[-1]
+        pending = last.kind == "tool_exchange" and bool(last.unanswered)
+        cut = start + last.start if pending else len(view)
+        if all(p.index >= cut for p in found):
+            return None  # only the pending call: left out of the request alone
+        head = view[:cut]
         budget = self._budget(self._window)
-        fixed = finish("ensure_valid", head, head, (), budget)
-        new = [*fixed.messages, *view[len(head) :]]
+        fixed = finish("ensure_valid", head, head, (), budget, start=start)
+        new = [*fixed.messages, *view[cut:]]
         report = Report(
             budget.count(view),
             budget.count(new),
@@ -801,25 +827,42 @@ class Core:
         self, done: list[Compaction], fired: list[float], hard: int
     ) -> Prepared:
         view = self._view
-        valid = ensure_valid(
-            view, self._provider, start=min(self._valid_upto, len(view))
-        )
+        start = min(self._valid_upto, len(view))
+        valid = ensure_valid(view, self._provider, start=start)
         sent = valid.messages
+        kept = len(view)  # leading messages sent as they are in the view
         if valid.problems:  # only a call awaiting results: left out of this request
-            left_out = finish("ensure_valid", view, view, (), self._budget(hard))
+            budget = self._budget(hard)
+            left_out = finish(
+                "ensure_valid",
+                view,
+                view,
+                (),
+                budget,
+                start=start,
+                counted=self._count(),
+            )
             sent = left_out.messages
+            kept = valid.problems[0].index
+            tokens = left_out.report.tokens_after
             why = "the last tool call has no result yet: left out of this request"
             done.append(Compaction("repair", False, left_out.report, 0, why))
-        self._valid_upto = units(view)[-1].start if view else 0
-        tokens = self._counter.messages(sent, tools=self._tools)
+        else:
+            tokens = self._count()
+        if view:
+            self._valid_upto = start + units(view[start:])[-1].start
         if tokens > hard:
             raise BudgetError(hard, tokens, ("the view after every compaction",))
         for t in tuple(self._fired):
             if self._percent(tokens) < t:
                 self._fired.discard(t)  # re-armed: it fires on the next crossing
-        prefix = self._prefix(sent)
+        shared = self._shared(sent, kept)
+        prefix = self._running[min(shared, kept)] + sum(
+            self._counter.message(m) for m in sent[kept:shared]
+        )
+        self._stable = kept
         self._last_sent = sent
-        messages, system = self._writer.write(sent)
+        messages, system = self._writer.write(sent, shared=shared)
         joined: Report | None = None
         for c in done:
             if c.applied or c.trigger == "repair":
@@ -838,13 +881,20 @@ class Core:
             tuple(fired),
         )
 
-    def _prefix(self, sent: tuple[Message, ...]) -> int:
-        """Leading tokens of ``sent`` identical to the previous request's."""
+    def _shared(self, sent: tuple[Message, ...], kept: int) -> int:
+        """Leading messages of ``sent`` identical to the last request's."""
         prev = self._last_sent
-        k = len(prev)
-        if not (k <= len(sent) and sent[:k] == prev):
-            k = _common_prefix(prev, sent)
-        return self._counter.running(sent)[k]
+        if self._stable is None:  # the view changed: compare everything
+            return _common_prefix(prev, sent)
+        # Appends only since: the last request's unchanged part is still
+        # there; what follows it is compared (a short tail).
+        k = min(self._stable, kept, len(prev))
+        while k < len(prev) and k < len(sent):
+            a, b = prev[k], sent[k]
+            if not (a is b or (a == b and a.meta == b.meta)):
+                break
+            k += 1
+        return k
 
 
 def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:

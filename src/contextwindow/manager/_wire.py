@@ -2,10 +2,15 @@
 
 Contract: ``Writer(provider).write(messages)`` returns what
 ``contextwindow.formats.to_provider(messages, provider)`` returns, as a
-``(messages, system)`` pair. When ``messages`` extends the sequence written
-last (the same message objects first), only the new messages are converted;
-the dicts of the earlier ones are reused, never changed. Errors name the
-index in the whole sequence, as ``to_provider`` does.
+``(messages, system)`` pair. The output of the longest prefix shared with the
+sequence written last is reused, never changed; only the rest is converted.
+A prefix is shared when its messages compare equal, so a caller that puts an
+equal message with other ``meta`` in its place calls ``reset`` first. Errors
+name the index in the whole sequence, as ``to_provider`` does.
+
+OpenAI and Responses write each message on its own, so any message boundary
+can be cut at. Anthropic writes a run of tool messages (and a user message
+after it) as one user turn: a cut never falls inside such a run.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from contextwindow.messages import Message, Provider
 
 __all__ = ["Writer"]
 
-Written = tuple[list[dict[str, Any]], "str | list[dict[str, Any]] | None"]
+System = "str | list[dict[str, Any]] | None"
 
 
 class Writer:
@@ -35,61 +40,120 @@ class Writer:
         {'role': 'assistant', 'content': 'hello'}
     """
 
-    __slots__ = ("_last", "_out", "_provider", "_system")
+    __slots__ = ("_ends", "_last", "_out", "_provider", "_system")
 
     def __init__(self, provider: Provider) -> None:
         self._provider: Provider = provider
-        self._last: list[Message] = []
+        self._last: tuple[Message, ...] = ()
         self._out: list[dict[str, Any]] = []
+        self._ends: list[int] = []
+        """For each message of ``_last``: the length of the output after it."""
         self._system: str | list[dict[str, Any]] | None = None
 
     def reset(self) -> None:
         """Forget the last sequence (the next write converts everything)."""
-        self._last = []
-        self._out = []
-        self._system = None
+        self._last, self._out, self._ends, self._system = (), [], [], None
 
-    def write(self, messages: Sequence[Message]) -> Written:
-        """The provider's shape of ``messages``: the messages and Anthropic's system."""
-        seq = list(messages)
-        last = self._last
-        k = len(last)
-        reused = (
-            0 < k <= len(seq) and seq[k - 1] is last[-1] and seq[:k] == last
-        ) and not any(m.role == "system" for m in seq[k:])
+    def write(
+        self, messages: Sequence[Message], *, shared: int | None = None
+    ) -> tuple[list[dict[str, Any]], str | list[dict[str, Any]] | None]:
+        """The provider's shape of ``messages``: the messages and Anthropic's system.
+
+        Args:
+            messages: The sequence to write.
+            shared: How many leading messages the caller knows are the same
+                as those written last (found by comparing, when not given).
+        """
+        seq = messages if isinstance(messages, tuple) else tuple(messages)
+        k = self._cut(seq, shared)
         written = None
-        if reused:
-            # On an error, everything is written again: its message names the index.
-            with contextlib.suppress(InvalidMessageError):
-                written = self._tail(seq, k)
-        if written is None:
-            written = self._full(seq)
+        try:
+            if k:
+                # On an error, all is written again: its message names the index.
+                with contextlib.suppress(InvalidMessageError):
+                    written = self._convert(seq, k)
+            if written is None:
+                written = self._convert(seq, 0)
+        except BaseException:
+            self.reset()  # a conversion may have stopped half way
+            raise
         self._last = seq
-        self._out, self._system = written
-        return list(written[0]), written[1]
+        self._out, self._ends = written
+        return list(self._out), self._system
 
-    def _full(self, seq: Sequence[Message]) -> Written:
+    def _cut(self, seq: tuple[Message, ...], shared: int | None) -> int:
+        """How many leading messages keep their output (0: write it all)."""
+        last = self._last
+        n = len(last)
+        if not n:
+            return 0
+        if shared is not None:
+            k = min(shared, n)
+        elif n <= len(seq) and seq[n - 1] is last[-1] and seq[:n] == last:
+            k = n  # extended: the agent loop's case
+        elif n - 1 <= len(seq) and seq[: n - 1] == last[: n - 1]:
+            k = n - 1  # the last message changed (a call left out, now answered)
+        else:
+            k = 0
+            for a, b in zip(seq, last, strict=False):
+                if not (a is b or a == b):
+                    break
+                k += 1
         if self._provider == "anthropic":
-            system, turns = to_provider(seq, "anthropic")
-            return turns, system
-        return to_provider(seq, self._provider), None
+            # The system prompt gathers every system message; a tool run may
+            # still grow into the turn it is written in.
+            if any(m.role == "system" for m in seq[k:]) or any(
+                m.role == "system" for m in last[k:]
+            ):
+                return 0
+            while k and seq[k - 1].role == "tool":
+                k -= 1
+            if k and seq[k - 1].role == "system":
+                return 0  # a system message inside the run: write it all
+        return k
 
-    def _tail(self, seq: list[Message], k: int) -> Written | None:
-        """Convert ``seq[k:]`` onto the last output; ``None`` to convert all."""
-        if k == len(seq):
-            return self._out, self._system
-        if self._provider != "anthropic":
-            return self._out + to_provider(seq[k:], self._provider), None
-        # Anthropic writes a run of tool messages (and a user message after
-        # it) as one user turn: when the old sequence ends in such a run and
-        # the new part may join it, that turn is written again from its start.
-        start = k
-        while start > 0 and seq[start - 1].role == "tool":
-            start -= 1
-        if start > 0 and seq[start - 1].role == "system":
-            return None  # a system message inside the run: let the writer decide
-        if start < k and seq[k].role in ("tool", "user"):
-            _, turns = to_provider(seq[start:], "anthropic")
-            return self._out[:-1] + turns, self._system
-        _, turns = to_provider(seq[k:], "anthropic")
-        return self._out + turns, self._system
+    def _convert(
+        self, seq: tuple[Message, ...], k: int
+    ) -> tuple[list[dict[str, Any]], list[int]]:
+        """The output of ``seq``, reusing that of ``seq[:k]``; and the ends."""
+        kept = self._ends[k - 1] if k else 0
+        if k and k == len(self._ends):
+            # Appends only: grow the lists in place (callers got copies).
+            out, ends = self._out, self._ends
+        else:
+            out, ends = self._out[:kept], self._ends[:k]
+        tail = seq[k:]
+        if self._provider == "anthropic":
+            system, turns = to_provider(tail, "anthropic")
+            if not k:
+                self._system = system
+            out.extend(turns)
+            ends.extend(_anthropic_ends(tail, kept))
+            return out, ends
+        self._system = None
+        for i, m in enumerate(tail, k):
+            try:
+                out.extend(to_provider((m,), self._provider))
+            except InvalidMessageError as exc:  # name the index in the whole sequence
+                path = exc.path.replace("messages[0]", f"messages[{i}]", 1)
+                raise InvalidMessageError(path, exc.reason) from None
+            ends.append(len(out))
+        return out, ends
+
+
+def _anthropic_ends(tail: Sequence[Message], start: int) -> list[int]:
+    """Turns written after each message of ``tail`` (which starts a turn)."""
+    ends: list[int] = []
+    turns = start
+    open_tool_turn = False
+    for m in tail:
+        if m.role == "tool":
+            if not open_tool_turn:
+                turns += 1
+            open_tool_turn = True
+        elif m.role != "system":
+            if not (m.role == "user" and open_tool_turn):
+                turns += 1
+            open_tool_turn = False
+        ends.append(turns)
+    return ends

@@ -419,6 +419,9 @@ def finish(
     after: Iterable[Message],
     changes: Iterable[Change],
     budget: Budget,
+    *,
+    start: int = 0,
+    counted: int | None = None,
 ) -> Fitted:
     """Validate a strategy's output and build its report.
 
@@ -428,17 +431,23 @@ def finish(
         after: Its output, before validation.
         changes: What it changed (indices into ``before``).
         budget: The budget (its provider decides validity).
+        start: ``after[:start]`` is known valid and a unit starts there
+            (see ``validity.problems``): only the rest is checked.
+        counted: The request tokens of ``before``, when the caller knows
+            them; those of the output then follow from the changes (they
+            always add up), and nothing is counted again.
 
     Returns:
         The valid output, with repairs added to the report.
     """
     shown = list(after)
-    valid = ensure_valid(shown, budget.provider)
+    valid = ensure_valid(shown, budget.provider, start=start)
     out = valid.messages
     found = list(changes)
     if valid.problems:
         counter = budget.counter
-        where = _positions(before)
+        # Output positions are input positions when nothing but repairs ran.
+        where = None if after is before else _positions(before)
         # One change per message repaired (an insert is its own), so that no
         # message's tokens are counted twice when it breaks several rules.
         merged: dict[tuple[int, bool], int] = {}
@@ -458,19 +467,20 @@ def finish(
                     "repaired",
                     "ensure_valid",
                     (touched.id,),
-                    _place(shown, p.index, where, len(before)),
+                    p.index
+                    if where is None
+                    else _place(shown, p.index, where, len(before)),
                     counter.message(old) if old is not None else 0,
                     counter.message(new) if new is not None else 0,
                     what,
                 )
             )
-    report = Report(
-        budget.count(before),
-        budget.count(out),
-        budget.limit,
-        tuple(found),
-        (stage,),
-    )
+    if counted is None:
+        tokens_before, tokens_after = budget.count(before), budget.count(out)
+    else:
+        tokens_before = counted
+        tokens_after = counted - sum(c.saved for c in found)
+    report = Report(tokens_before, tokens_after, budget.limit, tuple(found), (stage,))
     return Fitted(out, report)
 
 
