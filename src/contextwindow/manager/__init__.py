@@ -51,7 +51,8 @@ from typing import Any, TypeVar
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.manager._context import AsyncThresholdContext, ThresholdContext
-from contextwindow.manager._core import DEFAULT_THRESHOLDS, Call, Core, Step
+from contextwindow.manager._core import Call, Core, Step
+from contextwindow.manager._state import DEFAULT_THRESHOLDS
 from contextwindow.manager._types import (
     Compaction,
     CompactionPolicy,

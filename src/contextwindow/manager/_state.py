@@ -1,0 +1,511 @@
+"""What a manager holds: its configuration, its history and view, its events.
+
+Contract:
+
+- The history is the log of every message pushed, in order. Only
+  ``set_messages`` and ``clear``, called by name, replace it; ``update_system``
+  replaces the system prompt in place. Nothing else touches it.
+- The view is what is sent. Pushes append to both; every other change to the
+  view goes through ``_set_view``, which computes again what is kept
+  incrementally: running token totals, what a request adds to its messages,
+  how far the view is known valid, and the writer's output.
+- Configuration is checked when it is given: bad values raise
+  ``ContextWindowError`` naming the value.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from contextwindow.errors import ContextWindowError, InvalidMessageError
+from contextwindow.fitting import DEFAULT_STRATEGY, provider_of
+from contextwindow.manager._types import CompactionPolicy, Event
+from contextwindow.manager._wire import Writer
+from contextwindow.messages import Message, Provider, ToolSpec, check_provider
+from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.strategies.base import Budget, Strategy, stage_name
+from contextwindow.summarizers.base import Summarizer
+from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.counting import TokenCounter
+
+__all__ = ["DEFAULT_THRESHOLDS", "State"]
+
+logger = logging.getLogger("contextwindow.manager")
+
+DEFAULT_THRESHOLDS: tuple[float, ...] = (60, 80, 90)
+"""Usage percentages whose crossing fires handlers (and a ``threshold`` event)."""
+
+_UNSET: Any = object()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class State:
+    """Everything a manager knows, and the changes that are not compaction."""
+
+    def __init__(
+        self,
+        model: str | ModelInfo | None = None,
+        *,
+        token_limit: int | None = None,
+        strategy: Strategy | None = _UNSET,
+        tokenizer: Tokenizer | None = None,
+        reserve: int = 0,
+        max_messages: int | None = None,
+        provider: Provider | None = None,
+        tools: Iterable[ToolSpec] = (),
+        thresholds: Iterable[float] = DEFAULT_THRESHOLDS,
+        policy: CompactionPolicy | None = None,
+        summarizer: Summarizer | None = None,
+        agent_name: str | None = None,
+        system: str | None = None,
+    ) -> None:
+        info = get_model(model) if isinstance(model, str) else model
+        if token_limit is None:
+            if info is None:
+                raise ContextWindowError("a manager needs a model or a token_limit")
+            token_limit = info.context_window
+        if token_limit < 1:
+            raise ContextWindowError(f"token_limit must be >= 1, got {token_limit:,}")
+        self._window = token_limit
+        self._check_reserve(reserve)
+        self._reserve = reserve
+        if max_messages is not None and max_messages < 1:
+            raise ContextWindowError(f"max_messages must be >= 1, got {max_messages}")
+        self._max_messages = max_messages
+        if provider is not None:
+            check_provider(provider)
+        self._provider: Provider = provider or (
+            provider_of(info) if info is not None else "openai"
+        )
+        self._info = info
+        self._counter = TokenCounter(tokenizer or get_tokenizer(info), self._provider)
+        self._tools = tuple(tools)
+        self._strategy: Strategy | None = (
+            DEFAULT_STRATEGY if strategy is _UNSET else _strategy_checked(strategy)
+        )
+        self._policy = policy or CompactionPolicy()
+        self._summarizer = summarizer
+        self._agent = agent_name
+        self._markers: list[str] = []
+        self._handlers: dict[float, list[Callable[[Any], Any]]] = {}
+        for t in thresholds:
+            self._handlers.setdefault(_threshold_checked(t), [])
+        self._fired: set[float] = set()
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._history: list[Message] = []
+        self._view: list[Message] = []
+        self._nonsystem = 0
+        self._running = [0]
+        """Tokens of ``_view[:i]`` (messages only), kept as the view grows."""
+        self._overhead = self._counter.messages([], tools=self._tools)
+        """What a request adds to its messages: reply priming and tools."""
+        self._valid_upto = 0
+        """``_view[:_valid_upto]`` is known valid, and a unit starts there."""
+        self._stable: int | None = 0
+        """Leading view messages the last request sent as they are (``None``:
+        unknown, the view changed)."""
+        self._turn_compactions = 0
+        self._refused_at: int | None = None
+        self._applied = False
+        self._writer = Writer(self._provider)
+        self._last_sent: tuple[Message, ...] = ()
+        if system is not None:
+            self._append((Message.system(system),))
+
+    def __repr__(self) -> str:
+        model = self._info.name if self._info is not None else None
+        return (
+            f"{type(self).__name__}(model={model!r}, token_limit={self._window}, "
+            f"messages={len(self._view)}, history={len(self._history)})"
+        )
+
+    # -- what it is configured with -------------------------------------------------
+
+    @property
+    def model(self) -> ModelInfo | None:
+        """The model, when one was given."""
+        return self._info
+
+    @property
+    def provider(self) -> Provider:
+        """The provider requests are shaped and checked for."""
+        return self._provider
+
+    @property
+    def context_limit(self) -> int:
+        """The window: ``token_limit``, else the model's."""
+        return self._window
+
+    @property
+    def reserve(self) -> int:
+        """Tokens kept free for the reply (``prepare(reserve=...)`` overrides it)."""
+        return self._reserve
+
+    @property
+    def policy(self) -> CompactionPolicy:
+        """When and how far the manager compacts on its own."""
+        return self._policy
+
+    @property
+    def thresholds(self) -> tuple[float, ...]:
+        """The usage percentages watched, in increasing order."""
+        return tuple(sorted(self._handlers))
+
+    @property
+    def agent_name(self) -> str | None:
+        """The agent this manager serves (in events and handler contexts)."""
+        return self._agent
+
+    @property
+    def protected_markers(self) -> tuple[str, ...]:
+        """Markers that pin every message whose text holds one."""
+        return tuple(self._markers)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The current view: what the next request is made of.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.push(Message.user("hi"))
+            >>> [x.text for x in m.messages]
+            ['hi']
+        """
+        return tuple(self._view)
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """Every message pushed, in order; compaction never shortens it.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message, SlidingWindow
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.push_many([Message.user("a"), Message.assistant("b")])
+            >>> m.force_compress_with(SlidingWindow(1)).applied
+            True
+            >>> (len(m.messages), len(m.history))
+            (1, 2)
+        """
+        return tuple(self._history)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer counting text.
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> ContextManager("gpt-4o").tokenizer.name
+            'o200k_base'
+        """
+        return self._counter.tokenizer
+
+    @property
+    def has_strategy(self) -> bool:
+        """Whether the manager compacts on its own (a strategy is set).
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.has_strategy
+            True
+            >>> m.remove_strategy()
+            >>> m.has_strategy
+            False
+        """
+        return self._strategy is not None
+
+    @property
+    def strategy(self) -> Strategy | None:
+        """The strategy automatic compaction runs (``None``: none is set)."""
+        return self._strategy
+
+    # -- configuration ---------------------------------------------------------------
+
+    def set_strategy(self, strategy: Strategy) -> None:
+        """Compact with ``strategy`` from now on (the view is kept as it is).
+
+        Raises:
+            ContextWindowError: ``strategy`` is not callable.
+
+        Example:
+            >>> from contextwindow import ContextManager, SlidingWindow
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.set_strategy(SlidingWindow(10))
+            >>> m.strategy
+            SlidingWindow(keep_last=10)
+        """
+        checked = _strategy_checked(strategy)
+        if checked is None:
+            raise ContextWindowError("set_strategy needs a strategy (remove_strategy)")
+        self._strategy = checked
+        self._emit("strategy", strategy=stage_name(checked))
+
+    def remove_strategy(self) -> None:
+        """Stop compacting on its own: a request over the window raises ``BudgetError``.
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.remove_strategy()
+            >>> m.strategy is None
+            True
+        """
+        self._strategy = None
+        self._emit("strategy", strategy=None)
+
+    def set_tokenizer(self, tokenizer: Tokenizer) -> None:
+        """Count with ``tokenizer`` from now on (cached counts are dropped).
+
+        Example:
+            >>> from contextwindow import ContextManager, HeuristicTokenizer
+            >>> m = ContextManager("gpt-4o")
+            >>> m.set_tokenizer(HeuristicTokenizer())
+            >>> m.tokenizer.name
+            'heuristic'
+        """
+        self._counter = TokenCounter(tokenizer, self._provider)
+        self._set_view(self._view)
+        self._emit("tokenizer", tokenizer=tokenizer.name)
+
+    def add_protected_marker(self, marker: str) -> None:
+        """Pin every message whose text holds ``marker`` (kept whole by compaction).
+
+        Raises:
+            ContextWindowError: An empty marker (every message would hold it).
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager(token_limit=1000)
+            >>> m.add_protected_marker("<skill>")
+            >>> m.add_protected_marker("<skill>")  # once is enough
+            >>> m.protected_markers
+            ('<skill>',)
+        """
+        if not isinstance(marker, str) or not marker:
+            raise ContextWindowError("a protected marker must be a non-empty string")
+        if marker not in self._markers:
+            self._markers.append(marker)
+            self._emit("marker", marker=marker)
+
+    def on_threshold(self, percent: float) -> Callable[[F], F]:
+        """Register a handler for usage crossing ``percent`` of the window upward.
+
+        A handler gets a context (usage figures and tools to change the view)
+        and runs once per crossing, before automatic compaction; handlers of
+        lower thresholds run first. A threshold not watched yet is added.
+
+        Raises:
+            ContextWindowError: A threshold outside (0, 100].
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager(token_limit=100)
+            >>> @m.on_threshold(50)
+            ... def note(ctx):
+            ...     ctx.log_action("half full", tokens=ctx.tokens_used)
+            >>> m.thresholds
+            (50, 60, 80, 90)
+        """
+        t = _threshold_checked(percent)
+
+        def register(handler: F) -> F:
+            if not callable(handler):
+                raise ContextWindowError(f"a handler must be callable: {handler!r}")
+            self._handlers.setdefault(t, []).append(handler)
+            return handler
+
+        return register
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Send every event to ``callback``; returns a function that unsubscribes.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> seen = []
+            >>> stop = m.subscribe(seen.append)
+            >>> m.push(Message.user("hi"))
+            >>> stop()
+            >>> m.push(Message.user("again"))
+            >>> [(e.kind, e.data["role"]) for e in seen]
+            [('push', 'user')]
+        """
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    # -- reading ---------------------------------------------------------------------
+
+    def token_estimate(self) -> int:
+        """Tokens of a request holding the current view (framing and tools included).
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager("gpt-4o")
+            >>> m.push(Message.user("hello world"))
+            >>> m.token_estimate()
+            9
+        """
+        return self._count()
+
+    def recall(self, ids: Iterable[str]) -> list[Message]:
+        """The history's messages with these ids, in history order.
+
+        A summary or a cleared result points at the originals by id; this
+        brings them back from the full log.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=1000)
+            >>> first = Message.user("the file is src/app.py")
+            >>> m.push_many([first, Message.assistant("ok")])
+            >>> [x.text for x in m.recall([first.id])]
+            ['the file is src/app.py']
+        """
+        wanted = set(ids)
+        return [m for m in self._history if m.id in wanted]
+
+    # -- state -----------------------------------------------------------------------
+
+    def _append(self, messages: Iterable[Message]) -> None:
+        added = list(messages)
+        for k, m in enumerate(added):
+            if not isinstance(m, Message):
+                raise InvalidMessageError(
+                    f"messages[{k}]",
+                    f"expected a Message, got {type(m).__name__} "
+                    "(convert provider dicts with from_openai or from_anthropic)",
+                )
+        running = self._running
+        count = self._counter.message
+        system = False
+        for m in added:
+            if m.role == "user":
+                self._turn_compactions = 0  # a new turn begins
+            if m.role != "system":
+                self._nonsystem += 1
+            else:
+                system = True
+            running.append(running[-1] + count(m))
+        self._history.extend(added)
+        self._view.extend(added)
+        if system:  # with tools, OpenAI folds them into the first system turn
+            self._overhead = self._request_overhead()
+        for m in added:
+            self._emit("push", logging.DEBUG, role=m.role, id=m.id)
+
+    def _restore(
+        self, messages: Iterable[Message], history: Iterable[Message] | None
+    ) -> None:
+        view = list(messages)
+        log = view if history is None else list(history)
+        for name, seq in (("messages", view), ("history", log)):
+            for k, m in enumerate(seq):
+                if not isinstance(m, Message):
+                    raise InvalidMessageError(
+                        f"{name}[{k}]", f"expected a Message, got {type(m).__name__}"
+                    )
+        self._history = list(log)
+        self._set_view(view)
+        self._fired.clear()
+        self._emit("restore", messages=len(view), history=len(log))
+
+    def _clear(self) -> None:
+        self._history = []
+        self._set_view([])
+        self._fired.clear()
+        self._turn_compactions = 0
+        self._refused_at = None
+        self._emit("clear")
+
+    def _update_system(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise ContextWindowError(
+                f"update_system takes the prompt's text, got {type(text).__name__}"
+            )
+        for seq in (self._history, self._view):
+            k = next((i for i, m in enumerate(seq) if m.role == "system"), None)
+            if k is None:
+                seq.insert(0, Message.system(text))
+            else:
+                seq[k] = Message.system(text, id=seq[k].id, meta=seq[k].meta)
+        self._set_view(self._view)
+        self._emit("system", length=len(text))
+
+    def _set_view(self, view: Sequence[Message]) -> None:
+        """Any change but appends: what was kept incrementally is computed again."""
+        self._view = list(view)
+        self._nonsystem = sum(1 for m in self._view if m.role != "system")
+        self._running = list(self._counter.running(self._view))
+        self._overhead = self._request_overhead()
+        self._valid_upto = 0
+        self._stable = None
+        self._writer.reset()
+
+    def _request_overhead(self) -> int:
+        return self._counter.messages(self._view, tools=self._tools) - self._running[-1]
+
+    def _count(self) -> int:
+        return self._running[-1] + self._overhead
+
+    def _percent(self, tokens: int) -> float:
+        return 100.0 * tokens / self._window
+
+    def _hard_limit(self, reserve: int | None) -> int:
+        if reserve is None:
+            return self._window - self._reserve
+        self._check_reserve(reserve)
+        return self._window - reserve
+
+    def _check_reserve(self, reserve: int) -> None:
+        if not 0 <= reserve < self._window:
+            raise ContextWindowError(
+                f"reserve must be >= 0 and below the window ({self._window:,}), "
+                f"got {reserve:,}"
+            )
+
+    def _budget(self, limit: int, query: str | None = None) -> Budget:
+        markers = tuple(self._markers)
+        return Budget(max(limit, 0), self._counter, self._tools, markers, query)
+
+    # -- events ----------------------------------------------------------------------
+
+    def _emit(self, kind: str, level: int = logging.INFO, **data: Any) -> None:
+        logged = logger.isEnabledFor(level)
+        if not self._subscribers and not logged:
+            return
+        event = Event(kind, self._agent, data)
+        if logged:
+            who = f"[{self._agent}] " if self._agent else ""
+            shown = ", ".join(f"{k}={v}" for k, v in data.items())
+            logger.log(
+                level,
+                "%s%s: %s",
+                who,
+                kind,
+                shown,
+                extra={"contextwindow_event": kind, "contextwindow_data": data},
+            )
+        for callback in tuple(self._subscribers):
+            callback(event)
+
+
+def _strategy_checked(strategy: Strategy | None) -> Strategy | None:
+    if strategy is not None and not callable(strategy):
+        raise ContextWindowError(f"not a strategy (not callable): {strategy!r}")
+    return strategy
+
+
+def _threshold_checked(threshold: float) -> float:
+    if isinstance(threshold, bool) or not 0 < threshold <= 100:
+        raise ContextWindowError(
+            f"a threshold is a percentage in (0, 100], got {threshold!r}"
+        )
+    return threshold
