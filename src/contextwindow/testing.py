@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = [
     "SAMPLE_TEXTS",
     "FakeTokenizer",
+    "agent_session",
+    "call_handler",
     "conversations",
     "images",
     "messages_strategy",
@@ -103,6 +105,49 @@ class FakeTokenizer:
 
     def __repr__(self) -> str:
         return f"FakeTokenizer({self._name!r}, calls={len(self.calls)})"
+
+
+def agent_session(exchanges: int = 8, size: int = 70) -> list[Message]:
+    """A small agent session: a system prompt, a task, tool exchanges, a question.
+
+    Each of the ``exchanges`` is a ``read`` call and a result of ``size``
+    words (``FakeTokenizer`` counts one token a word).
+
+    Example:
+        >>> [m.role for m in agent_session(1)]
+        ['system', 'user', 'assistant', 'tool', 'user']
+    """
+    out = [Message.system("You are a coding agent."), Message.user("Fix the bug.")]
+    for i in range(exchanges):
+        out.append(Message.assistant(tool_calls=[ToolCall(f"c{i}", "read")]))
+        words = " ".join(f"r{i}_{k}" for k in range(size))
+        out.append(Message.tool(f"c{i}", words))
+    out.append(Message.user("Where is it?"))
+    return out
+
+
+def call_handler(handler: Any, *, threshold: float = 60, limit: int = 1000) -> Any:
+    """Run ``handler(ctx)`` as a threshold handler; return what it returned.
+
+    The manager (window ``limit``, ``FakeTokenizer``, no strategy of its own)
+    holds ``agent_session()``: 690 tokens, 69 % of the default window, so a
+    handler at 60 % runs during the first ``prepare``. For trying a handler,
+    in docs and tests.
+
+    Example:
+        >>> call_handler(lambda ctx: (ctx.threshold, ctx.tokens_used))
+        (60, 690)
+    """
+    from contextwindow.manager import ContextManager  # lazily: a layer above this one
+
+    m = ContextManager(token_limit=limit, tokenizer=FakeTokenizer(), strategy=None)
+    m.push_many(agent_session())
+    out: list[Any] = []
+    m.on_threshold(threshold)(lambda ctx: out.append(handler(ctx)))
+    m.prepare()
+    if not out:
+        raise AssertionError(f"the handler at {threshold}% did not run")
+    return out[0]
 
 
 SAMPLE_TEXTS: tuple[str, ...] = (

@@ -182,3 +182,11 @@ def test_summarize_old_exchanges_is_awaited() -> None:
     n, p = run(main())
     assert n > 0
     assert problems(p.conversation, "openai") == ()
+
+
+def test_one_manager_across_event_loops() -> None:
+    m = amanager()
+    for i in range(3):  # each asyncio.run is a new loop; the lock follows it
+        asyncio.run(m.push(Message.user(str(i))))
+        asyncio.run(m.prepare())
+    assert len(m.history) == 3

@@ -307,3 +307,11 @@ def _only_last(msgs: Any, budget: Any) -> Any:
     from contextwindow.strategies import finish
 
     return finish("only_last", msgs, list(msgs)[-1:], (), budget)
+
+
+def test_call_handler_says_when_the_handler_did_not_run() -> None:
+    from contextwindow.testing import call_handler
+
+    assert call_handler(lambda ctx: ctx.threshold, threshold=60) == 60
+    with pytest.raises(AssertionError, match="did not run"):
+        call_handler(lambda ctx: ctx.threshold, threshold=95)

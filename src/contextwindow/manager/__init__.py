@@ -322,50 +322,115 @@ class AsyncContextManager(Core):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._alock: asyncio.Lock | None = None
+        self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def _lock(self) -> asyncio.Lock:
-        # Made on first use, inside the running loop.
-        if self._alock is None:
-            self._alock = asyncio.Lock()
-        return self._alock
+        # One per event loop, made inside it (a manager may outlive a loop).
+        loop = asyncio.get_running_loop()
+        if self._alock is None or self._alock[0] is not loop:
+            self._alock = (loop, asyncio.Lock())
+        return self._alock[1]
 
     async def push(self, message: Message) -> None:
-        """Append one message to the history and the view (see ``ContextManager``)."""
+        """Append one message to the history and the view (see ``ContextManager``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager, Message
+            >>> m = AsyncContextManager(token_limit=1000)
+            >>> asyncio.run(m.push(Message.user("hi")))
+            >>> len(m.history)
+            1
+        """
         self._append((message,))
 
     async def push_many(self, messages: Iterable[Message]) -> None:
-        """Append messages, in order (see ``ContextManager``)."""
+        """Append messages, in order (see ``ContextManager``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager, Message
+            >>> m = AsyncContextManager(token_limit=1000)
+            >>> asyncio.run(m.push_many([Message.user("a"), Message.assistant("b")]))
+            >>> [x.role for x in m.messages]
+            ['user', 'assistant']
+        """
         self._append(messages)
 
     async def set_messages(
         self, messages: Iterable[Message], *, history: Iterable[Message] | None = None
     ) -> None:
-        """Restore a conversation (see ``ContextManager.set_messages``)."""
+        """Restore a conversation (see ``ContextManager.set_messages``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager, Message
+            >>> m = AsyncContextManager(token_limit=1000)
+            >>> log = [Message.user("a"), Message.assistant("b")]
+            >>> asyncio.run(m.set_messages(log[1:], history=log))
+            >>> (len(m.messages), len(m.history))
+            (1, 2)
+        """
         async with self._lock():
             self._restore(messages, history)
 
     async def clear(self) -> None:
-        """Forget every message, history included (see ``ContextManager``)."""
+        """Forget every message, history included (see ``ContextManager``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager
+            >>> m = AsyncContextManager(token_limit=1000, system="Be terse.")
+            >>> asyncio.run(m.clear())
+            >>> m.history
+            ()
+        """
         async with self._lock():
             self._clear()
 
     async def update_system(self, text: str) -> None:
-        """Replace the system prompt, or add one first (see ``ContextManager``)."""
+        """Replace the system prompt, or add one first (see ``ContextManager``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager
+            >>> m = AsyncContextManager(token_limit=1000, system="old")
+            >>> asyncio.run(m.update_system("new"))
+            >>> m.messages[0].text
+            'new'
+        """
         async with self._lock():
             self._update_system(text)
 
     async def prepare(
         self, query: str | None = None, reserve: int | None = None
     ) -> Prepared:
-        """The next request (see ``ContextManager.prepare``)."""
+        """The next request (see ``ContextManager.prepare``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager, Message
+            >>> m = AsyncContextManager("gpt-4o")
+            >>> asyncio.run(m.push(Message.user("hi")))
+            >>> asyncio.run(m.prepare()).messages
+            [{'role': 'user', 'content': 'hi'}]
+        """
         async with self._lock():
             return await _arun(self._prepare_steps(query, reserve))
 
     async def force_compress(
         self, fallback_window: int = 20, *, target: int | None = None
     ) -> Compaction:
-        """Compact now, whatever the usage (see ``ContextManager``)."""
+        """Compact now, whatever the usage (see ``ContextManager``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager, Message
+            >>> m = AsyncContextManager(token_limit=1000, strategy=None)
+            >>> asyncio.run(m.push_many([Message.user(str(i)) for i in range(5)]))
+            >>> asyncio.run(m.force_compress(2)).applied, len(m.messages)
+            (True, 2)
+        """
         async with self._lock():
             strategy = self._forced_strategy(fallback_window)
             return await _arun(self._force_steps(strategy, target))
@@ -373,7 +438,16 @@ class AsyncContextManager(Core):
     async def force_compress_with(
         self, strategy: Strategy, *, target: int | None = None
     ) -> Compaction:
-        """Compact now with ``strategy`` (see ``ContextManager``)."""
+        """Compact now with ``strategy`` (see ``ContextManager``).
+
+        Example:
+            >>> import asyncio
+            >>> from contextwindow import AsyncContextManager, Message, SlidingWindow
+            >>> m = AsyncContextManager(token_limit=1000)
+            >>> asyncio.run(m.push_many([Message.user(str(i)) for i in range(5)]))
+            >>> asyncio.run(m.force_compress_with(SlidingWindow(1))).trigger
+            'forced'
+        """
         async with self._lock():
             return await _arun(self._force_steps(strategy, target))
 

@@ -49,47 +49,101 @@ class _Context:
 
     @property
     def usage_percentage(self) -> float:
-        """Tokens of the view as a percentage of the window (0 to 100, or more)."""
+        """Tokens of the view as a percentage of the window (0 to 100, or more).
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.usage_percentage)
+            69.0
+        """
         return 100.0 * self.tokens_used / self.context_limit
 
     @property
     def tokens_used(self) -> int:
-        """Tokens of a request holding the view now."""
+        """Tokens of a request holding the view now.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.tokens_used)
+            690
+        """
         return self._m.token_estimate()
 
     @property
     def tokens_remaining(self) -> int:
-        """Tokens left in the window (negative when over it)."""
+        """Tokens left in the window (negative when over it).
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.tokens_remaining)
+            310
+        """
         return self.context_limit - self.tokens_used
 
     @property
     def context_limit(self) -> int:
-        """The window."""
+        """The window.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.context_limit)
+            1000
+        """
         return self._m.context_limit
 
     @property
     def threshold(self) -> float:
-        """The threshold whose crossing called this handler."""
+        """The threshold whose crossing called this handler.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.threshold, threshold=50)
+            50
+        """
         return self._threshold
 
     @property
     def agent_name(self) -> str | None:
-        """The manager's agent name."""
+        """The manager's agent name (``None`` when it has none).
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.agent_name) is None
+            True
+        """
         return self._m.agent_name
 
     @property
     def messages(self) -> list[Message]:
-        """A copy of the view, to read or to edit and pass to ``replace_messages``."""
+        """A copy of the view, to read or to edit and pass to ``replace_messages``.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: [m.role for m in ctx.messages][:4])
+            ['system', 'user', 'assistant', 'tool']
+        """
         return list(self._m.messages)
 
     @property
     def message_count(self) -> int:
-        """Messages in the view."""
+        """Messages in the view.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.message_count)
+            19
+        """
         return len(self._m.messages)
 
     @property
     def compression_applied(self) -> bool:
-        """Whether a handler has compressed the view during this ``prepare``."""
+        """Whether a handler has compressed the view during this ``prepare``.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.compression_applied)
+            False
+        """
         return self._m._applied  # pyright: ignore[reportPrivateUsage]  # the context is the manager's own helper
 
     # -- tools -----------------------------------------------------------------
@@ -102,6 +156,14 @@ class _Context:
 
         Raises:
             InvalidMessageError: An item is not a ``Message``.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> def keep_ends(ctx):
+            ...     ctx.replace_messages(ctx.messages[:2] + ctx.messages[-1:])
+            ...     return [m.text for m in ctx.messages]
+            >>> call_handler(keep_ends)
+            ['You are a coding agent.', 'Fix the bug.', 'Where is it?']
         """
         reason = f"replace_messages at {self._threshold:g}%"
         self._record(self._m._replace(messages, reason))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
@@ -109,7 +171,16 @@ class _Context:
     def transform_messages(
         self, transform: Callable[[list[Message]], Iterable[Message]]
     ) -> None:
-        """Replace the view with ``transform(copy_of_view)``."""
+        """Replace the view with ``transform(copy_of_view)``.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> def no_tools(ctx):  # calls left without results are repaired away
+            ...     ctx.transform_messages(lambda ms: [m for m in ms if m.text])
+            ...     return [m.role for m in ctx.messages]
+            >>> call_handler(no_tools)
+            ['system', 'user', 'user']
+        """
         self.replace_messages(transform(self.messages))
 
     def compress_tool_results(
@@ -122,6 +193,13 @@ class _Context:
 
         Returns:
             How many messages were changed.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> def compress(ctx):
+            ...     return ctx.compress_tool_results(2, 10), ctx.tokens_used
+            >>> call_handler(compress)
+            (6, 360)
         """
         strategy = TruncateToolResults(keep_recent=keep_recent, max_tokens=truncate_to)
         why = f"compress_tool_results at {self._threshold:g}%"
@@ -136,6 +214,11 @@ class _Context:
 
         Returns:
             How many messages were removed.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: (ctx.prune_old_messages(5), ctx.message_count))
+            (13, 6)
         """
         before = self.message_count
         why = f"prune_old_messages at {self._threshold:g}%"
@@ -143,7 +226,20 @@ class _Context:
         return before - self.message_count
 
     def log_action(self, action: str, **details: Any) -> None:
-        """Emit an ``action`` event (and a log record) with the usage figures."""
+        """Emit an ``action`` event (and a log record) with the usage figures.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager(token_limit=100, strategy=None)
+            >>> seen = []
+            >>> _ = m.subscribe(seen.append)
+            >>> m.on_threshold(50)(lambda ctx: ctx.log_action("noted", reason="test"))
+            <function <lambda> at ...>
+            >>> m.push(Message.user("word " * 60))
+            >>> _ = m.prepare()
+            >>> [e.data["reason"] for e in seen if e.kind == "action"]
+            ['test']
+        """
         self._m._emit(  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
             "action",
             action=action,
@@ -153,7 +249,16 @@ class _Context:
         )
 
     def mark_compression_applied(self) -> None:
-        """Tell the manager this handler compressed the view (no second pass)."""
+        """Tell the manager this handler compressed the view (no second pass).
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> def mark(ctx):
+            ...     ctx.mark_compression_applied()
+            ...     return ctx.compression_applied
+            >>> call_handler(mark)
+            True
+        """
         self._m._applied = True  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
 
     # -- shared ----------------------------------------------------------------
