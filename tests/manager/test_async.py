@@ -21,9 +21,7 @@ from contextwindow import (
 from contextwindow.strategies import Budget, Fitted
 from contextwindow.testing import FakeTokenizer
 
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
+from ._support import words
 
 
 def amanager(limit: int = 1000, **kw: Any) -> AsyncContextManager:

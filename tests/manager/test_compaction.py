@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import pytest
 
 from contextwindow import (
-    ContextManager,
     ContextWindowError,
     Message,
     ToolCall,
@@ -17,16 +15,8 @@ from contextwindow import (
 from contextwindow.manager import CompactionPolicy
 from contextwindow.messages import Message as Msg
 from contextwindow.strategies import Budget, Fitted, finish
-from contextwindow.testing import FakeTokenizer
 
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
-
-
-def manager(limit: int = 1000, **kw: Any) -> ContextManager:
-    kw.setdefault("tokenizer", FakeTokenizer())
-    return ContextManager(token_limit=limit, **kw)
+from ._support import manager, words
 
 
 class TestPolicy:

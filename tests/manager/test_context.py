@@ -18,9 +18,7 @@ from contextwindow import (
 )
 from contextwindow.testing import FakeTokenizer
 
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
+from ._support import words
 
 
 def loaded(limit: int = 1000, **kw: Any) -> ContextManager:

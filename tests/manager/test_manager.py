@@ -23,14 +23,7 @@ from contextwindow import (
 from contextwindow.manager import CompactionPolicy
 from contextwindow.testing import FakeTokenizer
 
-
-def words(n: int, tag: str = "w") -> str:
-    return " ".join(f"{tag}{i}" for i in range(n))
-
-
-def manager(limit: int = 1000, **kw: Any) -> ContextManager:
-    kw.setdefault("tokenizer", FakeTokenizer())
-    return ContextManager(token_limit=limit, **kw)
+from ._support import manager, words
 
 
 def exchange(i: int, size: int = 10) -> list[Message]:

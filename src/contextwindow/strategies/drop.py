@@ -258,18 +258,7 @@ class SlidingWindow:
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
         window = set(counted[max(0, len(counted) - self.keep_last) :])
         keep = [pinned[k] or k in window for k in range(len(us))]
-        counter = budget.counter
-        cost = [
-            0
-            if keep[k]
-            else sum(counter.message(m) for m in messages[u.start : u.stop])
-            for k, u in enumerate(us)
-        ]
-        out = [
-            m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]
-        ]
-        changes = dropped_runs("SlidingWindow", messages, us, keep, cost)
-        return finish("SlidingWindow", messages, out, changes, budget)
+        return _keep_units("SlidingWindow", messages, us, keep, budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,15 +308,22 @@ class MaxMessages:
             if not pinned[k]:
                 keep[k] = False
                 excess -= u.stop - u.start
-        counter = budget.counter
-        cost = [
-            0
-            if keep[k]
-            else sum(counter.message(m) for m in messages[u.start : u.stop])
-            for k, u in enumerate(us)
-        ]
-        out = [
-            m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]
-        ]
-        changes = dropped_runs("MaxMessages", messages, us, keep, cost)
-        return finish("MaxMessages", messages, out, changes, budget)
+        return _keep_units("MaxMessages", messages, us, keep, budget)
+
+
+def _keep_units(
+    stage: str,
+    messages: Sequence[Message],
+    us: Sequence[Unit],
+    keep: Sequence[bool],
+    budget: Budget,
+) -> Fitted:
+    """The units flagged in ``keep``, the others reported as dropped runs."""
+    counter = budget.counter
+    cost = [
+        0 if keep[k] else sum(counter.message(m) for m in messages[u.start : u.stop])
+        for k, u in enumerate(us)
+    ]
+    out = [m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]]
+    changes = dropped_runs(stage, messages, us, keep, cost)
+    return finish(stage, messages, out, changes, budget)
