@@ -1,0 +1,147 @@
+"""``PostgresStore``: conversations in PostgreSQL, for many workers (psycopg 3).
+
+Contract:
+
+- Needs ``pip install 'contextwindow[postgres]'`` (psycopg 3 and
+  psycopg_pool), imported when a store is made; without them the constructor
+  raises ``StoreError`` saying what to install.
+- Connections come from a pool (thread-safe; one pool per process). The
+  schema's named migrations are applied when the store opens, under an
+  advisory lock, so workers starting together do not race; a schema newer
+  than this code raises ``StoreError``.
+- An append locks the conversation's row (``SELECT ... FOR UPDATE``), checks
+  the version and writes the rows in one transaction: concurrent writers
+  queue on that row, and a stale one gets ``ConflictError``. A client killed
+  mid-append leaves nothing of it (the server rolls the transaction back).
+- Reads run in one ``REPEATABLE READ, READ ONLY`` transaction: the log, the
+  version and the view come from one snapshot.
+- Tables are ``cw_conversations``, ``cw_messages``, ``cw_views``,
+  ``cw_view_messages`` and ``cw_migrations``, in the connection's schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from contextwindow.errors import StoreError
+from contextwindow.store._sql import Cursor, SQLStore
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["PostgresStore", "redact"]
+
+_SCHEMA_LOCK = 0x63770001
+"""The advisory lock key migrations take (``cw`` and 1)."""
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***``.
+
+    Example:
+        >>> redact("postgresql://ada:secret@db:5432/chats")
+        'postgresql://ada:***@db:5432/chats'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    netloc = f"{parts.username}:***@{host}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _driver() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise StoreError(
+            "PostgresStore needs psycopg 3 and psycopg_pool: "
+            "pip install 'contextwindow[postgres]'"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class PostgresStore(SQLStore):
+    """Conversations in a PostgreSQL database.
+
+    Args:
+        url: A libpq connection string or URL, e.g.
+            ``postgresql://user:pass@host:5432/db``.
+        max_connections: Most pooled connections (one is opened at once).
+        timeout: Seconds to wait to connect, and for a free connection.
+
+    Raises:
+        StoreError: The driver is not installed, the server cannot be
+            reached, or its schema is newer than this code.
+
+    Example:
+        >>> PostgresStore("postgresql://127.0.0.1:9/none", timeout=2)
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.StoreError: cannot connect to PostgresStore(...): ...
+    """
+
+    _dialect = "postgres"
+    _for_update = " FOR UPDATE"
+
+    def __init__(
+        self, url: str, *, max_connections: int = 4, timeout: float = 10.0
+    ) -> None:
+        self._url = url
+        psycopg, pools = _driver()
+        self._errors: type[Exception] = psycopg.Error
+        try:
+            # A direct connection first: it fails with the server's own reason,
+            # where a pool would only time out.
+            psycopg.connect(url, connect_timeout=max(1, round(timeout))).close()
+            self._pool: ConnectionPool = pools.ConnectionPool(
+                url,
+                min_size=1,
+                max_size=max(1, max_connections),
+                kwargs={"autocommit": True},
+                timeout=timeout,
+                open=False,
+            )
+            self._pool.open(wait=True, timeout=timeout)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self!r}: {exc}") from exc
+        self._sql_cache: dict[str, str] = {}
+        self._migrate()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact(self._url)!r})"
+
+    def close(self) -> None:
+        """Close the pool's connections."""
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    def _sql(self, statement: str) -> str:
+        found = self._sql_cache.get(statement)
+        if found is None:
+            found = self._sql_cache[statement] = statement.replace("?", "%s")
+        return found
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Cursor]:
+        try:
+            with (
+                self._pool.connection() as conn,
+                conn.transaction(),
+                conn.cursor() as cur,
+            ):
+                if not write:
+                    cur.execute(
+                        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                    )
+                yield cur
+        except self._errors as exc:
+            raise StoreError(f"{self!r}: {exc}") from exc
+
+    def _lock_schema(self, cur: Cursor) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
