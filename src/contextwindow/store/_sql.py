@@ -74,6 +74,10 @@ class SQLStore(RowStore):
     def _transaction(self, write: bool) -> AbstractContextManager[Cursor]:
         """One transaction; ``write`` takes the database's write lock."""
 
+    def _statement(self) -> AbstractContextManager[Cursor]:
+        """A cursor for statements that each stand alone (no snapshot needed)."""
+        return self._transaction(False)
+
     def _sql(self, statement: str) -> str:
         return statement
 
@@ -232,17 +236,17 @@ class SQLStore(RowStore):
         return None if row is None else tuple(row)
 
     def _info(self, cid: str) -> InfoRow | None:
-        with self._transaction(False) as cur:
+        with self._statement() as cur:
             return self._info_in(cur, cid)
 
     def _version(self, cid: str) -> object:
-        with self._transaction(False) as cur:
+        with self._statement() as cur:
             self._run(cur, "SELECT version FROM cw_conversations WHERE id = ?", (cid,))
             row = cur.fetchone()
             return 0 if row is None else row[0]
 
     def _list(self) -> list[InfoRow]:
-        with self._transaction(False) as cur:
+        with self._statement() as cur:
             self._run(cur, _INFO)
             return [tuple(r) for r in cur.fetchall()]
 

@@ -9,12 +9,13 @@ Contract:
   schema's named migrations are applied when the store opens, under an
   advisory lock, so workers starting together do not race; a schema newer
   than this code raises ``StoreError``.
-- An append locks the conversation's row (``SELECT ... FOR UPDATE``), checks
-  the version and writes the rows in one transaction: concurrent writers
-  queue on that row, and a stale one gets ``ConflictError``. A client killed
-  mid-append leaves nothing of it (the server rolls the transaction back).
-- Reads run in one ``REPEATABLE READ, READ ONLY`` transaction: the log, the
-  version and the view come from one snapshot.
+- An append is one statement, so one round trip and its own transaction:
+  an ``UPDATE`` moves the version only if it is the expected one, and the
+  rows go in only if it did. Concurrent writers queue on the conversation's
+  row; a stale one gets ``ConflictError``. A client killed mid-append leaves
+  nothing of it (the server rolls the statement back).
+- Reads of several tables run in one ``REPEATABLE READ, READ ONLY``
+  transaction: the log, the version and the view come from one snapshot.
 - Tables are ``cw_conversations``, ``cw_messages``, ``cw_views``,
   ``cw_view_messages`` and ``cw_migrations``, in the connection's schema.
 """
@@ -26,7 +27,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from contextwindow.errors import StoreError
+from contextwindow.errors import ConflictError, StoreError
+from contextwindow.store._codec import LogRow
 from contextwindow.store._sql import Cursor, SQLStore
 
 if TYPE_CHECKING:
@@ -36,6 +38,27 @@ __all__ = ["PostgresStore", "redact"]
 
 _SCHEMA_LOCK = 0x63770001
 """The advisory lock key migrations take (``cw`` and 1)."""
+_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_CREATE = (
+    "INSERT INTO cw_conversations VALUES (%s, 0, %s, %s, '{}') "
+    "ON CONFLICT (id) DO NOTHING"
+)
+_APPEND = """
+WITH bumped AS (
+    UPDATE cw_conversations SET version = version + %(n)s, updated = %(now)s
+    WHERE id = %(cid)s AND version = %(expected)s
+    RETURNING version
+), added AS (
+    INSERT INTO cw_messages
+    SELECT %(cid)s, %(expected)s + r.k - 1, r.id, r.agent, %(now)s, r.tokens,
+           r.digest, r.body
+    FROM unnest(%(ids)s::text[], %(agents)s::text[], %(tokens)s::text[],
+                %(digests)s::text[], %(bodies)s::text[])
+         WITH ORDINALITY AS r(id, agent, tokens, digest, body, k)
+    WHERE EXISTS (SELECT 1 FROM bumped)
+)
+SELECT version FROM bumped
+"""
 
 
 def redact(url: str) -> str:
@@ -130,18 +153,55 @@ class PostgresStore(SQLStore):
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Cursor]:
         try:
-            with (
-                self._pool.connection() as conn,
-                conn.transaction(),
-                conn.cursor() as cur,
-            ):
-                if not write:
-                    cur.execute(
-                        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                    )
+            with self._pool.connection() as conn, conn.cursor() as cur:
+                cur.execute("BEGIN" if write else _READ)
+                done = False
+                try:
+                    yield cur
+                    done = True
+                finally:
+                    cur.execute("COMMIT" if done else "ROLLBACK")
+        except self._errors as exc:
+            raise StoreError(f"{self!r}: {exc}") from exc
+
+    @contextmanager
+    def _statement(self) -> Iterator[Cursor]:
+        try:
+            with self._pool.connection() as conn, conn.cursor() as cur:
                 yield cur
         except self._errors as exc:
             raise StoreError(f"{self!r}: {exc}") from exc
+
+    def _append(self, cid: str, expected: int, rows: list[LogRow], now: float) -> int:
+        # One statement, so one round trip: the version moves only if it is
+        # the expected one, and the rows go in only if it moved.
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        params = {
+            "cid": cid,
+            "expected": expected,
+            "n": len(rows),
+            "now": now,
+            "ids": list(columns[1]),
+            "agents": list(columns[2]),
+            "tokens": list(columns[4]),
+            "digests": list(columns[5]),
+            "bodies": list(columns[6]),
+        }
+        with self._statement() as cur:
+            for _ in range(3):
+                cur.execute(_APPEND, params)
+                row = cur.fetchone()
+                if row is not None:
+                    return int(row[0])
+                cur.execute(
+                    "SELECT version FROM cw_conversations WHERE id = %s", (cid,)
+                )
+                found = cur.fetchone()
+                if found is None and expected == 0:
+                    cur.execute(_CREATE, (cid, now, now))
+                elif found is None or found[0] != expected:
+                    raise ConflictError(expected, 0 if found is None else int(found[0]))
+        raise StoreError(f"{self!r}: conversation {cid!r} changed under three appends")
 
     def _lock_schema(self, cur: Cursor) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))

@@ -5,7 +5,8 @@ Contract:
 - ``sqlite:///chats.db`` is a file relative to the working folder,
   ``sqlite:////var/lib/chats.db`` an absolute one (SQLAlchemy's rule: the
   path is what follows the third slash); ``sqlite://`` and
-  ``sqlite:///:memory:`` are in memory.
+  ``sqlite:///:memory:`` are in memory; ``?synchronous=NORMAL`` trades
+  durability across a power cut for speed (see ``SQLiteStore``).
 - ``postgresql://`` (or ``postgres://``) URLs go to ``PostgresStore`` as they
   are; ``redis://``, ``rediss://`` and ``unix://`` to ``RedisStore``, with an
   optional ``?prefix=`` for its keys; ``memory://`` is a new ``MemoryStore``.
@@ -85,9 +86,18 @@ def open_store(url: str) -> RowStore:
     if scheme == "memory":
         return MemoryStore()
     if scheme == "sqlite":
-        path = base.partition("://")[2]
+        path, _, query = base.partition("://")[2].partition("?")
         path = path[1:] if path.startswith("/") else path
-        return SQLiteStore(unquote(path) or ":memory:")
+        options = dict(parse_qsl(query, keep_blank_values=True))
+        sync = options.pop("synchronous", "FULL").upper()
+        if options or sync not in ("FULL", "NORMAL"):
+            raise StoreError(
+                f"{base!r}: a sqlite URL takes only ?synchronous=FULL|NORMAL"
+            )
+        return SQLiteStore(
+            unquote(path) or ":memory:",
+            synchronous="NORMAL" if sync == "NORMAL" else "FULL",
+        )
     if scheme in ("postgresql", "postgres"):
         return PostgresStore(base)
     parts = urlsplit(base)
