@@ -2,7 +2,9 @@
 
 Count tokens exactly and offline, know every model's window, convert between
 provider shapes, see what is in a context, and fit it into a budget with
-composable strategies that always return a conversation the provider accepts.
+composable strategies that always return a conversation the provider accepts,
+and keep conversations in a store (SQLite by default; PostgreSQL or Redis for
+many workers).
 
 Example:
     >>> from contextwindow import Message, TokenCounter, get_model, get_tokenizer
@@ -52,6 +54,19 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
+from contextwindow.store import (
+    ConversationInfo,
+    MemoryStore,
+    PostgresStore,
+    RedisStore,
+    SQLiteStore,
+    Store,
+    StoredConversation,
+    StoredMessage,
+    StoredView,
+    ViewMessage,
+    open_store,
+)
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
@@ -83,6 +98,7 @@ __all__ = [
     "ClearToolResults",
     "ConflictError",
     "ContextWindowError",
+    "ConversationInfo",
     "Deduplicate",
     "DropOldest",
     "Fitted",
@@ -90,15 +106,23 @@ __all__ = [
     "Image",
     "Inspection",
     "InvalidMessageError",
+    "MemoryStore",
     "Message",
     "ModelInfo",
     "Part",
     "Pipeline",
+    "PostgresStore",
     "Provider",
+    "RedisStore",
     "Report",
     "Role",
+    "SQLiteStore",
     "SlidingWindow",
+    "Store",
     "StoreError",
+    "StoredConversation",
+    "StoredMessage",
+    "StoredView",
     "Strategy",
     "SummarizerError",
     "Text",
@@ -113,6 +137,7 @@ __all__ = [
     "Unit",
     "UnknownModelError",
     "UnknownModelWarning",
+    "ViewMessage",
     "__version__",
     "count_messages",
     "ensure_valid",
@@ -124,6 +149,7 @@ __all__ = [
     "get_model",
     "get_tokenizer",
     "inspect_messages",
+    "open_store",
     "problems",
     "read_transcript",
     "read_transcripts",

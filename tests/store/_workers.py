@@ -12,10 +12,14 @@ from contextwindow.store._backend import RowStore
 
 def message(worker: int, seq: int) -> Message:
     """The ``seq``-th message of ``worker``: its id says whose and which."""
-    return Message.user(f"worker {worker} says {seq}", id=f"w{worker}-{seq}", agent=f"w{worker}")
+    return Message.user(
+        f"worker {worker} says {seq}", id=f"w{worker}-{seq}", agent=f"w{worker}"
+    )
 
 
-def append_loop(store: RowStore, cid: str, worker: int, count: int) -> tuple[list[int], int]:
+def append_loop(
+    store: RowStore, cid: str, worker: int, count: int
+) -> tuple[list[int], int]:
     """Append ``count`` messages one at a time: read the version, append with it,
     and on ``ConflictError`` try again from the version the store reports.
 
@@ -28,7 +32,9 @@ def append_loop(store: RowStore, cid: str, worker: int, count: int) -> tuple[lis
         version = store.version(cid)
         while True:
             try:
-                version = store.append(cid, [message(worker, seq)], expected_version=version)
+                version = store.append(
+                    cid, [message(worker, seq)], expected_version=version
+                )
                 break
             except ConflictError as exc:
                 conflicts += 1
@@ -58,7 +64,8 @@ def append_batches(url: str, cid: str, batch: int, size: int, acks: Connection) 
     while True:
         start = version // batch
         msgs = [
-            Message.user(f"{filler} {start}.{i}", id=f"b{start}-{i}") for i in range(batch)
+            Message.user(f"{filler} {start}.{i}", id=f"b{start}-{i}")
+            for i in range(batch)
         ]
         version = store.append(cid, msgs, expected_version=version)
         acks.send(version)

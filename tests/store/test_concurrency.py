@@ -37,7 +37,9 @@ def check_log(
     assert len(set(ids)) == len(ids), "a message was written twice"
     for worker, versions, _ in results:
         assert len(versions) == each
-        assert versions == sorted(set(versions)), f"worker {worker}: versions out of order"
+        assert versions == sorted(set(versions)), (
+            f"worker {worker}: versions out of order"
+        )
         for seq, version in enumerate(versions):
             assert ids[version - 1] == f"w{worker}-{seq}", (worker, seq, version)
 

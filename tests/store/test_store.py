@@ -41,7 +41,9 @@ def chat(n: int, prefix: str = "m") -> list[Message]:
     return out
 
 
-def same(a: list[Message] | tuple[Message, ...], b: list[Message] | tuple[Message, ...]) -> None:
+def same(
+    a: list[Message] | tuple[Message, ...], b: list[Message] | tuple[Message, ...]
+) -> None:
     """Equal messages with equal ids and meta (which equality ignores)."""
     assert [message_to_dict(m) for m in a] == [message_to_dict(m) for m in b]
 
@@ -54,8 +56,14 @@ class TestAppend:
             cid, version = f"conv-{k}", 0
             while True:  # at least one append: an empty conversation is one too
                 batch = conv[version : version + rng.randint(1, 4)]
-                tokens = [{"fake": len(m.text)} for m in batch] if rng.random() < 0.5 else None
-                version = store.append(cid, batch, expected_version=version, tokens=tokens)
+                tokens = (
+                    [{"fake": len(m.text)} for m in batch]
+                    if rng.random() < 0.5
+                    else None
+                )
+                version = store.append(
+                    cid, batch, expected_version=version, tokens=tokens
+                )
                 if version == len(conv):
                     break
             loaded = store.load(cid)
@@ -106,12 +114,34 @@ class TestAppend:
         """Bad ids, versions, token counts and non-messages are StoreErrors naming them."""
         cases = [
             (lambda: store.append("", chat(1), expected_version=0), "conversation id"),
-            (lambda: store.append("c\0d", chat(1), expected_version=0), "conversation id"),
-            (lambda: store.append("c", chat(1), expected_version=-1), "expected_version"),
-            (lambda: store.append("c", chat(2), expected_version=0, tokens=[{}]), "1 token counts for 2"),
-            (lambda: store.append("c", chat(1), expected_version=0, tokens=[{"a": "3"}]), r"tokens\[0\]"),
-            (lambda: store.append("c", ["hi"], expected_version=0), r"messages\[0\]: expected a Message"),  # type: ignore[list-item]
-            (lambda: store.append("c", [Message.user("x", id="a\0")], expected_version=0), r"messages\[0\]\.id: holds a NUL"),
+            (
+                lambda: store.append("c\0d", chat(1), expected_version=0),
+                "conversation id",
+            ),
+            (
+                lambda: store.append("c", chat(1), expected_version=-1),
+                "expected_version",
+            ),
+            (
+                lambda: store.append("c", chat(2), expected_version=0, tokens=[{}]),
+                "1 token counts for 2",
+            ),
+            (
+                lambda: store.append(
+                    "c", chat(1), expected_version=0, tokens=[{"a": "3"}]
+                ),
+                r"tokens\[0\]",
+            ),
+            (
+                lambda: store.append("c", ["hi"], expected_version=0),
+                r"messages\[0\]: expected a Message",
+            ),  # type: ignore[list-item]
+            (
+                lambda: store.append(
+                    "c", [Message.user("x", id="a\0")], expected_version=0
+                ),
+                r"messages\[0\]\.id: holds a NUL",
+            ),
             (lambda: store.load("c", since=-2), "since"),
         ]
         for call, pattern in cases:
@@ -122,7 +152,10 @@ class TestAppend:
     def test_keeps_time_agent_and_tokens(self, store: RowStore) -> None:
         """Each entry carries its append time, its agent and the caller's counts."""
         before = time.time()
-        msgs = [Message.user("hi", agent="planner"), Message.assistant("yo", agent="coder")]
+        msgs = [
+            Message.user("hi", agent="planner"),
+            Message.assistant("yo", agent="coder"),
+        ]
         store.append("c", msgs, expected_version=0, tokens=[{"o200k_base": 4}, {}])
         entries = store.load("c").entries
         assert [e.message.agent for e in entries] == ["planner", "coder"]
@@ -202,7 +235,9 @@ class TestViews:
         assert late.view is not None
         same(late.view.messages, view)
 
-    def test_a_fitted_view_round_trips(self, store: RowStore, pool: list[list[Message]]) -> None:
+    def test_a_fitted_view_round_trips(
+        self, store: RowStore, pool: list[list[Message]]
+    ) -> None:
         """What fit() makes of each pooled conversation saves and loads exactly."""
         for k, conv in enumerate(pool[-40:]):
             cid = f"v{k}"
@@ -224,7 +259,9 @@ class TestViews:
     def test_versions_only_move_forward(self, store: RowStore) -> None:
         """A view past the log is an error; an older view than the saved one conflicts."""
         _, view = self._view(store)
-        with pytest.raises(StoreError, match="a view of version 8, but the log is at version 7"):
+        with pytest.raises(
+            StoreError, match="a view of version 8, but the log is at version 7"
+        ):
             store.save_view("c", view[1:], version=8)
         store.save_view("c", view[1:], version=6)
         store.save_view("c", view[1:3], version=6)  # the same version again replaces it
@@ -252,11 +289,18 @@ class TestConversations:
     def test_create_and_metadata(self, store: RowStore) -> None:
         """create refuses an existing id; update_meta merges, or replaces, and creates."""
         made = store.create("a", meta={"model": "gpt-4o", "title": "Bug"})
-        assert (made.version, dict(made.meta)) == (0, {"model": "gpt-4o", "title": "Bug"})
+        assert (made.version, dict(made.meta)) == (
+            0,
+            {"model": "gpt-4o", "title": "Bug"},
+        )
         with pytest.raises(StoreError, match="already exists"):
             store.create("a")
         merged = store.update_meta("a", {"title": "Login bug", "tags": ["p1"]})
-        assert dict(merged.meta) == {"model": "gpt-4o", "title": "Login bug", "tags": ["p1"]}
+        assert dict(merged.meta) == {
+            "model": "gpt-4o",
+            "title": "Login bug",
+            "tags": ["p1"],
+        }
         replaced = store.update_meta("a", {"x": None}, replace=True)
         assert dict(replaced.meta) == {"x": None}
         assert merged.created == made.created <= replaced.updated

@@ -102,7 +102,7 @@ def open_store(url: str) -> RowStore:
         return PostgresStore(base)
     parts = urlsplit(base)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = [v for k, v in query if k == "prefix"]
+    prefixes = [v for k, v in query if k == "prefix"]
     rest = urlencode([(k, v) for k, v in query if k != "prefix"])
     plain = urlunsplit(parts._replace(query=rest))
-    return RedisStore(plain, prefix=prefix[-1]) if prefix else RedisStore(plain)
+    return RedisStore(plain, prefix=prefixes[-1]) if prefixes else RedisStore(plain)
