@@ -19,6 +19,7 @@ from contextwindow import (
     read_transcript,
 )
 from contextwindow.cli import main
+from contextwindow.messages import Provider
 from contextwindow.store import SQLiteStore
 from contextwindow.wire import message_to_dict
 
@@ -49,7 +50,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    """A SQLite file holding the example session (with a saved view) and a short chat."""
+    """A SQLite file: the example session (with a saved view) and a short chat."""
     path = tmp_path / "chats.db"
     messages = list(read_transcript(EXAMPLE).messages)
     with SQLiteStore(path) as store:
@@ -105,10 +106,21 @@ class TestFitStored:
     def test_fits_a_stored_conversation(self, db: str, tmp_path: Path) -> None:
         """fit URL#ID writes the same fitted conversation as fit FILE."""
         stored, from_file = tmp_path / "stored.json", tmp_path / "file.json"
-        code, out, _ = run("fit", f"{db}#session-1", "--budget", "40%", "-o", str(stored))
+        code, out, _ = run(
+            "fit", f"{db}#session-1", "--budget", "40%", "-o", str(stored)
+        )
         assert code == 0, out
         assert "messages  27 → 22" in out
-        run("fit", str(EXAMPLE), "--model", "gpt-4o", "--budget", "40%", "-o", str(from_file))
+        run(
+            "fit",
+            str(EXAMPLE),
+            "--model",
+            "gpt-4o",
+            "--budget",
+            "40%",
+            "-o",
+            str(from_file),
+        )
         assert json.loads(stored.read_text()) == json.loads(from_file.read_text())
 
     def test_the_provider_comes_from_metadata(self, db: str) -> None:
@@ -116,35 +128,43 @@ class TestFitStored:
         code, out, err = run("fit", f"{db}#chat%2F2")
         assert code == 0, err
         assert "fitted for anthropic" in err
-        assert from_provider(json.loads(out), "anthropic")[0].text == "Is the build green?"
+        assert (
+            from_provider(json.loads(out), "anthropic")[0].text == "Is the build green?"
+        )
 
 
 class TestExport:
     @pytest.mark.parametrize("provider", ["openai", "anthropic", "responses"])
-    def test_each_provider(self, db: str, tmp_path: Path, provider: str) -> None:
+    def test_each_provider(self, db: str, tmp_path: Path, provider: Provider) -> None:
         """export --to P writes the log in P's shape: it reads back equal, and valid."""
         out_file = tmp_path / f"{provider}.json"
-        code, out, _ = run("export", f"{db}#session-1", "--to", provider, "-o", str(out_file))
+        code, out, _ = run(
+            "export", f"{db}#session-1", "--to", provider, "-o", str(out_file)
+        )
         assert code == 0, out
         assert f"wrote {out_file} ({provider} shape; session-1: 27 messages" in out
-        back = from_provider(json.loads(out_file.read_text()), provider)  # type: ignore[call-overload]
+        back = from_provider(json.loads(out_file.read_text()), provider)
         assert contents(back) == contents(read_transcript(EXAMPLE).messages)
-        assert problems(back, provider) == ()  # type: ignore[arg-type]
+        assert problems(back, provider) == ()
 
     def test_to_stdout_and_the_view(self, db: str) -> None:
-        """Without -o the JSON goes to stdout; --view exports the view and what followed."""
+        """Without -o the JSON goes to stdout; --view: the view and what follows."""
         code, out, _ = run("export", f"{db}#session-1", "--view")
         assert code == 0
         back = from_provider(json.loads(out), "openai")
         expected = read_transcript(EXAMPLE).messages
-        assert [m.text for m in back] == [m.text for m in (expected[0], expected[-1], *expected[20:])]
+        assert [m.text for m in back] == [
+            m.text for m in (expected[0], expected[-1], *expected[20:])
+        ]
 
     def test_lists_without_an_id(self, db: str) -> None:
         """URL alone lists the conversations, as a table or as JSON."""
         code, out, _ = run("export", db)
         assert code == 0
         assert "(2 conversations)" in out
-        assert any(line.split()[:3] == ["session-1", "27", "at"] for line in out.splitlines())
+        assert any(
+            line.split()[:3] == ["session-1", "27", "at"] for line in out.splitlines()
+        )
         code, out, _ = run("export", db, "--json")
         rows = json.loads(out)
         assert [(r["id"], r["messages"], r["view_version"]) for r in rows] == [

@@ -111,7 +111,8 @@ class _SQLTamper(Tamper):
     def set_body(self, cid: str, position: int, body: str, *, digest: bool) -> None:
         self.execute(
             self._q(
-                "UPDATE cw_messages SET body = ? WHERE conversation = ? AND position = ?"
+                "UPDATE cw_messages SET body = ? "
+                "WHERE conversation = ? AND position = ?"
             ),
             (body, cid, position),
         )
@@ -127,7 +128,8 @@ class _SQLTamper(Tamper):
     def set_tokens(self, cid: str, position: int, text: str) -> None:
         self.execute(
             self._q(
-                "UPDATE cw_messages SET tokens = ? WHERE conversation = ? AND position = ?"
+                "UPDATE cw_messages SET tokens = ? "
+                "WHERE conversation = ? AND position = ?"
             ),
             (text, cid, position),
         )

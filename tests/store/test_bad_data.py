@@ -101,7 +101,9 @@ class TestSchema:
         """A file that is not SQLite fails to open with the reason."""
         path = tmp_path / "notes.db"
         path.write_text("these are my notes\n" * 100)
-        with pytest.raises(StoreError, match="cannot open SQLiteStore.*not a database"):
+        with pytest.raises(
+            StoreError, match=r"cannot open SQLiteStore.*not a database"
+        ):
             open_store(f"sqlite:///{path}")
 
     def test_sqlite_unknown_migration(self, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -86,7 +86,7 @@ class TestManyWriters:
 
 class TestKilledWriter:
     def test_sigkill_mid_append(self, durable: Backend) -> None:
-        """A writer killed at a random moment leaves every acknowledged append, whole."""
+        """A writer killed at random leaves every acknowledged append, whole."""
         store, rng = durable.open(), random.Random(7)
         acked: list[int] = []
         for round_ in range(3):
@@ -114,4 +114,5 @@ class TestKilledWriter:
             assert log.version % BATCH == 0, "a partial batch was written"
             for position, msg in enumerate(log.messages):
                 assert msg.id == f"b{position // BATCH}-{position % BATCH}"
-                assert isinstance(msg, Message) and len(msg.text) > BODY
+                assert isinstance(msg, Message)
+                assert len(msg.text) > BODY

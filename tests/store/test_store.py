@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -82,7 +84,7 @@ class TestAppend:
         assert store.version("c") == 5
 
     def test_stale_version_conflicts_and_writes_nothing(self, store: RowStore) -> None:
-        """A stale expected version raises ConflictError(expected, actual); nothing lands."""
+        """A stale version raises ConflictError(expected, actual); nothing lands."""
         store.append("c", chat(3), expected_version=0)
         with pytest.raises(ConflictError) as info:
             store.append("c", [Message.user("late")], expected_version=2)
@@ -100,7 +102,8 @@ class TestAppend:
         assert store.info("new") is None
         assert store.append("new", [], expected_version=0) == 0
         info_new = store.info("new")
-        assert info_new is not None and info_new.version == 0
+        assert info_new is not None
+        assert info_new.version == 0
 
     def test_a_batch_is_all_or_nothing(self, store: RowStore) -> None:
         """A batch holding one unstorable message writes none of it."""
@@ -111,8 +114,10 @@ class TestAppend:
         assert store.version("c") == 2
 
     def test_refuses_bad_arguments(self, store: RowStore) -> None:
-        """Bad ids, versions, token counts and non-messages are StoreErrors naming them."""
-        cases = [
+        """Bad ids, versions, counts and non-messages are StoreErrors naming them."""
+        bad_counts: Any = [{"a": "3"}]
+        not_messages: Any = ["hi"]
+        cases: list[tuple[Callable[[], object], str]] = [
             (lambda: store.append("", chat(1), expected_version=0), "conversation id"),
             (
                 lambda: store.append("c\0d", chat(1), expected_version=0),
@@ -128,14 +133,14 @@ class TestAppend:
             ),
             (
                 lambda: store.append(
-                    "c", chat(1), expected_version=0, tokens=[{"a": "3"}]
+                    "c", chat(1), expected_version=0, tokens=bad_counts
                 ),
                 r"tokens\[0\]",
             ),
             (
-                lambda: store.append("c", ["hi"], expected_version=0),
+                lambda: store.append("c", not_messages, expected_version=0),
                 r"messages\[0\]: expected a Message",
-            ),  # type: ignore[list-item]
+            ),
             (
                 lambda: store.append(
                     "c", [Message.user("x", id="a\0")], expected_version=0
@@ -165,13 +170,14 @@ class TestAppend:
 
 class TestLoad:
     def test_a_missing_conversation_is_an_error(self, store: RowStore) -> None:
-        """Loading an unknown id raises StoreError; it is never an empty conversation."""
+        """Loading an unknown id raises StoreError, never an empty conversation."""
         with pytest.raises(StoreError, match="no conversation 'nope'"):
             store.load("nope")
-        assert store.info("nope") is None and store.version("nope") == 0
+        assert store.info("nope") is None
+        assert store.version("nope") == 0
 
     def test_since_catches_up(self, store: RowStore) -> None:
-        """load(since=v) gives what others appended after v; past the end is an error."""
+        """load(since=v) gives what others appended after v; past the end fails."""
         msgs = chat(6)
         store.append("c", msgs[:4], expected_version=0)
         store.append("c", msgs[4:], expected_version=4)
@@ -207,8 +213,8 @@ class TestViews:
         return msgs, [summary, msgs[4], msgs[5], cut]
 
     def test_kinds_and_origins(self, store: RowStore) -> None:
-        """Originals point to the log, rewrites to their own id, summaries to sources."""
-        msgs, view = self._view(store)
+        """Originals point to the log, rewrites to their id, summaries to sources."""
+        _msgs, view = self._view(store)
         saved = store.save_view(
             "c", view, version=7, sources={"sum1": ["m0", "m1"]}, report={"saved": 40}
         )
@@ -221,10 +227,12 @@ class TestViews:
         loaded = store.load_view("c")
         assert loaded is not None
         same(loaded.messages, view)
-        assert loaded.entries == saved.entries and loaded.report == {"saved": 40}
+        assert loaded.entries == saved.entries
+        assert loaded.report == {"saved": 40}
         assert [e.message.id for e in loaded.summaries] == ["sum1"]
         conv = store.load("c")
-        assert conv.view == loaded and conv.info.view_version == 7
+        assert conv.view == loaded
+        assert conv.info.view_version == 7
         assert store.load("c", view=False).view is None
 
     def test_pointers_resolve_past_since(self, store: RowStore) -> None:
@@ -250,14 +258,15 @@ class TestViews:
                 fitted = fit(conv, limit=total, tokenizer=counter)
             store.save_view(cid, fitted.messages, version=len(conv))
             loaded = store.load(cid).view
-            assert loaded is not None and loaded.version == len(conv)
+            assert loaded is not None
+            assert loaded.version == len(conv)
             same(loaded.messages, fitted.messages)
             for entry in loaded.entries:
                 if entry.kind != "new":
                     assert all(conv[p].id == entry.message.id for p in entry.origins)
 
     def test_versions_only_move_forward(self, store: RowStore) -> None:
-        """A view past the log is an error; an older view than the saved one conflicts."""
+        """A view past the log is an error; one older than the saved one conflicts."""
         _, view = self._view(store)
         with pytest.raises(
             StoreError, match="a view of version 8, but the log is at version 7"
@@ -266,13 +275,14 @@ class TestViews:
         store.save_view("c", view[1:], version=6)
         store.save_view("c", view[1:3], version=6)  # the same version again replaces it
         loaded = store.load_view("c")
-        assert loaded is not None and len(loaded.entries) == 2
+        assert loaded is not None
+        assert len(loaded.entries) == 2
         with pytest.raises(ConflictError) as info:
             store.save_view("c", view[1:], version=5)
         assert (info.value.expected_version, info.value.actual_version) == (5, 6)
 
     def test_refuses_bad_views(self, store: RowStore) -> None:
-        """Unknown sources, a non-JSON report or a missing conversation are StoreErrors."""
+        """Unknown sources, a non-JSON report, a missing conversation: StoreErrors."""
         _, view = self._view(store)
         with pytest.raises(StoreError, match="names 'zz', which the log does not hold"):
             store.save_view("c", view, version=7, sources={"sum1": ["zz"]})
@@ -282,12 +292,13 @@ class TestViews:
             store.save_view("c", view, version=7, report={"at": object()})
         with pytest.raises(StoreError, match="no conversation 'gone'"):
             store.save_view("gone", view, version=0)
-        assert store.load_view("c") is None and store.load_view("gone") is None
+        assert store.load_view("c") is None
+        assert store.load_view("gone") is None
 
 
 class TestConversations:
     def test_create_and_metadata(self, store: RowStore) -> None:
-        """create refuses an existing id; update_meta merges, or replaces, and creates."""
+        """create refuses an existing id; update_meta merges, replaces, creates."""
         made = store.create("a", meta={"model": "gpt-4o", "title": "Bug"})
         assert (made.version, dict(made.meta)) == (
             0,
@@ -309,7 +320,7 @@ class TestConversations:
             store.update_meta("a", {"k": {1, 2}})
 
     def test_list_and_delete(self, store: RowStore) -> None:
-        """list_conversations shows every id by id; delete removes log, view and meta."""
+        """list_conversations shows every id, sorted; delete removes log, view, meta."""
         store.append("b", chat(3), expected_version=0)
         store.append("a", chat(1), expected_version=0)
         store.save_view("b", chat(3)[:1], version=3)
@@ -318,8 +329,10 @@ class TestConversations:
             ("a", 1, None),
             ("b", 3, 3),
         ]
-        assert store.delete("b") is True and store.delete("b") is False
+        assert store.delete("b") is True
+        assert store.delete("b") is False
         assert [i.id for i in store.list_conversations()] == ["a"]
-        assert store.load_view("b") is None and store.version("b") == 0
+        assert store.load_view("b") is None
+        assert store.version("b") == 0
         assert store.append("b", chat(1), expected_version=0) == 1
         assert store.load("b").view is None

@@ -26,15 +26,16 @@ class TestOpenStore:
         monkeypatch.chdir(tmp_path)
         relative = open_store("sqlite:///rel.db")
         absolute = open_store(f"sqlite:///{tmp_path / 'abs.db'}")
-        assert isinstance(relative, SQLiteStore) and relative.path == "rel.db"
-        assert isinstance(absolute, SQLiteStore) and absolute.path == str(
-            tmp_path / "abs.db"
-        )
+        assert isinstance(relative, SQLiteStore)
+        assert relative.path == "rel.db"
+        assert isinstance(absolute, SQLiteStore)
+        assert absolute.path == str(tmp_path / "abs.db")
         relative.append("c", [Message.user("hi")], expected_version=0)
         assert (tmp_path / "rel.db").exists()
         for url in ("sqlite://", "sqlite:///:memory:"):
             opened = open_store(url)
-            assert isinstance(opened, SQLiteStore) and opened.path == ":memory:"
+            assert isinstance(opened, SQLiteStore)
+            assert opened.path == ":memory:"
 
     def test_sqlite_options(self) -> None:
         """?synchronous=NORMAL is the one option; others are refused."""
@@ -45,7 +46,7 @@ class TestOpenStore:
             open_store("sqlite:///:memory:?cache=shared")
 
     def test_schemes(self, postgres_server: str, redis_server: str) -> None:
-        """Each scheme opens its store; the fragment is ignored; prefix goes to Redis."""
+        """Each scheme opens its store; the fragment is ignored; Redis takes prefix."""
         assert isinstance(open_store("memory://#c1"), MemoryStore)
         pg = open_store(postgres_server + "#c1")
         assert isinstance(pg, PostgresStore)
@@ -53,18 +54,23 @@ class TestOpenStore:
             open_store(postgres_server.replace("postgresql", "postgres")), PostgresStore
         )
         rd = open_store(redis_server + "?prefix=app7:#c1")
-        assert isinstance(rd, RedisStore) and "app7:" in repr(rd)
+        assert isinstance(rd, RedisStore)
+        assert "app7:" in repr(rd)
         rd.append("c1", [Message.user("hi")], expected_version=0)
         plain = open_store(redis_server)
-        assert plain.version("c1") == 0 and rd.version("c1") == 1
+        assert plain.version("c1") == 0
+        assert rd.version("c1") == 1
         for s in (pg, rd, plain):
             s.close()
 
     def test_unknown_scheme(self) -> None:
         """Anything else lists the schemes it knows."""
-        with pytest.raises(StoreError, match="unknown store URL 'mongodb://x'.*sqlite"):
+        with pytest.raises(
+            StoreError, match=r"unknown store URL 'mongodb://x'.*sqlite"
+        ):
             open_store("mongodb://x")
-        assert not is_store_url("chat.json") and is_store_url("SQLITE:///a.db")
+        assert not is_store_url("chat.json")
+        assert is_store_url("SQLITE:///a.db")
 
     def test_split_url(self) -> None:
         """The fragment is the conversation id, percent-decoded."""
@@ -75,7 +81,8 @@ class TestOpenStore:
         """A store's repr, and so its errors, show no password."""
         with pytest.raises(StoreError) as info:
             PostgresStore("postgresql://ada:hunter2@127.0.0.1:9/db", timeout=1)
-        assert "hunter2" not in str(info.value) and "ada:***@" in str(info.value)
+        assert "hunter2" not in str(info.value)
+        assert "ada:***@" in str(info.value)
 
 
 class TestDrivers:
@@ -83,7 +90,8 @@ class TestDrivers:
         """psycopg and redis are imported when a store is made, not before."""
         code = (
             "import sys, contextwindow, contextwindow.store, contextwindow.cli\n"
-            "print(sorted(m for m in ('psycopg', 'psycopg_pool', 'redis') if m in sys.modules))"
+            "drivers = ('psycopg', 'psycopg_pool', 'redis')\n"
+            "print(sorted(m for m in drivers if m in sys.modules))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -221,7 +221,7 @@ class RowStore(ABC):
         at = _count(version, "version")
         report_text = None
         if report is not None:
-            if not isinstance(report, Mapping):
+            if not isinstance(report, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
                 raise StoreError(f"conversation {cid!r}: a report must be a mapping")
             report_text = encode_json(cid, "the report", dict(report))
         log_version, index = self._index(cid, at)

@@ -147,7 +147,7 @@ def encode_log(
     return rows
 
 
-def _counts_text(cid: str, i: int, counts: Mapping[str, int]) -> str:
+def _counts_text(cid: str, i: int, counts: Mapping[Any, Any]) -> str:
     for name, n in counts.items():
         if not isinstance(name, str) or isinstance(n, bool) or not isinstance(n, int):
             raise StoreError(
@@ -157,7 +157,7 @@ def _counts_text(cid: str, i: int, counts: Mapping[str, int]) -> str:
     return encode_json(cid, f"tokens[{i}]", dict(counts))
 
 
-def encode_meta(cid: str, meta: Mapping[str, Any]) -> str:
+def encode_meta(cid: str, meta: Mapping[Any, Any]) -> str:
     """The metadata as one JSON object."""
     for key in meta:
         if not isinstance(key, str):
@@ -165,7 +165,7 @@ def encode_meta(cid: str, meta: Mapping[str, Any]) -> str:
     return encode_json(cid, "metadata", dict(meta))
 
 
-def meta_value(cid: str, key: str, value: object) -> str:
+def meta_value(cid: str, key: object, value: object) -> str:
     """One metadata value as JSON (stores that keep each key apart)."""
     if not isinstance(key, str):
         raise StoreError(f"{_conv(cid)}: metadata keys must be strings: {key!r}")
@@ -217,11 +217,12 @@ def _counts(cid: str, where: str, text: object) -> Mapping[str, int]:
     if text == "{}":
         return {}
     value = _load_json(cid, f"{where} tokens", text)
-    if not isinstance(value, dict) or not all(
-        isinstance(n, int) and not isinstance(n, bool) for n in value.values()
+    counts = cast("dict[str, object]", value) if isinstance(value, dict) else None
+    if counts is None or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in counts.values()
     ):
         raise _corrupt(cid, where, f"tokens: expected counts, got {text!r}"[:300])
-    return cast("dict[str, int]", value)
+    return cast("dict[str, int]", counts)
 
 
 def decode_row(cid: str, row: Sequence[Any]) -> StoredMessage:
@@ -276,13 +277,15 @@ def decode_info(cid: str, row: Sequence[Any]) -> ConversationInfo:
     """A conversation row as ``ConversationInfo``, every field checked."""
     ident, version, created, updated, meta, view_version = row
     where = "metadata"
+    values: dict[str, Any]
     if isinstance(meta, Mapping):
         fields = cast("Mapping[str, object]", meta)
         values = {k: _load_json(cid, f"{where}[{k!r}]", v) for k, v in fields.items()}
     else:
-        values = _load_json(cid, where, meta)
-        if not isinstance(values, dict):
+        loaded = _load_json(cid, where, meta)
+        if not isinstance(loaded, dict):
             raise _corrupt(cid, where, f"expected an object, got {meta!r}"[:300])
+        values = cast("dict[str, Any]", loaded)
     return ConversationInfo(
         str(ident),
         _int(cid, "version", version),
@@ -311,7 +314,7 @@ def encode_view(
     for position, ident, digest in index:
         by_id.setdefault(ident, []).append((position, digest))
     named = dict(sources or {})
-    view_ids = {m.id for m in messages if isinstance(m, Message)}
+    view_ids = {getattr(m, "id", None) for m in messages}
     for key in named:
         if key not in view_ids:
             raise StoreError(f"{_conv(cid)}: sources names {key!r}, not in the view")

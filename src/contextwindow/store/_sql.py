@@ -211,7 +211,9 @@ class SQLStore(RowStore):
         with self._transaction(True) as cur:
             self._ensure(cur, cid, "{}", now)
             row = self._info_in(cur, cid)
-            old = {} if replace or row is None else decode_info(cid, row).meta
+            old: Mapping[str, Any] = {}
+            if not replace and row is not None:
+                old = decode_info(cid, row).meta
             self._run(
                 cur,
                 "UPDATE cw_conversations SET meta = ?, updated = ? WHERE id = ?",
@@ -261,7 +263,10 @@ class SQLStore(RowStore):
                 (cid, since),
             )
             log = cur.fetchall()
-            head, rows = self._view_in(cur, cid) if view else (None, [])
+            head: ViewHead | None = None
+            rows: Sequence[Sequence[Any]] = ()
+            if view:
+                head, rows = self._view_in(cur, cid)
             return Snapshot(info, log, head, rows)
 
     def _view_in(

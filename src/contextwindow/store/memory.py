@@ -146,7 +146,9 @@ class MemoryStore(RowStore):
             conv = self._data.get(cid)
             if conv is None:
                 conv = self._data[cid] = _Conversation(0, now, now, "{}")
-            old = {} if replace else decode_info(cid, conv.row(cid)).meta
+            old: Mapping[str, Any] = {}
+            if not replace:
+                old = decode_info(cid, conv.row(cid)).meta
             conv.meta = encode_meta(cid, {**old, **meta})
             conv.updated = now
             return conv.row(cid)

@@ -24,7 +24,7 @@ Contract:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -192,7 +192,7 @@ class RedisStore(RowStore):
         return [self._key(k, cid) for k in ("conv", "head", "body", "view", "vrows")]
 
     @contextmanager
-    def _call(self) -> Iterator[None]:
+    def _call(self) -> Generator[None, None, None]:
         try:
             yield
         except self._errors as exc:
@@ -326,18 +326,18 @@ class RedisStore(RowStore):
         out: list[Sequence[Any]] = []
         for k, (head, body) in enumerate(zip(heads, bodies, strict=True)):
             try:
-                fields = json.loads(head)
+                fields: Any = json.loads(head)
             except ValueError as exc:
                 raise StoreError(
                     f"conversation {cid!r}, message {start + k}: row header is not "
                     f"valid JSON ({exc})"
                 ) from exc
-            if not isinstance(fields, list) or len(fields) != 6:
+            if not isinstance(fields, list) or len(fields) != 6:  # pyright: ignore[reportUnknownArgumentType]  # JSON: checked here
                 raise StoreError(
                     f"conversation {cid!r}, message {start + k}: row header is not "
                     f"a list of 6 fields: {head[:200]!r}"
                 )
-            out.append((*fields, body))
+            out.append((*fields, body))  # pyright: ignore[reportUnknownArgumentType]  # decode_row checks each field
         return out
 
     def _snapshot(self, cid: str, since: int, view: bool) -> Snapshot | None:

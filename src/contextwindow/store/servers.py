@@ -25,7 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from contextwindow.errors import StoreError
@@ -83,7 +83,7 @@ def _run(argv: Sequence[str], what: str, log: Path | None = None) -> None:
 
 
 @contextlib.contextmanager
-def local_postgres(*, fast: bool = False) -> Iterator[str]:
+def local_postgres(*, fast: bool = False) -> Generator[str, None, None]:
     """Run a throwaway PostgreSQL server; yield its URL.
 
     Args:
@@ -146,7 +146,7 @@ def local_postgres(*, fast: bool = False) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def local_redis() -> Iterator[str]:
+def local_redis() -> Generator[str, None, None]:
     """Run a throwaway Redis server (no persistence); yield its URL."""
     program = redis_bin()
     if program is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager, suppress
 from typing import Literal
 
@@ -99,7 +99,7 @@ class SQLiteStore(SQLStore):
             self._conn.close()
 
     @contextmanager
-    def _transaction(self, write: bool) -> Iterator[Cursor]:
+    def _transaction(self, write: bool) -> Generator[Cursor, None, None]:
         with self._lock:
             conn = self._conn
             try:

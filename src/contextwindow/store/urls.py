@@ -86,9 +86,9 @@ def open_store(url: str) -> RowStore:
     if scheme == "memory":
         return MemoryStore()
     if scheme == "sqlite":
-        path, _, query = base.partition("://")[2].partition("?")
+        path, _, options_text = base.partition("://")[2].partition("?")
         path = path[1:] if path.startswith("/") else path
-        options = dict(parse_qsl(query, keep_blank_values=True))
+        options = dict(parse_qsl(options_text, keep_blank_values=True))
         sync = options.pop("synchronous", "FULL").upper()
         if options or sync not in ("FULL", "NORMAL"):
             raise StoreError(
