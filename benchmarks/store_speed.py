@@ -23,7 +23,8 @@ floor on the same server in the same run: for appends, a plain ``INSERT`` per
 message (SQLite, PostgreSQL) or ``RPUSH`` (Redis) of the same JSON bodies, no
 version check, no encoding (batched: one ``executemany`` / one ``RPUSH`` of
 100); for load, fetching the same bodies raw and ``json.loads`` of each, which
-any reader must pay. Times are the best of 3 (load: of 5).
+any reader must pay. Times are the best of 3 (load: of 5), ours and the
+floor's taken in turns.
 
 The servers are the machine's own, started by this script
 (``contextwindow.store.servers``) with their default durability: SQLite
@@ -174,6 +175,20 @@ def ours_batched(store: RowStore, conv: list[Message]) -> str:
     return cid
 
 
+def paired(
+    ours: Callable[[], object], floor: Callable[[], object] | None, n: int
+) -> tuple[float, float | None]:
+    """Best of ``n`` for each, taken in turns, so that a disk or a neighbour
+    slowing down for a while slows both alike."""
+    mine: list[float] = []
+    theirs: list[float] = []
+    for _ in range(n):
+        mine.append(best_of(ours, 1))
+        if floor is not None:
+            theirs.append(best_of(floor, 1))
+    return min(mine), (min(theirs) if theirs else None)
+
+
 def measure(
     name: str,
     store: RowStore,
@@ -183,24 +198,47 @@ def measure(
     counter: TokenCounter,
     limit: int,
 ) -> dict[str, Any]:
+    single, batched, read = floor if floor is not None else (None, None, None)
     row: dict[str, Any] = {"store": name}
-    row["single"] = SINGLE / best_of(lambda: ours_single(store, conv[:SINGLE]))
-    row["batched"] = len(conv) / best_of(lambda: ours_batched(store, conv))
+
+    def put(key: str, ours: float, theirs: float | None, count: int = 0) -> None:
+        row[key] = count / ours if count else ours
+        if theirs is not None:
+            row[f"floor_{key}"] = count / theirs if count else theirs
+
+    put(
+        "single",
+        *paired(
+            lambda: ours_single(store, conv[:SINGLE]),
+            single and (lambda: single(texts[:SINGLE])),
+            3,
+        ),
+        SINGLE,
+    )
+    put(
+        "batched",
+        *paired(
+            lambda: ours_batched(store, conv), batched and (lambda: batched(texts)), 3
+        ),
+        len(conv),
+    )
     cid = ours_batched(store, conv)
     loaded = store.load(cid)
     assert [message_to_dict(m) for m in loaded.messages] == [
         message_to_dict(m) for m in conv
     ]
-    row["load"] = best_of(lambda: store.load(cid), 5)
+    put(
+        "load",
+        *paired(
+            lambda: store.load(cid),
+            read and (lambda: [json.loads(t) for t in read()]),
+            5,
+        ),
+    )
     row["prepare"] = best_of(
         lambda: fit(store.load(cid).messages, limit=limit, tokenizer=counter)
     )
     row["fit"] = best_of(lambda: fit(loaded.messages, limit=limit, tokenizer=counter))
-    if floor is not None:
-        single, batched, read = floor
-        row["floor_single"] = SINGLE / best_of(lambda: single(texts[:SINGLE]))
-        row["floor_batched"] = len(texts) / best_of(lambda: batched(texts))
-        row["floor_load"] = best_of(lambda: [json.loads(t) for t in read()], 5)
     return row
 
 

@@ -122,6 +122,23 @@ def _number(text: object) -> object:
     return text
 
 
+def _header(cid: str, position: int, text: str) -> list[Any]:
+    """A row's header: ``[position, id, agent, time, tokens, digest]``."""
+    try:
+        fields: Any = json.loads(text)
+    except ValueError as exc:
+        raise StoreError(
+            f"conversation {cid!r}, message {position}: row header is not valid "
+            f"JSON ({exc})"
+        ) from exc
+    if not isinstance(fields, list) or len(fields) != 6:  # pyright: ignore[reportUnknownArgumentType]  # JSON: checked here
+        raise StoreError(
+            f"conversation {cid!r}, message {position}: row header is not a list "
+            f"of 6 fields: {text[:200]!r}"
+        )
+    return fields  # pyright: ignore[reportUnknownVariableType]  # decode_row checks each field
+
+
 class RedisStore(RowStore):
     """Conversations in a Redis server.
 
@@ -323,22 +340,10 @@ class RedisStore(RowStore):
                 f"conversation {cid!r}: {len(heads)} row headers but {len(bodies)} "
                 f"bodies from position {start}"
             )
-        out: list[Sequence[Any]] = []
-        for k, (head, body) in enumerate(zip(heads, bodies, strict=True)):
-            try:
-                fields: Any = json.loads(head)
-            except ValueError as exc:
-                raise StoreError(
-                    f"conversation {cid!r}, message {start + k}: row header is not "
-                    f"valid JSON ({exc})"
-                ) from exc
-            if not isinstance(fields, list) or len(fields) != 6:  # pyright: ignore[reportUnknownArgumentType]  # JSON: checked here
-                raise StoreError(
-                    f"conversation {cid!r}, message {start + k}: row header is not "
-                    f"a list of 6 fields: {head[:200]!r}"
-                )
-            out.append((*fields, body))  # pyright: ignore[reportUnknownArgumentType]  # decode_row checks each field
-        return out
+        return [
+            (*_header(cid, start + k, head), body)
+            for k, (head, body) in enumerate(zip(heads, bodies, strict=True))
+        ]
 
     def _snapshot(self, cid: str, since: int, view: bool) -> Snapshot | None:
         conv, head, body, view_key, vrows = self._keys(cid)
@@ -410,12 +415,13 @@ class RedisStore(RowStore):
         with self._call():
             pipe = self._client.pipeline(transaction=True)
             pipe.hget(conv, "version")
-            pipe.lrange(head, 0, upto - 1) if upto else pipe.ping()
-            version, heads = pipe.execute()
+            if upto:  # LRANGE 0 -1 would be the whole list
+                pipe.lrange(head, 0, upto - 1)
+            version, *heads = pipe.execute()
         if version is None:
             raise StoreError(f"no conversation {cid!r} in {self!r}")
         index: list[tuple[int, str, str]] = []
-        for k, text in enumerate(heads if upto else ()):
-            row = self._rows(cid, k, [text], [""])[0]
-            index.append((k, str(row[1]), str(row[5])))
+        for k, text in enumerate(heads[0] if heads else ()):
+            fields = _header(cid, k, text)
+            index.append((k, str(fields[1]), str(fields[5])))
         return int(version), index
