@@ -3,8 +3,9 @@
 Count tokens exactly and offline, know every model's window, convert between
 provider shapes, see what is in a context, fit it into a budget with
 composable strategies that always return a conversation the provider accepts,
-and manage a live conversation: full history, compacted view, threshold
-handlers.
+manage a live conversation (full history, compacted view, threshold
+handlers), and keep conversations in a store (SQLite by default; PostgreSQL
+or Redis for many workers).
 
 Example:
     >>> from contextwindow import Message, TokenCounter, get_model, get_tokenizer
@@ -64,6 +65,19 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
+from contextwindow.store import (
+    ConversationInfo,
+    MemoryStore,
+    PostgresStore,
+    RedisStore,
+    SQLiteStore,
+    Store,
+    StoredConversation,
+    StoredMessage,
+    StoredView,
+    ViewMessage,
+    open_store,
+)
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
@@ -101,6 +115,7 @@ __all__ = [
     "ConflictError",
     "ContextManager",
     "ContextWindowError",
+    "ConversationInfo",
     "Deduplicate",
     "DropOldest",
     "Event",
@@ -110,16 +125,24 @@ __all__ = [
     "Inspection",
     "InvalidMessageError",
     "MaxMessages",
+    "MemoryStore",
     "Message",
     "ModelInfo",
     "Part",
     "Pipeline",
+    "PostgresStore",
     "Prepared",
     "Provider",
+    "RedisStore",
     "Report",
     "Role",
+    "SQLiteStore",
     "SlidingWindow",
+    "Store",
     "StoreError",
+    "StoredConversation",
+    "StoredMessage",
+    "StoredView",
     "Strategy",
     "SummarizerError",
     "Text",
@@ -135,6 +158,7 @@ __all__ = [
     "Unit",
     "UnknownModelError",
     "UnknownModelWarning",
+    "ViewMessage",
     "__version__",
     "count_messages",
     "ensure_valid",
@@ -146,6 +170,7 @@ __all__ = [
     "get_model",
     "get_tokenizer",
     "inspect_messages",
+    "open_store",
     "problems",
     "read_transcript",
     "read_transcripts",

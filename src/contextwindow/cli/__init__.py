@@ -1,4 +1,4 @@
-"""The ``contextwindow`` command: inspect and fit transcripts, list model windows.
+"""The ``contextwindow`` command: inspect, fit and export conversations, list models.
 
 Contract: this package is the only code that prints. Library errors
 (``ContextWindowError``, ``BudgetError`` included) become one-line
@@ -7,7 +7,8 @@ Contract: this package is the only code that prints. Library errors
 ``-o`` (its report to stdout) or, without ``-o``, to stdout (its report to
 stderr), so that it pipes.
 
-Each command lives in its own module (``_inspect``, ``_fit``, ``_models``)
+Each command lives in its own module (``_inspect``, ``_fit``, ``_export``,
+``_models``)
 and is added to ``main`` here, so that no command module imports this one;
 what they share (``cli_errors`` among it) is in ``_common``.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import click
 
 from contextwindow import __version__
+from contextwindow.cli._export import export_cmd
 from contextwindow.cli._fit import fit_cmd
 from contextwindow.cli._inspect import inspect_cmd
 from contextwindow.cli._models import models_cmd
@@ -31,10 +33,12 @@ def main() -> None:
 
     Reads OpenAI chat, Anthropic Messages and OpenAI Responses transcripts,
     JSONL of messages, Claude Code sessions and tau-bench trajectory files;
-    the format is detected automatically.
+    the format is detected automatically. Stored conversations are read by
+    URL: sqlite:///chats.db#ID, postgresql://...#ID, redis://...#ID.
     """
 
 
 main.add_command(inspect_cmd)
 main.add_command(fit_cmd)
+main.add_command(export_cmd)
 main.add_command(models_cmd)

@@ -11,15 +11,20 @@ modules and by nothing else.
 
 from __future__ import annotations
 
+import json
+import sys
 import warnings
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
 from contextwindow.errors import ContextWindowError
-from contextwindow.messages import Provider
+from contextwindow.formats import AnthropicRequest, to_provider
+from contextwindow.messages import Message, Provider
+from contextwindow.store.urls import is_store_url
 from contextwindow.tokens import (
     BPETokenizer,
     HeuristicTokenizer,
@@ -27,7 +32,7 @@ from contextwindow.tokens import (
     Tokenizer,
 )
 from contextwindow.tokens.bpe import ENCODINGS
-from contextwindow.transcripts import Transcript
+from contextwindow.transcripts import Transcript, read_transcripts
 
 _PROVIDER_OF_FORMAT: dict[str, Provider] = {
     "anthropic": "anthropic",
@@ -59,12 +64,59 @@ def cli_errors() -> Generator[None, None, None]:
 # -- inputs ----------------------------------------------------------------------
 
 
+def _check_source(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """``value`` itself: ``-``, a store URL, or the name of an existing file."""
+    if value != "-" and not is_store_url(value) and not Path(value).is_file():
+        what = "a directory" if Path(value).is_dir() else "no such file"
+        raise click.BadParameter(
+            f"{value!r}: {what} (nor a store URL such as sqlite:///chats.db#ID)"
+        )
+    return value
+
+
+source_argument = click.argument("file", metavar="FILE|URL", callback=_check_source)
+"""The input of ``inspect`` and ``fit``."""
+view_option = click.option(
+    "--view",
+    is_flag=True,
+    help="With a stored conversation: its saved (compacted) view, not its log.",
+)
+
+
+def read_source(source: str, *, view: bool = False) -> list[Transcript]:
+    """The conversations a file, standard input or a store URL holds."""
+    if is_store_url(source):
+        from contextwindow.cli._stored import stored_transcripts
+
+        return stored_transcripts(source, view=view)
+    if view:
+        raise click.UsageError("--view applies to a stored conversation (URL#id)")
+    return read_transcripts(sys.stdin if source == "-" else source)
+
+
 def provider_of(t: Transcript) -> Provider:
     """The provider whose shape a transcript is in (JSONL: the shape of its lines)."""
     fmt = t.format
-    if fmt == "jsonl":
+    if fmt in ("jsonl", "store"):
         fmt = str(t.meta.get("shape", "openai"))
     return _PROVIDER_OF_FORMAT.get(fmt, "openai")
+
+
+def provider_json(messages: Sequence[Message], provider: Provider) -> str:
+    """A conversation as indented UTF-8 JSON in ``provider``'s shape."""
+    body = to_provider(messages, provider)
+    data: Any = body.body() if isinstance(body, AnthropicRequest) else body
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def write_text(output: str, text: str) -> None:
+    """Write ``text`` (and a newline) to the file ``output``, or fail clearly."""
+    try:
+        Path(output).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot write {output}: {exc.strerror or exc}"
+        ) from exc
 
 
 def choose_transcript(

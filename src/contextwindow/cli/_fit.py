@@ -10,10 +10,8 @@ error; library errors and warnings reach the user through ``cli_errors``.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -25,21 +23,25 @@ from contextwindow.cli._common import (
     conversation_option,
     num,
     pct,
+    provider_json,
     provider_of,
+    read_source,
+    source_argument,
     table,
     tokenizer_from,
     tokenizer_label,
     tokenizer_option,
+    view_option,
+    write_text,
 )
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
-from contextwindow.formats import AnthropicRequest, to_provider
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.models import DEFAULT_MODEL_INFO, ModelInfo, get_model, get_tokenizer
 from contextwindow.strategies.base import Change, Fitted
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.tokens import TokenCounter, Tokenizer
-from contextwindow.transcripts import Transcript, read_transcripts
+from contextwindow.transcripts import Transcript
 
 MAX_CHANGES_SHOWN = 20
 """Changes ``fit`` lists one by one; the rest are counted (``--json`` has all)."""
@@ -106,7 +108,7 @@ class _FitRun:
 
 
 @click.command("fit", epilog=_strategy_help())
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@source_argument
 @click.option("-m", "--model", help="Model whose window and tokenizer apply.")
 @click.option(
     "--budget",
@@ -147,6 +149,7 @@ class _FitRun:
     "(default: the conversation to stdout, the report to stderr).",
 )
 @conversation_option
+@view_option
 @tokenizer_option
 @click.option(
     "--protect",
@@ -164,13 +167,15 @@ def fit_cmd(
     to: Provider | None,
     output: str | None,
     conversation: int | None,
+    view: bool,
     tokenizer_spec: str | None,
     protect: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Fit a conversation into a token budget, validly, and report every change.
 
-    FILE is a transcript; use - for standard input. The fitted conversation is
+    FILE is a transcript (- for standard input), or URL#ID a stored
+    conversation, e.g. sqlite:///chats.db#support-42. The fitted conversation is
     written as JSON in the provider's shape: a list of messages (openai), a
     list of items (responses) or {"system", "messages"} (anthropic).
     """
@@ -181,8 +186,7 @@ def fit_cmd(
     except ContextWindowError as exc:
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     with cli_errors():
-        transcripts = read_transcripts(sys.stdin if file == "-" else file)
-        t = choose_transcript(file, transcripts, conversation)
+        t = choose_transcript(file, read_source(file, view=view), conversation)
         asked = model or t.model or DEFAULT_MODEL
         info = get_model(asked)
         if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
@@ -203,16 +207,9 @@ def fit_cmd(
             tools=t.tools,
             protected=protect,
         )
-        body = to_provider(fitted.messages, provider)
-        data: Any = body.body() if isinstance(body, AnthropicRequest) else body
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+        text = provider_json(fitted.messages, provider)
     if output is not None:
-        try:
-            Path(output).write_text(text + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise click.ClickException(
-                f"cannot write {output}: {exc.strerror or exc}"
-            ) from exc
+        write_text(output, text)
     else:
         click.echo(text)
     run = _FitRun(

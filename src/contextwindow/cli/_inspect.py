@@ -9,7 +9,6 @@ the user through ``cli_errors``.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -24,19 +23,22 @@ from contextwindow.cli._common import (
     num,
     pct,
     provider_of,
+    read_source,
+    source_argument,
     table,
     tokenizer_from,
     tokenizer_label,
     tokenizer_option,
+    view_option,
 )
 from contextwindow.inspection import Inspection, ToolStats, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.tokens import Tokenizer
-from contextwindow.transcripts import Transcript, read_transcripts
+from contextwindow.transcripts import Transcript
 
 
 @click.command("inspect")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@source_argument
 @click.option("-m", "--model", help="Model whose window and tokenizer apply.")
 @click.option(
     "--provider",
@@ -44,6 +46,7 @@ from contextwindow.transcripts import Transcript, read_transcripts
     help="Whose message framing to count (default: the file's own shape).",
 )
 @conversation_option
+@view_option
 @tokenizer_option
 @click.option("--top", default=5, show_default=True, help="Largest messages shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
@@ -52,16 +55,18 @@ def inspect_cmd(
     model: str | None,
     provider: Provider | None,
     conversation: int | None,
+    view: bool,
     tokenizer_spec: str | None,
     top: int,
     as_json: bool,
 ) -> None:
     """Show what is in a conversation: tokens by role, by tool, largest messages.
 
-    FILE is a transcript; use - for standard input.
+    FILE is a transcript (- for standard input), or a store's URL: URL#ID one
+    stored conversation (e.g. sqlite:///chats.db#support-42), URL all of them.
     """
     with cli_errors():
-        transcripts = read_transcripts(sys.stdin if file == "-" else file)
+        transcripts = read_source(file, view=view)
         if conversation is not None:
             transcripts = [choose_transcript(file, transcripts, conversation)]
         tokenizer = tokenizer_from(tokenizer_spec) if tokenizer_spec else None

@@ -1,0 +1,108 @@
+"""Stores named by URL: ``open_store(url)`` and ``split_url(url)``.
+
+Contract:
+
+- ``sqlite:///chats.db`` is a file relative to the working folder,
+  ``sqlite:////var/lib/chats.db`` an absolute one (SQLAlchemy's rule: the
+  path is what follows the third slash); ``sqlite://`` and
+  ``sqlite:///:memory:`` are in memory; ``?synchronous=NORMAL`` trades
+  durability across a power cut for speed (see ``SQLiteStore``).
+- ``postgresql://`` (or ``postgres://``) URLs go to ``PostgresStore`` as they
+  are; ``redis://``, ``rediss://`` and ``unix://`` to ``RedisStore``, with an
+  optional ``?prefix=`` for its keys; ``memory://`` is a new ``MemoryStore``.
+- A ``#fragment`` names a conversation: ``split_url`` takes it off
+  (percent-decoded, so an id may hold any character) and ``open_store``
+  ignores it. Anything else raises ``StoreError`` listing the schemes.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from contextwindow.errors import StoreError
+from contextwindow.store._backend import RowStore
+from contextwindow.store.memory import MemoryStore
+from contextwindow.store.postgres import PostgresStore
+from contextwindow.store.redis import RedisStore
+from contextwindow.store.sqlite import SQLiteStore
+
+__all__ = ["SCHEMES", "is_store_url", "open_store", "split_url"]
+
+SCHEMES: tuple[str, ...] = (
+    "sqlite",
+    "postgresql",
+    "postgres",
+    "redis",
+    "rediss",
+    "unix",
+    "memory",
+)
+"""The URL schemes ``open_store`` knows."""
+
+
+def is_store_url(text: str) -> bool:
+    """Whether ``text`` is a URL ``open_store`` reads (rather than a file name).
+
+    Example:
+        >>> is_store_url("sqlite:///a.db#c1"), is_store_url("chat.json")
+        (True, False)
+    """
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.lower() in SCHEMES
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """The store's URL and the conversation id after ``#`` (``None`` if none).
+
+    Example:
+        >>> split_url("redis://localhost:6379/0#team%2Fchat-7")
+        ('redis://localhost:6379/0', 'team/chat-7')
+        >>> split_url("sqlite:///a.db")
+        ('sqlite:///a.db', None)
+    """
+    base, sep, fragment = url.partition("#")
+    return base, (unquote(fragment) or None) if sep else None
+
+
+def open_store(url: str) -> RowStore:
+    """The store a URL names (see the module's contract).
+
+    Raises:
+        StoreError: An unknown scheme, a missing driver, or a store that
+            cannot be opened.
+
+    Example:
+        >>> open_store("sqlite:///:memory:")
+        SQLiteStore(':memory:')
+        >>> open_store("mysql://db/chats")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.StoreError: unknown store URL 'mysql://db/chats' ...
+    """
+    base, _ = split_url(url)
+    scheme = base.partition("://")[0].lower()
+    if not is_store_url(base):
+        raise StoreError(f"unknown store URL {base!r} (schemes: {', '.join(SCHEMES)})")
+    if scheme == "memory":
+        return MemoryStore()
+    if scheme == "sqlite":
+        path, _, options_text = base.partition("://")[2].partition("?")
+        path = path[1:] if path.startswith("/") else path
+        options = dict(parse_qsl(options_text, keep_blank_values=True))
+        sync = options.pop("synchronous", "FULL").upper()
+        if options or sync not in ("FULL", "NORMAL"):
+            raise StoreError(
+                f"{base!r}: a sqlite URL takes only ?synchronous=FULL|NORMAL"
+            )
+        return SQLiteStore(
+            unquote(path) or ":memory:",
+            synchronous="NORMAL" if sync == "NORMAL" else "FULL",
+        )
+    if scheme in ("postgresql", "postgres"):
+        return PostgresStore(base)
+    parts = urlsplit(base)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefixes = [v for k, v in query if k == "prefix"]
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    plain = urlunsplit(parts._replace(query=rest))
+    return RedisStore(plain, prefix=prefixes[-1]) if prefixes else RedisStore(plain)
