@@ -29,7 +29,7 @@ import time
 
 from _data import data_dir
 
-from contextwindow import ContextManager, problems, read_transcripts
+from contextwindow import ContextManager, TokenCounter, problems, read_transcripts
 
 
 def main() -> None:
@@ -48,14 +48,16 @@ def main() -> None:
     for path in sorted(root.glob("*.jsonl")):
         (t,) = read_transcripts(path)
         m = ContextManager(t.model, token_limit=window)
+        naive = TokenCounter(m.tokenizer, m.provider)  # the whole history, each turn
         requests = compactions = sent = whole = prefix = 0
         peak = 0.0
         start = time.perf_counter()
         for msg in t.messages:
             if msg.role == "assistant":
-                whole += m._counter.messages(m.history)  # noqa: SLF001  # the naive request, for comparison
+                whole += naive.messages(list(m.history))
                 p = m.prepare()
-                assert p.tokens <= p.budget and not problems(p.conversation, m.provider)
+                assert p.tokens <= p.budget
+                assert not problems(p.conversation, m.provider)
                 requests += 1
                 compactions += sum(
                     1 for c in p.compactions if c.applied and c.trigger != "repair"
