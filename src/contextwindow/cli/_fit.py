@@ -232,20 +232,6 @@ def fit_cmd(
 # -- JSON ------------------------------------------------------------------------
 
 
-def _change_dict(c: Change) -> dict[str, Any]:
-    return {
-        "kind": c.kind,
-        "stage": c.stage,
-        "index": c.index,
-        "ids": list(c.ids),
-        "units": c.units,
-        "what": c.what,
-        "tokens_before": c.tokens_before,
-        "tokens_after": c.tokens_after,
-        "saved": c.saved,
-    }
-
-
 def _fit_dict(run: _FitRun) -> dict[str, Any]:
     r = run.fitted.report
     return {
@@ -264,17 +250,9 @@ def _fit_dict(run: _FitRun) -> dict[str, Any]:
         "limit": run.limit,
         "reserve": run.reserve,
         "budget": r.limit,
-        "tokens_before": r.tokens_before,
-        "tokens_after": r.tokens_after,
-        "saved": r.saved,
-        "fits": r.fits,
         "messages_before": len(run.transcript.messages),
         "messages_after": len(run.fitted.messages),
-        "stages": list(r.stages),
-        "totals": {
-            k: {"changes": n, "saved": saved} for k, (n, saved) in r.totals().items()
-        },
-        "changes": [_change_dict(c) for c in r.changes],
+        **{k: v for k, v in r.to_dict().items() if k != "limit"},
     }
 
 

@@ -92,6 +92,7 @@ class Core(State):
         self._set_view(new)
         prefix = self._running[k]
         report = fitted.report
+        self._save_view({"trigger": trigger, "reason": reason, **report.to_dict()})
         self._emit(
             "compaction",
             trigger=trigger,
@@ -391,6 +392,7 @@ class Core(State):
         )
         self._stable = kept
         self._last_sent = sent
+        self._save_state()
         messages, system = self._writer.write(sent, shared=shared)
         joined: Report | None = None
         for c in done:

@@ -16,15 +16,24 @@ Contract:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from contextwindow.errors import ContextWindowError, InvalidMessageError
+from contextwindow.errors import ContextWindowError, InvalidMessageError, StoreError
 from contextwindow.fitting import DEFAULT_STRATEGY, provider_of
+from contextwindow.manager._persist import Persistence, Resumed
 from contextwindow.manager._types import CompactionPolicy, Event
 from contextwindow.manager._wire import Writer
-from contextwindow.messages import Message, Provider, ToolSpec, check_provider
+from contextwindow.messages import (
+    Message,
+    Provider,
+    ToolSpec,
+    check_provider,
+    new_id,
+)
 from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.store.base import Store
+from contextwindow.store.urls import open_store, split_url
 from contextwindow.strategies.base import Budget, Strategy, stage_name
 from contextwindow.summarizers.base import Summarizer
 from contextwindow.tokens.base import Tokenizer
@@ -60,6 +69,8 @@ class State:
         summarizer: Summarizer | None = None,
         agent_name: str | None = None,
         system: str | None = None,
+        store: Store | str | None = None,
+        conversation_id: str | None = None,
     ) -> None:
         info = get_model(model) if isinstance(model, str) else model
         if token_limit is None:
@@ -111,8 +122,16 @@ class State:
         self._applied = False
         self._writer = Writer(self._provider)
         self._last_sent: tuple[Message, ...] = ()
-        if system is not None:
-            self._append((Message.system(system),))
+        self._persist = self._open(store, conversation_id)
+        resumed = self._persist.resume() if self._persist is not None else None
+        if resumed is not None:  # the stored conversation wins over ``system``
+            self._resume(resumed)
+        else:
+            if self._persist is not None:
+                name = info.name if info is not None else None
+                self._persist.start({"model": name, "provider": self._provider})
+            if system is not None:
+                self._append((Message.system(system),))
 
     def __repr__(self) -> str:
         model = self._info.name if self._info is not None else None
@@ -157,6 +176,16 @@ class State:
     def agent_name(self) -> str | None:
         """The agent this manager serves (in events and handler contexts)."""
         return self._agent
+
+    @property
+    def store(self) -> Store | None:
+        """Where the conversation is kept, if anywhere."""
+        return self._persist.store if self._persist is not None else None
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The stored conversation's id (``None`` without a store)."""
+        return self._persist.conversation_id if self._persist is not None else None
 
     @property
     def protected_markers(self) -> tuple[str, ...]:
@@ -383,27 +412,37 @@ class State:
                     f"expected a Message, got {type(m).__name__} "
                     "(convert provider dicts with from_openai or from_anthropic)",
                 )
-        running = self._running
-        count = self._counter.message
-        system = False
+        counts = [self._counter.message(m) for m in added]
+        if self._persist is not None and added:
+            # Stored first: a failed write changes nothing here. What other
+            # workers appended meanwhile comes back, and goes first.
+            others = self._persist.append(added, counts)
+            if others:
+                self._extend(others, [self._counter.message(m) for m in others])
+        self._extend(added, counts)
         for m in added:
+            self._emit("push", logging.DEBUG, role=m.role, id=m.id)
+
+    def _extend(self, added: Sequence[Message], counts: Sequence[int]) -> None:
+        running = self._running
+        system = False
+        for m, n in zip(added, counts, strict=True):
             if m.role == "user":
                 self._turn_compactions = 0  # a new turn begins
             if m.role != "system":
                 self._nonsystem += 1
             else:
                 system = True
-            running.append(running[-1] + count(m))
+            running.append(running[-1] + n)
         self._history.extend(added)
         self._view.extend(added)
         if system:  # with tools, OpenAI folds them into the first system turn
             self._overhead = self._request_overhead()
-        for m in added:
-            self._emit("push", logging.DEBUG, role=m.role, id=m.id)
 
     def _restore(
         self, messages: Iterable[Message], history: Iterable[Message] | None
     ) -> None:
+        self._append_only("set_messages")
         view = list(messages)
         log = view if history is None else list(history)
         for name, seq in (("messages", view), ("history", log)):
@@ -418,6 +457,7 @@ class State:
         self._emit("restore", messages=len(view), history=len(log))
 
     def _clear(self) -> None:
+        self._append_only("clear")
         self._history = []
         self._set_view([])
         self._fired.clear()
@@ -430,13 +470,18 @@ class State:
             raise ContextWindowError(
                 f"update_system takes the prompt's text, got {type(text).__name__}"
             )
-        for seq in (self._history, self._view):
+        # A stored log is append-only: the prompt changes in the view alone.
+        logs = (
+            (self._view,) if self._persist is not None else (self._history, self._view)
+        )
+        for seq in logs:
             k = next((i for i, m in enumerate(seq) if m.role == "system"), None)
             if k is None:
                 seq.insert(0, Message.system(text))
             else:
                 seq[k] = Message.system(text, id=seq[k].id, meta=seq[k].meta)
         self._set_view(self._view)
+        self._save_view(None)
         self._emit("system", length=len(text))
 
     def _set_view(self, view: Sequence[Message]) -> None:
@@ -448,6 +493,70 @@ class State:
         self._valid_upto = 0
         self._stable = None
         self._writer.reset()
+
+    # -- the store ---------------------------------------------------------------------
+
+    def _open(self, store: Store | str | None, cid: str | None) -> Persistence | None:
+        if store is None:
+            if cid is not None:
+                raise ContextWindowError("conversation_id needs a store")
+            return None
+        if isinstance(store, str):
+            url, in_url = split_url(store)
+            store, cid = open_store(url), cid or in_url
+        key = f"{self._counter.tokenizer.name}/{self._provider}"
+        return Persistence(store, cid or new_id(), key)
+
+    def _resume(self, resumed: Resumed) -> None:
+        for m, n in zip(resumed.history, resumed.tokens, strict=True):
+            if n is not None:
+                self._counter.learn(m, n)
+        self._history = list(resumed.history)
+        self._set_view(resumed.view)
+        state = resumed.state
+        fired = state.get("fired", ())
+        numbers: list[Any] = fired if isinstance(fired, list) else []
+        self._fired = {t for t in numbers if isinstance(t, int | float)}
+        turn = state.get("turn_compactions", 0)
+        self._turn_compactions = turn if isinstance(turn, int) else 0
+        refused = state.get("refused_at")
+        self._refused_at = refused if isinstance(refused, int) else None
+        self._emit("restore", messages=len(self._view), history=len(self._history))
+
+    def _append_only(self, what: str) -> None:
+        if self._persist is not None:
+            raise StoreError(
+                f"{what}: conversation {self._persist.conversation_id!r} is stored, "
+                "and its log is append-only; start another conversation, or "
+                "delete this one with store.delete(conversation_id)"
+            )
+
+    def _save_view(self, report: Mapping[str, Any] | None) -> None:
+        """Keep the view in the store (with summaries' pointers), if there is one."""
+        if self._persist is None:
+            return
+        try:
+            from contextwindow.summarizers.record import (  # type: ignore[import-not-found]  # the summarizers may not be installed yet
+                summary_sources,
+            )
+        except ImportError:
+            summary_sources = None
+        sources: dict[str, list[str]] = {}
+        for m in self._view if summary_sources is not None else ():
+            found = summary_sources(m)
+            if found:
+                sources[m.id] = list(found)
+        self._persist.save_view(self._view, sources, report or {})
+
+    def _save_state(self) -> None:
+        if self._persist is not None:
+            self._persist.save_state(
+                {
+                    "fired": sorted(self._fired),
+                    "turn_compactions": self._turn_compactions,
+                    "refused_at": self._refused_at,
+                }
+            )
 
     def _request_overhead(self) -> int:
         return self._counter.messages(self._view, tools=self._tools) - self._running[-1]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
@@ -162,6 +162,26 @@ class Change:
         """Tokens saved (negative when a repair added a message)."""
         return self.tokens_before - self.tokens_after
 
+    def to_dict(self) -> dict[str, Any]:
+        """The change as JSON-ready data.
+
+        Example:
+            >>> c = Change("dropped", "DropOldest", ("m3",), 3, 120, 0, "user message")
+            >>> c.to_dict()["saved"]
+            120
+        """
+        return {
+            "kind": self.kind,
+            "stage": self.stage,
+            "index": self.index,
+            "ids": list(self.ids),
+            "units": self.units,
+            "what": self.what,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved": self.saved,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Report:
@@ -202,6 +222,27 @@ class Report:
             n, saved = out.get(c.kind, (0, 0))
             out[c.kind] = (n + 1, saved + c.saved)
         return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data: figures, totals and every change.
+
+        Example:
+            >>> Report(1000, 400, 500).to_dict()["saved"]
+            600
+        """
+        return {
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "limit": self.limit,
+            "saved": self.saved,
+            "fits": self.fits,
+            "stages": list(self.stages),
+            "totals": {
+                k: {"changes": n, "saved": saved}
+                for k, (n, saved) in self.totals().items()
+            },
+            "changes": [c.to_dict() for c in self.changes],
+        }
 
     def then(self, later: Report) -> Report:
         """This report followed by a later stage's: changes and stages joined."""

@@ -182,6 +182,29 @@ class TokenCounter:
         self._texts.clear()
         self._last = []
 
+    def learn(self, msg: Message, tokens: int) -> None:
+        """Remember that ``msg`` takes ``tokens`` (a count this counter made before).
+
+        A store keeps each message's count, so a conversation read back is
+        not counted again. The count must come from a counter with the same
+        tokenizer and provider: it is taken as it is.
+
+        Example:
+            >>> from contextwindow.tokens import BPETokenizer
+            >>> counter = TokenCounter(BPETokenizer("o200k_base"))
+            >>> m = Message.user("hello world")
+            >>> counter.learn(m, 6)
+            >>> counter.message(m)
+            6
+        """
+        cache = self._cache
+        try:
+            if msg not in cache and len(cache) >= self._max:
+                del cache[next(iter(cache))]
+            cache[msg] = tokens
+        except TypeError:  # unhashable content: it is counted when asked
+            return
+
     # -- messages -------------------------------------------------------------
 
     def message(self, msg: Message) -> int:

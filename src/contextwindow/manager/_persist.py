@@ -1,0 +1,138 @@
+"""A manager's conversation kept in a ``Store``: the log, the view, its own state.
+
+Contract:
+
+- Every push is appended to the store before the manager changes anything,
+  with the version the manager last saw and each message's token count. When
+  another worker appended first (``ConflictError``), its messages are read
+  back, and they join the history and the view before ours; then the append
+  is tried again. So concurrent managers of one conversation lose and
+  duplicate nothing, and each ends up with the log's order.
+- Every change to the view (a compaction, a handler's edit, a repair) is saved
+  as the view, made from the log at the manager's version, with pointers from
+  summaries to the messages they replace. A view saved later by another
+  worker wins.
+- What ``prepare`` needs to act the same after a restart is kept in the
+  conversation's metadata under ``contextwindow``: the thresholds that have
+  fired, the compactions of the current turn, the size at which a compaction
+  was last refused. A new manager on the same conversation resumes exactly:
+  its next request is the one the old manager would have prepared.
+- The log is append-only: a manager with a store cannot replace or clear its
+  history (``StoreError`` says so and names the way out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextwindow.errors import ConflictError, StoreError
+from contextwindow.messages import Message
+from contextwindow.store.base import Store
+
+__all__ = ["STATE_KEY", "Persistence", "Resumed"]
+
+STATE_KEY = "contextwindow"
+"""The metadata key under which a manager keeps its state."""
+
+MAX_RETRIES = 100
+"""Appends tried again after a conflict before giving up (a conflict means
+another writer made progress, so this bounds only pathological contention)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A conversation read back from a store."""
+
+    history: tuple[Message, ...]
+    view: tuple[Message, ...]
+    """The saved view, then what the log gained after it."""
+    version: int
+    tokens: tuple[int | None, ...]
+    """Each history message's stored count for the manager's counter, if any."""
+    state: Mapping[str, Any]
+
+
+class Persistence:
+    """One conversation of one store, as a manager writes it."""
+
+    __slots__ = ("_key", "_saved_state", "conversation_id", "store", "version")
+
+    def __init__(self, store: Store, conversation_id: str, key: str) -> None:
+        self.store = store
+        self.conversation_id = conversation_id
+        self._key = key
+        """The name of the counts a manager stores (tokenizer and provider)."""
+        self.version = 0
+        self._saved_state: Mapping[str, Any] | None = None
+
+    def resume(self) -> Resumed | None:
+        """The stored conversation, or ``None`` when there is none yet."""
+        if self.store.info(self.conversation_id) is None:
+            return None
+        conv = self.store.load(self.conversation_id)
+        history = conv.messages
+        view = history
+        if conv.view is not None:
+            view = conv.view.messages + history[conv.view.version :]
+        self.version = conv.version
+        raw = conv.meta.get(STATE_KEY)
+        state: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        self._saved_state = state
+        tokens = tuple(e.tokens.get(self._key) for e in conv.entries)
+        return Resumed(history, view, conv.version, tokens, state)
+
+    def start(self, meta: Mapping[str, Any]) -> None:
+        """Create the conversation with ``meta`` (model, provider)."""
+        self.store.update_meta(self.conversation_id, meta)
+
+    def append(
+        self, messages: Sequence[Message], counts: Sequence[int]
+    ) -> list[Message]:
+        """Append ``messages``; return what other writers appended before them."""
+        others: list[Message] = []
+        tokens = [{self._key: n} for n in counts]
+        for _ in range(MAX_RETRIES):
+            try:
+                self.version = self.store.append(
+                    self.conversation_id,
+                    messages,
+                    expected_version=self.version,
+                    tokens=tokens,
+                )
+                return others
+            except ConflictError:
+                caught = self.store.load(
+                    self.conversation_id, since=self.version, view=False
+                )
+                others.extend(caught.messages)
+                self.version = caught.version
+        raise StoreError(
+            f"conversation {self.conversation_id!r}: could not append after "
+            f"{MAX_RETRIES} conflicts with other writers"
+        )
+
+    def save_view(
+        self,
+        view: Sequence[Message],
+        sources: Mapping[str, Sequence[str]],
+        report: Mapping[str, Any],
+    ) -> None:
+        """Save the view, made from the log at this manager's version."""
+        # Another worker may have saved a view of a later version: it wins.
+        with contextlib.suppress(ConflictError):
+            self.store.save_view(
+                self.conversation_id,
+                view,
+                version=self.version,
+                sources=sources or None,
+                report=report,
+            )
+
+    def save_state(self, state: Mapping[str, Any]) -> None:
+        """Keep the manager's state in the metadata, when it changed."""
+        if state != self._saved_state:
+            self.store.update_meta(self.conversation_id, {STATE_KEY: dict(state)})
+            self._saved_state = dict(state)
