@@ -39,10 +39,19 @@ Contract:
 - **Layers.** Stores know messages and nothing of strategies, tokenizers or
   managers: a report is stored as the JSON object the caller passes.
 
-For a manager, resuming is ``load(cid)``; catching up on what other workers
-appended is ``load(cid, since=version, view=False)``; writing is ``append``
-with the version it last saw, and on ``ConflictError`` catching up and trying
-again.
+For a manager (``ContextManager(store=..., conversation_id=...)``):
+
+- resume: ``conv = store.load(cid)`` when ``store.info(cid)`` is not
+  ``None``; the history is ``conv.messages``, the version ``conv.version``,
+  and with a view the messages to send are ``conv.view.messages`` followed by
+  ``conv.messages[conv.view.version:]`` (what came after the compaction);
+- push: ``version = store.append(cid, [msg], expected_version=version,
+  tokens=[{"o200k_base/openai": n}])``; on ``ConflictError`` another worker
+  wrote first: ``tail = store.load(cid, since=version, view=False)``, add
+  ``tail.messages`` to the history, take ``tail.version`` and append again;
+- compaction: ``store.save_view(cid, view, version=version, sources={s.id:
+  ids_it_summarises}, report=report_as_json)``; the model name and the like
+  go in ``store.update_meta(cid, {"model": ...})``.
 
 Example:
     >>> from contextwindow.store import MemoryStore
