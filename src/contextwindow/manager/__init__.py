@@ -301,6 +301,11 @@ class AsyncContextManager(Core):
     coroutines; handlers may be plain functions or coroutine functions, and
     get an ``AsyncThresholdContext``. Strategies run on a worker thread.
 
+    Warning:
+        A store is written on the event loop's thread (SQLite and Redis
+        answer in well under a millisecond; a remote PostgreSQL adds its
+        round trip to each push).
+
     Example:
         >>> import asyncio
         >>> from contextwindow import AsyncContextManager, Message
