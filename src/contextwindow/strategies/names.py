@@ -32,6 +32,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, SlidingWindow
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -109,6 +110,12 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
         "dedupe": StrategyName(
             Deduplicate, summary="point repeated tool outputs to the latest copy"
         ),
+        "summarize": StrategyName(
+            Summarize,
+            ("keep_recent", "max_tokens"),
+            summary="replace the oldest units with one extractive summary "
+            "that keeps their facts (offline)",
+        ),
         "default": StrategyName(
             _default, summary="dedupe, truncate, clear, then drop-oldest"
         ),
@@ -146,7 +153,7 @@ def parse_strategy(spec: str) -> Strategy:
         >>> parse_strategy("dedupe,shrink")
         Traceback (most recent call last):
         ...
-        contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, truncate, clear, dedupe, default)
+        contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, truncate, clear, dedupe, summarize, default)
     """  # noqa: E501 -- doctest output lines cannot be wrapped
     stages = [_stage(part) for part in _split(spec)]
     return stages[0] if len(stages) == 1 else Pipeline(*stages)

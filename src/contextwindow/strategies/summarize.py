@@ -9,8 +9,9 @@ Contract:
   first of them was, which every provider accepts there.
 - Incremental: a summary message already in the conversation (outside the
   last ``keep_recent`` units) is rolled forward: its text is the
-  summarizer's ``previous``, its facts carry over, its sources join the new
-  summary's, and the new summary takes its place. Nothing pinned is ever
+  summarizer's ``previous``, its facts carry over (all of them, up to
+  ``CARRIED_SHARE`` of ``max_tokens``), its sources join the new summary's,
+  and the new summary takes its place. Nothing pinned is ever
   summarised; every other strategy treats the summary as pinned.
 - Facts: the record of what is replaced (``extract_facts``, no LLM) is
   checked against the summary, and what the summary dropped is re-attached
@@ -82,11 +83,17 @@ from contextwindow.summarizers.record import (
     summary_message,
     summary_sources,
 )
+from contextwindow.validity import CONTINUED_ID
 
 __all__ = ["Summarize"]
 
 HEADER_TOKENS = 12
 """What a summary message costs besides its summary: framing and header."""
+
+CARRIED_SHARE = 0.5
+"""The share of ``max_tokens`` an earlier summary's facts may take in the
+summary that rolls it forward: up to it, every one is kept; beyond it, the
+oldest and least mentioned go first."""
 
 _DEFAULT = ExtractiveSummarizer()
 
@@ -148,11 +155,7 @@ class Summarize:
         )
         pinned = [any(flags[u.start : u.stop]) for u in us]
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
-        recent = (
-            set(counted[len(counted) - self.keep_recent :])
-            if self.keep_recent
-            else set()
-        )
+        recent = set(counted[max(0, len(counted) - self.keep_recent) :])
         free = [k for k in counted if not pinned[k] and k not in recent]
         olds = [k for k in free if _is_summary_unit(messages, us[k])]
         candidates = [k for k in free if k not in olds]
@@ -187,9 +190,11 @@ class Summarize:
         return best or unchanged
 
     def _target(self, before: int) -> int:
-        """The size to ask of a summary replacing ``before`` tokens: under
-        ``max_share`` of them with a margin (the summarizer may count with
-        another tokenizer), and at most ``max_tokens``."""
+        """The size to ask of a summary replacing ``before`` tokens.
+
+        Under ``max_share`` of them with a margin (the summarizer may count
+        with another tokenizer), and at most ``max_tokens``.
+        """
         return min(self.max_tokens, int(before * self.max_share * 0.9) - HEADER_TOKENS)
 
     def _attempt(
@@ -210,22 +215,27 @@ class Summarize:
         target = self._target(before)
         if target <= 0:
             return None
-        facts = Facts()
+        tok = budget.counter.tokenizer
+        carried = Facts()
         sources: list[str] = []
         for p in previous:
-            facts = facts.merged(summary_facts(p))
+            carried = carried.merged(summary_facts(p))
             sources += summary_sources(p) or (p.id,)
-        facts = facts.merged(extract_facts(evicted))
-        sources += [m.id for m in evicted]
+        # An earlier summary's facts are kept whole, up to half the summary.
+        carried = carried.limited(int(self.max_tokens * CARRIED_SHARE), tok)
+        facts = carried.merged(extract_facts(evicted))
+        # Not the placeholder turn a repair put first: no history holds it.
+        sources += [m.id for m in evicted if m.id != CONTINUED_ID]
         summarizer = self.summarizer or _DEFAULT
         text = summarizer.summarize(
             evicted,
             previous="\n\n".join(summary_body(p) for p in previous) or None,
             max_tokens=target,
         )
-        tok = budget.counter.tokenizer
         room = max(target - tok.count(text), target // 4)
-        body = check_facts(text, facts, max_tokens=room, tokenizer=tok).text
+        body = check_facts(
+            text, facts, max_tokens=room, tokenizer=tok, keep=carried
+        ).text
         held = facts.missing_from(body).keys()
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
         summary = summary_message(body, list(dict.fromkeys(sources)), kept)

@@ -95,6 +95,8 @@ class Request:
     """The summary's target size, facts included."""
     facts: Facts
     """The fact record of what is summarised."""
+    carried: Facts
+    """The previous summary's facts: re-attached whatever the room."""
 
 
 def check_prompt(prompt: str) -> None:
@@ -114,9 +116,9 @@ def prepare(
     """The request for ``messages`` (see the module's contract)."""
     limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(1, max_tokens)
     generate = max(32, round(limit * (1 - FACT_SHARE)))
-    facts = extract_facts(messages)
-    if previous:
-        facts = Facts.parse(previous).merged(facts)
+    share = int(limit * FACT_SHARE)
+    carried = Facts.parse(previous).limited(share, _HEURISTIC) if previous else Facts()
+    facts = carried.merged(extract_facts(messages))
     transcript = render_transcript(messages)
     user = (
         f"Summary so far:\n{previous}\n\nConversation since then:\n{transcript}"
@@ -125,7 +127,7 @@ def prepare(
     )
     # About 0.7 words per token, and a margin so the model ends its sentence.
     words = max(20, round(generate * 0.6))
-    return Request(prompt.format(words=words), user, generate, limit, facts)
+    return Request(prompt.format(words=words), user, generate, limit, facts, carried)
 
 
 def conclude(
@@ -140,7 +142,9 @@ def conclude(
             text, text, request.facts, request.facts.missing_from(text), Facts()
         )
     room = max(request.limit - tok.count(text), request.limit // 4)
-    return check_facts(text, request.facts, max_tokens=room, tokenizer=tok)
+    return check_facts(
+        text, request.facts, max_tokens=room, tokenizer=tok, keep=request.carried
+    )
 
 
 _HEURISTIC = HeuristicTokenizer()

@@ -253,26 +253,40 @@ class Facts:
             out.append(f)
         return Facts(tuple(out))
 
-    def limited(self, max_tokens: int, tokenizer: Tokenizer) -> Facts:
+    def limited(
+        self, max_tokens: int, tokenizer: Tokenizer, *, keep: Facts | None = None
+    ) -> Facts:
         """The facts worth most whose rendered record fits ``max_tokens``.
 
         Worth: the kind (paths, commands and errors first), how many messages
         mention the fact, and how recent its latest mention is. The facts
         kept stay in their order.
 
+        Args:
+            max_tokens: Most tokens the rendered record may take.
+            tokenizer: Counts them.
+            keep: Facts kept whatever their cost (an earlier summary's); the
+                others fill the room they leave.
+
         Example:
             >>> from contextwindow.testing import FakeTokenizer
             >>> facts = Facts(tuple(Fact("path", f"f{i}.py") for i in range(50)))
             >>> [f.text for f in facts.limited(14, FakeTokenizer())]
             ['f47.py', 'f48.py', 'f49.py']
+            >>> first = Facts((facts.items[0],))
+            >>> [f.text for f in facts.limited(14, FakeTokenizer(), keep=first)]
+            ['f0.py', 'f48.py', 'f49.py']
         """
-        if not self.items or max_tokens <= 0:
+        must = keep.keys() if keep else frozenset()
+        if not self.items or (max_tokens <= 0 and not must):
             return Facts()
         if tokenizer.count(self.render()) <= max_tokens:
             return self
         n = len(self.items)
         score = [
-            _WEIGHT[f.kind] + math.log2(f.mentions) / 4 + 2.0 * (k + 1) / n
+            math.inf
+            if (f.kind, f.text) in must
+            else _WEIGHT[f.kind] + math.log2(f.mentions) / 4 + 2.0 * (k + 1) / n
             for k, f in enumerate(self.items)
         ]
         order = sorted(range(n), key=lambda k: (-score[k], -k))
@@ -285,14 +299,14 @@ class Facts:
             cost = tokenizer.count(f.text) + 1
             if f.kind in _SENTENCE_KINDS or f.kind not in labelled:
                 cost += 3
-            if used + cost <= max_tokens:
+            if used + cost <= max_tokens or score[k] == math.inf:
                 chosen.add(k)
                 labelled.add(f.kind)
                 used += cost
         kept = Facts(tuple(f for k, f in enumerate(self.items) if k in chosen))
         # The estimate is close; drop the least worth until the render fits.
-        ranked = [k for k in reversed(order) if k in chosen]
-        while kept and tokenizer.count(kept.render()) > max_tokens:
+        ranked = [k for k in reversed(order) if k in chosen and score[k] < math.inf]
+        while ranked and tokenizer.count(kept.render()) > max_tokens:
             chosen.discard(ranked.pop(0))
             kept = Facts(tuple(f for k, f in enumerate(self.items) if k in chosen))
         return kept
@@ -432,6 +446,7 @@ def check_facts(
     *,
     max_tokens: int | None = None,
     tokenizer: Tokenizer | None = None,
+    keep: Facts | None = None,
 ) -> FactCheck:
     """Find the facts ``summary`` dropped and re-attach them as one record.
 
@@ -444,6 +459,8 @@ def check_facts(
         max_tokens: Most tokens the re-attached record may take (``None``: no
             limit); the facts worth most are kept (``Facts.limited``).
         tokenizer: Counts tokens for ``max_tokens`` (required with it).
+        keep: Facts re-attached whatever ``max_tokens`` says (an earlier
+            summary's, so that rolling a summary forward loses none).
 
     Raises:
         ValueError: ``max_tokens`` without a ``tokenizer``.
@@ -463,11 +480,9 @@ def check_facts(
     # In the order of ``facts`` (latest mention last), whoever wrote them.
     place = {(f.kind, f.text): k for k, f in enumerate(facts)}
     joined = carried.merged(dropped).items
-    record = Facts(
-        tuple(sorted(joined, key=lambda f: place.get((f.kind, f.text), -1)))
-    )
+    record = Facts(tuple(sorted(joined, key=lambda f: place.get((f.kind, f.text), -1))))
     if max_tokens is not None and tokenizer is not None:
-        record = record.limited(max_tokens, tokenizer)
+        record = record.limited(max_tokens, tokenizer, keep=keep)
     text = body.rstrip()
     if record:
         text = f"{text}\n\n{record.render()}" if text else record.render()
