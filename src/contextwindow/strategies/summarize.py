@@ -45,13 +45,13 @@ Example:
     >>> print(summary.text)
     [Summary of 10 earlier messages]
     user: Step 0: fix the login form in src/mod0.py.
-    user: Step 1: fix password reset in src/mod1.py.
+    assistant: Fixed the login form; 10 tests passed.
     <BLANKLINE>
     Facts from the summarized messages:
-    - files: src/mod2.py, src/mod3.py, src/mod4.py
-    - numbers: 10 tests; 11 tests; 12 tests; 13 tests; 14 tests
+    - files: src/mod1.py, src/mod2.py, src/mod3.py, src/mod4.py
+    - numbers: 11 tests; 12 tests; 13 tests; 14 tests
     >>> [(c.kind, c.index, c.units, c.saved) for c in fitted.report.changes]
-    [('summarized', 1, 10, 61)]
+    [('summarized', 1, 10, 62)]
     >>> from contextwindow.summarizers import recall, summary_sources
     >>> recall(conv, summary_sources(summary)) == conv[1:11]
     True
@@ -89,6 +89,13 @@ __all__ = ["Summarize"]
 
 HEADER_TOKENS = 12
 """What a summary message costs besides its summary: framing and header."""
+
+TARGET_SHARE = 0.25
+"""The size a summary is asked for, as a share of the tokens it replaces."""
+
+SMALL_SPAN = 200
+"""A summary of a small span may take up to this many tokens (a quarter of a
+few hundred tokens holds no fact record)."""
 
 CARRIED_SHARE = 0.5
 """The share of ``max_tokens`` an earlier summary's facts may take in the
@@ -164,19 +171,15 @@ class Summarize:
         run = budget.counter.running(messages)
         cost = [run[u.stop] - run[u.start] for u in us]
         # Just enough units to fit once the summary is in, then all of them.
-        total = budget.count(messages)
+        over = budget.count(messages) - budget.limit
         rolled = sum(cost[k] for k in olds)
-        n, freed = 1, cost[candidates[0]]
-        while (
-            n < len(candidates)
-            and total - budget.limit
-            > freed
-            + rolled
-            - min(self.max_tokens, self._target(freed + rolled))
-            - HEADER_TOKENS
-        ):
+        n, freed = 0, rolled
+        while n < len(candidates):
             freed += cost[candidates[n]]
             n += 1
+            target = self._target(freed)
+            if target > 0 and freed - target - HEADER_TOKENS >= over:
+                break
         attempts = [candidates[:n]] if n < len(candidates) else []
         attempts.append(candidates)
         floor = _floor(messages, budget)
@@ -192,10 +195,14 @@ class Summarize:
     def _target(self, before: int) -> int:
         """The size to ask of a summary replacing ``before`` tokens.
 
-        Under ``max_share`` of them with a margin (the summarizer may count
-        with another tokenizer), and at most ``max_tokens``.
+        A quarter of them (``TARGET_SHARE``), but room for a useful summary
+        of a small span (up to ``SMALL_SPAN`` tokens, or most of it), always
+        under ``max_share`` with a margin (the summarizer may count with
+        another tokenizer), and at most ``max_tokens``.
         """
-        return min(self.max_tokens, int(before * self.max_share * 0.9) - HEADER_TOKENS)
+        wanted = max(int(before * TARGET_SHARE), min(SMALL_SPAN, int(before * 0.6)))
+        ceiling = int(before * self.max_share * 0.9)
+        return min(self.max_tokens, wanted, ceiling) - HEADER_TOKENS
 
     def _attempt(
         self,

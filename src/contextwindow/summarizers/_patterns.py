@@ -31,6 +31,7 @@ __all__ = [
     "numbers_in",
     "paths_in",
     "sentences",
+    "without_references",
     "words",
 ]
 
@@ -183,6 +184,11 @@ def paths_in(text: str) -> Iterator[str]:
     rest = _DIR_PATH.sub(" ", text)
     for m in _BARE_FILE.finditer(rest):
         yield m.group(1)
+
+
+def without_references(text: str) -> str:
+    """``text`` with URLs and path-like spans blanked (for identifier search)."""
+    return _BARE_FILE.sub(" ", _DIR_PATH.sub(" ", URL.sub(" ", text)))
 
 
 def _has_name(path: str) -> bool:

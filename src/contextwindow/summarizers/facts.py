@@ -83,6 +83,7 @@ from contextwindow.summarizers._patterns import (
     numbers_in,
     paths_in,
     sentences,
+    without_references,
     words,
 )
 from contextwindow.tokens.base import Tokenizer
@@ -554,7 +555,7 @@ def _text_facts(text: str, role: str) -> Iterator[tuple[FactKind, str]]:
             yield from (("command", c) for c in commands_of(span))
         elif is_identifier(span):
             yield "identifier", span
-    yield from (("identifier", i) for i in identifiers_in(prose))
+    yield from (("identifier", i) for i in identifiers_in(without_references(prose)))
     yield from (("number", n) for n in numbers_in(prose, dates=True))
 
 
