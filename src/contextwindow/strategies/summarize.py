@@ -45,13 +45,13 @@ Example:
     >>> print(summary.text)
     [Summary of 10 earlier messages]
     user: Step 0: fix the login form in src/mod0.py.
-    assistant: Fixed the login form; 10 tests passed.
+    assistant: Fixed password reset; 11 tests passed.
     <BLANKLINE>
     Facts from the summarized messages:
     - files: src/mod1.py, src/mod2.py, src/mod3.py, src/mod4.py
-    - numbers: 11 tests; 12 tests; 13 tests; 14 tests
+    - numbers: 10 tests; 12 tests; 13 tests; 14 tests
     >>> [(c.kind, c.index, c.units, c.saved) for c in fitted.report.changes]
-    [('summarized', 1, 10, 62)]
+    [('summarized', 1, 10, 63)]
     >>> from contextwindow.summarizers import recall, summary_sources
     >>> recall(conv, summary_sources(summary)) == conv[1:11]
     True
@@ -239,7 +239,8 @@ class Summarize:
             previous="\n\n".join(summary_body(p) for p in previous) or None,
             max_tokens=target,
         )
-        room = max(target - tok.count(text), target // 4)
+        # What the summarizer left of the target: the facts it dropped go there.
+        room = max(0, target - tok.count(text))
         body = check_facts(
             text, facts, max_tokens=room, tokenizer=tok, keep=carried
         ).text

@@ -5,11 +5,12 @@ Contract:
 - No network, no model, deterministic: the same messages give the same
   summary. It runs in pure Python in time linear in the text (a 170,000-token
   agent session takes a fraction of a second).
-- The summary is the most central sentences of the messages' prose
-  (TF-IDF centroid scoring: a sentence whose words carry the conversation's
-  weight scores high), in their original order, each line naming its speaker,
-  followed by the fact record (``contextwindow.summarizers.facts``) of every
-  fact the chosen sentences do not already hold. Tool results are read for
+- The summary is the sentences of the messages' prose that cover the most
+  of what was said per token (budgeted maximum coverage of informative
+  words, chosen greedily; a sentence repeating covered words adds nothing),
+  in their original order, each line naming its speaker, followed by the
+  fact record (``contextwindow.summarizers.facts``) of every fact the chosen
+  sentences do not already hold. Tool results are read for
   facts only: their sentences are file contents and logs, not prose.
 - ``previous`` (an earlier summary's text) is folded in: its sentences are
   candidates ranked above new ones of the same score, and its fact record is
@@ -31,7 +32,7 @@ Example:
     ... ]
     >>> print(ExtractiveSummarizer().summarize(conv, max_tokens=120))
     user: Please add a --json flag to the export command.
-    assistant: The export command lives in src/cli/export.py. I will add the flag there.
+    assistant: The export command lives in src/cli/export.py.
     assistant: Both JSON and CSV output are covered by tests now.
     <BLANKLINE>
     Facts from the summarized messages:
@@ -42,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -60,10 +62,6 @@ DEFAULT_MAX_TOKENS = 1000
 
 MAX_SENTENCE_CHARS = 400
 """A longer sentence is cut (at a word) before it is scored."""
-
-_SIMILAR = 0.7
-"""A sentence sharing this share of its words (and three at least) with a
-chosen one is a repeat."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,53 +161,48 @@ def _sentence(turn: int, speaker: str, text: str, bonus: float) -> _Sentence:
     return _Sentence(turn, speaker, text, tuple(words(text)), bonus)
 
 
-def _scores(found: Sequence[_Sentence]) -> list[float]:
-    """Each sentence's cosine to the TF-IDF centroid, times its bonus."""
+def _choose(found: Sequence[_Sentence], room: int, tok: Tokenizer) -> str:
+    """The sentences covering the most, within ``room`` tokens, in order.
+
+    Budgeted maximum coverage, greedily: each step takes the sentence whose
+    words not yet covered weigh most per token (a word weighs its inverse
+    document frequency among the sentences: rare words carry the details),
+    times its bonus. Gains only fall as words get covered, so a stale gain
+    is recomputed only when it reaches the top of the heap.
+    """
+    if room <= 0 or not found:
+        return ""
     df: dict[str, int] = {}
     for s in found:
         for t in set(s.terms):
             df[t] = df.get(t, 0) + 1
     n = len(found)
-    idf = {t: math.log((n + 1) / (d + 0.5)) for t, d in df.items()}
-    centroid: dict[str, float] = {}
-    for s in found:
-        for t in s.terms:
-            centroid[t] = centroid.get(t, 0.0) + idf[t]
-    out: list[float] = []
-    for s in found:
-        if not s.terms:
-            out.append(0.0)
-            continue
-        tf: dict[str, int] = {}
-        for t in s.terms:
-            tf[t] = tf.get(t, 0) + 1
-        dot = sum(k * idf[t] * centroid[t] for t, k in tf.items())
-        norm = math.sqrt(sum((k * idf[t]) ** 2 for t, k in tf.items()))
-        out.append(s.bonus * dot / norm)
-    return out
+    weight = {t: math.log((n + 1) / (d + 0.5)) for t, d in df.items()}
+    cost = [tok.count(s.text) + tok.count(s.speaker) + 2 for s in found]
+    covered: set[str] = set()
 
-
-def _choose(found: Sequence[_Sentence], room: int, tok: Tokenizer) -> str:
-    """The best sentences that fit ``room`` tokens, in order, one line per turn."""
-    if room <= 0 or not found:
-        return ""
-    score = _scores(found)
-    order = sorted(range(len(found)), key=lambda k: (-score[k], k))
-    chosen: list[int] = []
-    kept_terms: list[frozenset[str]] = []
-    used = 0
-    for k in order:
+    def gain(k: int) -> float:
         s = found[k]
-        terms = frozenset(s.terms)
-        need = max(3.0, _SIMILAR * len(terms))
-        if any(len(terms & t) >= need for t in kept_terms):
+        new = sum(weight[t] for t in set(s.terms) if t not in covered)
+        return s.bonus * new / cost[k]
+
+    heap = [(-gain(k), k) for k in range(n)]
+    heapq.heapify(heap)
+    chosen: list[int] = []
+    used = 0
+    while heap:
+        _, k = heapq.heappop(heap)
+        if used + cost[k] > room:
             continue
-        cost = tok.count(s.text) + (tok.count(s.speaker) + 2)
-        if used + cost > room:
+        g = gain(k)
+        if heap and g < -heap[0][0]:
+            heapq.heappush(heap, (-g, k))  # stale: back in line with its gain
             continue
+        if g <= 0:
+            break
         chosen.append(k)
-        kept_terms.append(terms)
-        used += cost
+        used += cost[k]
+        covered.update(found[k].terms)
     chosen.sort()
     lines: list[str] = []
     last = -1

@@ -452,13 +452,14 @@ def check_facts(
     """Find the facts ``summary`` dropped and re-attach them as one record.
 
     A record already in ``summary`` (from a summarizer that attaches its own)
-    is merged with the dropped facts and written once, at the end.
+    is kept whole, merged with the dropped facts and written once, at the end.
 
     Args:
         summary: The summary text.
         facts: The facts of what it summarises.
-        max_tokens: Most tokens the re-attached record may take (``None``: no
-            limit); the facts worth most are kept (``Facts.limited``).
+        max_tokens: Most tokens the re-attached facts may add to the summary
+            (``None``: no limit); the facts worth most are kept
+            (``Facts.limited``).
         tokenizer: Counts tokens for ``max_tokens`` (required with it).
         keep: Facts re-attached whatever ``max_tokens`` says (an earlier
             summary's, so that rolling a summary forward loses none).
@@ -483,7 +484,9 @@ def check_facts(
     joined = carried.merged(dropped).items
     record = Facts(tuple(sorted(joined, key=lambda f: place.get((f.kind, f.text), -1))))
     if max_tokens is not None and tokenizer is not None:
-        record = record.limited(max_tokens, tokenizer, keep=keep)
+        must = carried.merged(keep) if keep else carried
+        room = max_tokens + (tokenizer.count(block) if block else 0)
+        record = record.limited(room, tokenizer, keep=must)
     text = body.rstrip()
     if record:
         text = f"{text}\n\n{record.render()}" if text else record.render()
