@@ -62,7 +62,9 @@ from contextwindow.summarizers import ExtractiveSummarizer, is_summary
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.transcripts import read_transcripts
 
-_PATH = re.compile(r"(?<![\w/.~-])(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@+-][\w@.+-]*\.[A-Za-z]{1,6}\b")
+_PATH = re.compile(
+    r"(?<![\w/.~-])(?:~|\.{1,2})?/?(?:[\w@.+-]+/)+[\w@+-][\w@.+-]*\.[A-Za-z]{1,6}\b"
+)
 _NUMBER = re.compile(
     r"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:%|ms\b|s\b|seconds?\b|minutes?\b|[KMG]B\b|tokens?\b|"
     r"lines?\b|files?\b|tests?\b|failures?\b|errors?\b|warnings?\b|doctests?\b)"
@@ -199,11 +201,14 @@ def main() -> None:
     data = data_dir()
     tok = BPETokenizer("o200k_base")
     root = data / "claude_code_sessions"
-    points = [p for f in sorted(root.glob("*.jsonl")) for p in measure(f, tok, args.show)]
+    points = [
+        p for f in sorted(root.glob("*.jsonl")) for p in measure(f, tok, args.show)
+    ]
     names = ("claude", "ours", "drop-oldest")
     head = (
         "| session | tokens before | referenced facts (paths/commands/numbers) "
-        "| (a) Claude: tokens, kept | (b) ours: tokens, kept | (c) drop-oldest: tokens, kept |"
+        "| (a) Claude: tokens, kept | (b) ours: tokens, kept "
+        "| (c) drop-oldest: tokens, kept |"
     )
     print(head)
     print("|" + "---|" * 6)
@@ -221,9 +226,14 @@ def main() -> None:
             by_kind = "/".join(str(p.kept[name][k]) for k in KINDS)
             cells.append(f"{p.tokens[name]:,}, {kept} ({kept / ref:.0%}; {by_kind})")
         parts = "/".join(str(len(p.reference[k])) for k in KINDS)
-        print(f"| {p.session} | {p.before_tokens:,} | {ref} ({parts}) | " + " | ".join(cells) + " |")
+        print(
+            f"| {p.session} | {p.before_tokens:,} | {ref} ({parts}) | "
+            + " | ".join(cells)
+            + " |"
+        )
     cells = [
-        f"{total_tokens[n]:,}, {total_kept[n]} ({total_kept[n] / total_ref:.0%})" for n in names
+        f"{total_tokens[n]:,}, {total_kept[n]} ({total_kept[n] / total_ref:.0%})"
+        for n in names
     ]
     print(f"| all | | {total_ref} | " + " | ".join(cells) + " |")
 

@@ -72,10 +72,10 @@ def main() -> None:
         ("drop-oldest", DropOldest()),
     ]
     names = [n for n, _ in methods]
-    kept = {n: 0 for n in ["whole conversation", *names]}
+    kept = dict.fromkeys(["whole conversation", *names], 0)
     by_cat = {(n, c): 0 for n in kept for c in CATEGORIES}
     per_cat = dict.fromkeys(CATEGORIES, 0)
-    tokens = {n: 0 for n in names}
+    tokens = dict.fromkeys(names, 0)
     total_items = 0
     rows = []
     for t in convs:
@@ -83,7 +83,9 @@ def main() -> None:
         counter = TokenCounter(tok, "openai")
         total = counter.messages(conv)
         limit = int(total * SHARE)
-        qa = [q for q in t.meta["qa"] if q.get("category") in CATEGORIES and "answer" in q]
+        qa = [
+            q for q in t.meta["qa"] if q.get("category") in CATEGORIES and "answer" in q
+        ]
         answers = [(q["category"], fold(str(q["answer"]))) for q in qa]
         texts = {"whole conversation": context(conv)}
         for name, how in methods:

@@ -234,7 +234,8 @@ def check_summary(run: Run) -> None:
     }
     for s in summaries(run.fitted):
         sources = summary_sources(s)
-        assert s.role == "user" and s.text.startswith("[Summary of ")
+        assert s.role == "user"
+        assert s.text.startswith("[Summary of ")
         assert not set(sources) & pinned_ids, "a pinned message was summarised"
         assert not set(sources) & recent, "a recent unit was summarised"
         originals = recall(valid, sources)

@@ -99,7 +99,8 @@ class TestSummarize:
         """Nothing to do: the same messages, no change."""
         conv = session(2)
         fitted = Summarize()(conv, budget(10_000))
-        assert list(fitted.messages) == conv and fitted.report.changes == ()
+        assert list(fitted.messages) == conv
+        assert fitted.report.changes == ()
 
     def test_just_enough_of_the_oldest_units(self) -> None:
         """The oldest units go into one summary, as few as meet the budget."""
@@ -108,7 +109,8 @@ class TestSummarize:
         fitted = Summarize()(conv, b)
         assert fitted.report.fits
         s = the_summary(fitted.messages)
-        assert fitted.messages[0].id == "sys" and fitted.messages[1] is s
+        assert fitted.messages[0].id == "sys"
+        assert fitted.messages[1] is s
         sources = summary_sources(s)
         assert sources == tuple(m.id for m in conv[1 : 1 + len(sources)])
         assert 0 < len(sources) < len(conv) - 9, "more than just enough"
@@ -142,7 +144,8 @@ class TestSummarize:
         conv[9] = Message.user("Remember this one.", id="u2", pinned=True)
         fitted = Summarize(keep_recent=1)(conv, budget(0, protected=("KEEP:",)))
         ids = [m.id for m in fitted.messages]
-        assert ids[1].startswith("summary-") and {"u1", "u2"} <= set(ids)
+        assert ids[1].startswith("summary-")
+        assert {"u1", "u2"} <= set(ids)
         assert not {"u1", "u2"} & set(summary_sources(the_summary(fitted.messages)))
 
     def test_tool_exchanges_go_whole(self) -> None:
@@ -182,7 +185,8 @@ class TestSummarize:
         assert FACTS_HEADER in s.text
         assert any(f.kind == "command" for f in summary_facts(s))
         ((n, previous, max_tokens),) = echo.calls
-        assert (n, previous) == (23, None) and max_tokens is not None
+        assert (n, previous) == (23, None)
+        assert max_tokens is not None
 
     def test_rolls_an_earlier_summary_forward(self) -> None:
         """The old summary is the summarizer's previous; sources and facts carry."""
@@ -192,7 +196,8 @@ class TestSummarize:
         echo = Echo("Later work.")
         again = Summarize(echo, keep_recent=2)(list(first.messages), budget(0))
         new = the_summary(again.messages)
-        assert new.id != old.id and again.messages[1] is new
+        assert new.id != old.id
+        assert again.messages[1] is new
         assert echo.calls[0][1] == old.text.split("\n", 1)[1]
         assert summary_sources(new)[: len(summary_sources(old))] == summary_sources(old)
         assert summary_facts(old).keys() <= summary_facts(new).keys()
@@ -256,7 +261,7 @@ class TestSummarize:
         conv = session(4)
         before = to_dicts(conv)
         with pytest.raises(SummarizerError, match="endpoint down"):
-            Summarize(Failing())(conv, budget(0))  # type: ignore[arg-type]  # a duck
+            Summarize(Failing())(conv, budget(0))
         assert to_dicts(conv) == before
 
     @pytest.mark.parametrize(
@@ -328,7 +333,8 @@ class TestSummaryMessages:
         """Through OpenAI's shape it is a plain user turn; its record is text."""
         s = Summarize(keep_recent=2)(session(4), budget(0)).messages[1]
         (back,) = from_openai(to_openai([s]))
-        assert not is_summary(back) and SUMMARY_KEY not in back.meta
+        assert not is_summary(back)
+        assert SUMMARY_KEY not in back.meta
         assert summary_facts(back) == type(summary_facts(s))()  # not a summary now
         from contextwindow.summarizers import Facts
 
@@ -337,7 +343,7 @@ class TestSummaryMessages:
 
 class TestCommandLine:
     def test_fit_with_summarize_works_offline(self, tmp_path: Path) -> None:
-        """`contextwindow fit FILE --strategy summarize` writes a valid, smaller file."""
+        """`contextwindow fit FILE --strategy summarize` writes a valid file."""
         out = tmp_path / "fitted.json"
         result = CliRunner().invoke(
             main,
@@ -359,4 +365,5 @@ class TestCommandLine:
         data = json.loads(out.read_text())
         conv = from_openai(data)
         assert problems(conv, "openai") == ()
-        assert conv[1].role == "user" and conv[1].text.startswith("[Summary of ")
+        assert conv[1].role == "user"
+        assert conv[1].text.startswith("[Summary of ")

@@ -77,7 +77,7 @@ def llama_server() -> Iterator[LlamaServer]:
     gguf = model_file()
     port = free_port()
     key = secrets.token_hex(16)
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the server
     proc = subprocess.Popen(
         [
             sys.executable,

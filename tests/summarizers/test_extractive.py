@@ -38,7 +38,8 @@ class TestExtractiveSummarizer:
     def test_is_a_summarizer_both_ways(self) -> None:
         """It satisfies both protocols."""
         s = ExtractiveSummarizer()
-        assert isinstance(s, Summarizer) and isinstance(s, AsyncSummarizer)
+        assert isinstance(s, Summarizer)
+        assert isinstance(s, AsyncSummarizer)
         assert asyncio.run(s.asummarize(chat(2))) == s.summarize(chat(2))
 
     def test_deterministic(self) -> None:
@@ -96,7 +97,8 @@ class TestExtractiveSummarizer:
         text = ExtractiveSummarizer().summarize(conv)
         assert text.startswith(FACTS_HEADER)
         assert "not prose" not in text
-        assert "ValueError: x" in text and "a.py" in text
+        assert "ValueError: x" in text
+        assert "a.py" in text
 
     def test_previous_is_folded_in(self) -> None:
         """An earlier summary's lines compete as sentences; its facts carry over."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ def kinds(facts: Facts) -> dict[str, list[str]]:
     return out
 
 
-def bash(cid: str, command: str, **kw: object) -> Message:
+def bash(cid: str, command: str, **kw: Any) -> Message:
     args = json.dumps({"command": command})
     return Message.assistant(tool_calls=[ToolCall(cid, "Bash", args)], **kw)
 
@@ -83,7 +84,8 @@ class TestExtractFacts:
         """Hashes, UUIDs, dotted modules, CamelCase, snake_case, ticket ids."""
         text = (
             "Commit 8f2c91d fixed Spotter.Transcripts.Annotation in ProjectReviewLive; "
-            "see close_review_session and JIRA-123, run 123e4567-e89b-12d3-a456-426614174000."
+            "see close_review_session and JIRA-123, "
+            "run 123e4567-e89b-12d3-a456-426614174000."
         )
         found = kinds(extract_facts([Message.assistant(text)]))["identifier"]
         assert found == [
@@ -171,7 +173,8 @@ class TestExtractFacts:
         """A task keeps MAX_SENTENCE characters, cut at a word."""
         text = "Please " + "refactor the module " * 40
         (task,) = extract_facts([Message.user(text)]).of("task")
-        assert len(task.text) <= MAX_SENTENCE and task.text.endswith("…")
+        assert len(task.text) <= MAX_SENTENCE
+        assert task.text.endswith("…")
 
     def test_sources_and_order(self) -> None:
         """A fact names every message mentioning it; latest mention last."""

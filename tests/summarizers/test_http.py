@@ -15,9 +15,10 @@ import asyncio
 import builtins
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -27,9 +28,9 @@ from contextwindow.errors import SummarizerError
 from contextwindow.summarizers import (
     AnthropicSummarizer,
     OpenAICompatibleSummarizer,
+    _llm,
     extract_facts,
 )
-from contextwindow.summarizers import _llm
 from contextwindow.summarizers._llm import DEFAULT_PROMPT, LLMSummarizer
 
 KEY = "sk-test-0123456789abcdef"
@@ -81,8 +82,8 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def asleep(seconds: float) -> None:
         waited.append(seconds)
 
-    monkeypatch.setattr(_llm.time, "sleep", waited.append)
-    monkeypatch.setattr(_llm.asyncio, "sleep", asleep)
+    monkeypatch.setattr(time, "sleep", waited.append)
+    monkeypatch.setattr(asyncio, "sleep", asleep)
     return waited
 
 
@@ -102,7 +103,8 @@ class TestOpenAICompatible:
             0.2,
         )
         system, user = body["messages"]
-        assert system["role"] == "system" and "file path" in system["content"]
+        assert system["role"] == "system"
+        assert "file path" in system["content"]
         assert "Use at most 72 words." in system["content"]
         assert user["content"].startswith("Conversation:\nuser: Fix the parser")
         assert 'Bash({"command": "pytest -q"})' in user["content"]
@@ -123,7 +125,10 @@ class TestOpenAICompatible:
     def test_previous_summary_is_rolled_forward(self) -> None:
         """The previous summary goes in the prompt; its facts are kept."""
         script = Script(chat("Nothing much."))
-        previous = "Earlier: set up CI.\n\nFacts from the summarized messages:\n- files: ci.yml"
+        previous = (
+            "Earlier: set up CI.\n\nFacts from the summarized messages:\n"
+            "- files: ci.yml"
+        )
         text = openai(script).summarize(CONV[:1], previous=previous)
         assert script.body()["messages"][1]["content"].startswith(
             f"Summary so far:\n{previous}\n\nConversation since then:\nuser: Fix"
@@ -169,7 +174,8 @@ class TestOpenAICompatible:
             "POST http://llm.test/v1/chat/completions: HTTP 500 Internal Server Error: "
             "boom (after 3 attempts)"
         )
-        assert len(script.requests) == 3 and len(sleeps) == 2
+        assert len(script.requests) == 3
+        assert len(sleeps) == 2
 
     def test_other_4xx_fail_at_once(self, sleeps: list[float]) -> None:
         """400 is not retried; the error carries the server's message."""
@@ -178,7 +184,8 @@ class TestOpenAICompatible:
             SummarizerError, match="HTTP 400 Bad Request: model 'm' not found"
         ):
             openai(script).summarize(CONV)
-        assert len(script.requests) == 1 and sleeps == []
+        assert len(script.requests) == 1
+        assert sleeps == []
 
     def test_the_key_never_shows(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A server echoing the key: scrubbed; 401 names the variable to set."""
@@ -235,7 +242,8 @@ class TestOpenAICompatible:
         s = openai(script, backoff=0.25)
         text = asyncio.run(s.asummarize(CONV, max_tokens=100))
         assert text.startswith("The parser was fixed.")
-        assert len(script.requests) == 2 and sleeps == [0.25]
+        assert len(script.requests) == 2
+        assert sleeps == [0.25]
         check = asyncio.run(s.acheck(CONV))
         assert check.summary == "The parser was fixed."
         failing = openai(Script(httpx.Response(404)))
@@ -278,7 +286,8 @@ class TestOpenAICompatible:
         assert a == OpenAICompatibleSummarizer("m", base_url="http://x/v1")
         assert hash(a) == hash(OpenAICompatibleSummarizer("m", base_url="http://x/v1"))
         assert "api_key_env='OPENAI_API_KEY'" in repr(a)
-        assert isinstance(a, LLMSummarizer) and a.prompt == DEFAULT_PROMPT
+        assert isinstance(a, LLMSummarizer)
+        assert a.prompt == DEFAULT_PROMPT
 
 
 # -- Anthropic, over a real local HTTP server -----------------------------------------
@@ -287,11 +296,11 @@ class TestOpenAICompatible:
 class MessagesAPI(BaseHTTPRequestHandler):
     """Speaks the shape of Anthropic's POST /v1/messages."""
 
-    statuses: list[int] = []
-    seen: list[tuple[dict[str, str], Any]] = []
+    statuses: ClassVar[list[int]] = []
+    seen: ClassVar[list[tuple[dict[str, str], Any]]] = []
     key = KEY
 
-    def do_POST(self) -> None:  # noqa: N802 -- the http.server hook's name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         self.seen.append(({k.lower(): v for k, v in self.headers.items()}, body))
         status = self.statuses.pop(0) if self.statuses else 200
@@ -323,7 +332,7 @@ class MessagesAPI(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 -- the hook's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
 
 
@@ -352,7 +361,8 @@ class TestAnthropic:
         ((headers, body),) = MessagesAPI.seen
         assert headers["x-api-key"] == KEY
         assert headers["anthropic-version"] == "2023-06-01"
-        assert body["model"] == "claude-haiku-4-5" and body["max_tokens"] == 180
+        assert body["model"] == "claude-haiku-4-5"
+        assert body["max_tokens"] == 180
         assert "file path" in body["system"]
         assert [m["role"] for m in body["messages"]] == ["user"]
         assert check.summary == "The parser in src/parse.py was fixed.\nTests pass."

@@ -46,7 +46,8 @@ def session() -> list[Message]:
         bash("c1", "python -m pytest tests/test_ratelimit.py -q"),
         Message.tool(
             "c1",
-            "FAILED tests/test_ratelimit.py::test_capacity\n3 failed, 1 passed in 0.04s",
+            "FAILED tests/test_ratelimit.py::test_capacity\n"
+            "3 failed, 1 passed in 0.04s",
         ),
         Message.assistant(
             "The bucket checks `tokens > n`; it should be `>=`. Fixing it."
@@ -107,7 +108,8 @@ class TestLlamaServer:
         sources = summary_sources(summary)
         assert sources == tuple(m.id for m in conv[1 : 1 + len(sources)])
         held = summary_facts(summary)
-        assert held and not held.missing_from(summary.text)
+        assert held
+        assert not held.missing_from(summary.text)
         # Room was short of the whole record: what stayed is what matters most.
         kept = held.keys()
         assert any(f.kind == "path" for f in held)
@@ -124,7 +126,8 @@ class TestLlamaServer:
             )
 
         first, second = asyncio.run(both())
-        assert first.strip() and second.summary.strip()
+        assert first.strip()
+        assert second.summary.strip()
         assert second.facts == extract_facts(conv[:2])
 
     def test_a_tiny_timeout(self, llama_server: LlamaServer) -> None:

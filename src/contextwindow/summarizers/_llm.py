@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from contextwindow.errors import SummarizerError
 from contextwindow.messages import Image, Message, Text, ToolCall, ToolResult
@@ -133,8 +133,11 @@ def prepare(
 def conclude(
     request: Request, text: str, keep_facts: bool, tokenizer: Tokenizer | None
 ) -> FactCheck:
-    """Check the model's ``text`` against the request's facts; re-attach the
-    dropped ones (unless ``keep_facts`` is false) in the room left."""
+    """Check the model's ``text`` against the request's facts.
+
+    The dropped ones are re-attached (unless ``keep_facts`` is false) in the
+    room the model left, or a quarter of the target when it left less.
+    """
     tok = tokenizer or _HEURISTIC
     text = text.strip()
     if not keep_facts:
@@ -155,11 +158,11 @@ def render_transcript(messages: Sequence[Message]) -> str:
 
     Example:
         >>> conv = [Message.user("List the files."),
-        ...         Message.assistant(tool_calls=[ToolCall("c1", "ls", '{"path": "."}')]),
+        ...         Message.assistant(tool_calls=[ToolCall("c1", "ls", '{}')]),
         ...         Message.tool("c1", "a.py\nb.py")]
         >>> print(render_transcript(conv))
         user: List the files.
-        assistant called ls({"path": "."})
+        assistant called ls({})
         tool result (ls): a.py
         b.py
     """
@@ -280,7 +283,7 @@ MAX_RETRY_AFTER = 30.0
 
 
 def _delay(call: Call, attempt: int) -> float:
-    return call.backoff * (2**attempt)
+    return call.backoff * float(1 << attempt)
 
 
 def _outcome(call: Call, response: Any, attempt: int) -> tuple[Any, str, float]:
@@ -317,9 +320,11 @@ def _detail(response: Any) -> str:
     except ValueError:
         data = None
     if isinstance(data, dict):
-        err = data.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])[:300]
+        err = cast("Mapping[str, Any]", data).get("error")
+        if isinstance(err, dict):
+            message = cast("Mapping[str, Any]", err).get("message")
+            if isinstance(message, str):
+                return message[:300]
         if isinstance(err, str):
             return err[:300]
     return " ".join(str(response.text).split())[:300]
@@ -359,8 +364,11 @@ def parse_error(call: Call, what: str, value: Any) -> SummarizerError:
 
 @dataclass(frozen=True)
 class LLMSummarizer(abc.ABC):
-    """What ``OpenAICompatibleSummarizer`` and ``AnthropicSummarizer`` share:
-    settings, checks, the sync and async paths; each adds its request shape."""
+    """The shared body of the LLM summarizers.
+
+    Settings, their checks, the sync and async paths; each subclass adds its
+    endpoint, request shape and answer parsing.
+    """
 
     model: str
     base_url: str

@@ -51,6 +51,11 @@ _DIR_PATH = re.compile(
 _BARE_FILE = re.compile(rf"(?<![\w/.@$-])([\w-]+(?:\.[\w-]+)*\.(?:{_EXT}))(?![\w/])")
 _HAS_EXT = re.compile(rf"\.(?:{_EXT})$")
 
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 PATH_KEYS = frozenset(("file_path", "path", "notebook_path", "filename", "file"))
 """Tool-call arguments that name a file."""
 COMMAND_KEYS = frozenset(("command", "cmd", "script"))
@@ -71,15 +76,13 @@ COMMAND_TOOLS = frozenset(
 )
 """Tool names (lower case) whose ``command`` argument is always a command."""
 
-_PROGRAMS = frozenset(
-    (
-        "git gh python python3 pip pip3 uv pipx pytest tox nox poetry ruff mypy "
-        "black flake8 npm npx yarn pnpm node deno bun tsc eslint jest vitest cargo "
-        "rustc go make cmake mix iex elixir erl rebar3 docker kubectl helm bundle "
-        "rails rake ruby gem gradle mvn java dotnet curl wget ls cat grep rg find "
-        "sed awk sh bash zsh psql sqlite3 redis-cli mysql terraform ssh scp rsync "
-        "tar unzip chmod mkdir rm mv cp touch head tail wc diff patch"
-    ).split()
+_PROGRAMS = _wordset(
+    "git gh python python3 pip pip3 uv pipx pytest tox nox poetry ruff mypy "
+    "black flake8 npm npx yarn pnpm node deno bun tsc eslint jest vitest cargo "
+    "rustc go make cmake mix iex elixir erl rebar3 docker kubectl helm bundle "
+    "rails rake ruby gem gradle mvn java dotnet curl wget ls cat grep rg find "
+    "sed awk sh bash zsh psql sqlite3 redis-cli mysql terraform ssh scp rsync "
+    "tar unzip chmod mkdir rm mv cp touch head tail wc diff patch"
 )
 
 _MONTH = (
@@ -159,16 +162,14 @@ ERROR_LINE = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`*])|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*+>]|\d+[.)]|#+)\s+")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-STOPWORDS = frozenset(
-    (
-        "the and for are but not you all any can had her was one our out has him "
-        "his how its may new now see two way who did get let put say she too use "
-        "that with have this will your from they know want been good much some "
-        "time very when come here just like long make many more only over such "
-        "take than them well were what into also then there their about would "
-        "these could which other after first where those should being because "
-        "while does doing done i'm it's i'll i've you're that's let's don't"
-    ).split()
+STOPWORDS = _wordset(
+    "the and for are but not you all any can had her was one our out has him "
+    "his how its may new now see two way who did get let put say she too use "
+    "that with have this will your from they know want been good much some time "
+    "very when come here just like long make many more only over such take than "
+    "them well were what into also then there their about would these could "
+    "which other after first where those should being because while does doing "
+    "done i'm it's i'll i've you're that's let's don't"
 )
 """Words too common to tell sentences apart."""
 
@@ -197,8 +198,11 @@ def _has_name(path: str) -> bool:
 
 
 def numbers_in(text: str, *, dates: bool) -> Iterator[str]:
-    """Numbers with a unit or currency; with ``dates``, dates, times, years and
-    versions too (read from prose, where they are not line numbers)."""
+    """Numbers with a unit or currency.
+
+    With ``dates``, dates, times, years and versions too: read from prose,
+    where they are not line numbers.
+    """
     if dates:
         for m in _DATE.finditer(text):
             yield " ".join(m.group(0).split())
@@ -208,8 +212,11 @@ def numbers_in(text: str, *, dates: bool) -> Iterator[str]:
 
 
 def identifiers_in(text: str) -> Iterator[str]:
-    """Names outside backticks that are surely identifiers: hashes, UUIDs,
-    ``CamelCase``, ``dotted.Module`` and ``snake_case`` names, ticket ids."""
+    """Names outside backticks that are surely identifiers.
+
+    Hashes, UUIDs, ``CamelCase``, ``dotted.Module`` and ``snake_case`` names,
+    ticket ids.
+    """
     for pattern in (_UUID, _HEX, _DOTTED, _CAMEL, _SNAKE, _TICKET):
         for m in pattern.finditer(text):
             yield m.group(0)
@@ -237,8 +244,10 @@ def is_identifier(text: str) -> bool:
 
 
 def commands_of(command: str) -> list[str]:
-    """The simple commands of a shell line, without ``cd``, ``echo`` and the
-    like, pipes into ``tail``/``head``/``grep``, or ``2>&1``.
+    """The simple commands of a shell line.
+
+    Without ``cd``, ``echo`` and the like, pipes into ``tail``/``head``/
+    ``grep``, or ``2>&1``.
 
     Example:
         >>> commands_of('cd /repo && mix test 2>&1 | tail -20; git commit -m "a; b"')

@@ -18,8 +18,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from contextwindow.summarizers._llm import Call, LLMSummarizer, Request, parse_error
 
@@ -82,13 +83,18 @@ class AnthropicSummarizer(LLMSummarizer):
 
     def _answer(self, call: Call, data: Any) -> str:
         """The text blocks of a Messages API answer, joined."""
-        blocks = data.get("content") if isinstance(data, dict) else None
+        answer: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", data) if isinstance(data, dict) else {}
+        )
+        blocks = answer.get("content")
         if not isinstance(blocks, list):
             raise parse_error(call, "no content list", data)
-        return "\n".join(
-            b["text"]
-            for b in blocks
-            if isinstance(b, dict)
-            and b.get("type") == "text"
-            and isinstance(b.get("text"), str)
-        )
+        texts: list[str] = []
+        for raw in cast("Sequence[Any]", blocks):
+            block: Mapping[str, Any] = (
+                cast("Mapping[str, Any]", raw) if isinstance(raw, dict) else {}
+            )
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str):
+                texts.append(text)
+        return "\n".join(texts)

@@ -54,7 +54,7 @@ Example:
     - files: tests/test_app.py
     - commands: `pytest -q tests`
     - numbers: 3 failures
-"""  # noqa: E501 -- doctest output lines cannot be wrapped
+"""
 
 from __future__ import annotations
 
@@ -126,8 +126,8 @@ _LABELS: dict[FactKind, str] = {
     "identifier": "identifiers",
     "number": "numbers",
 }
-_KIND_OF = {label: kind for kind, label in _LABELS.items()}
-_SENTENCE_KINDS = frozenset(("task", "decision", "error"))
+_KIND_OF: dict[str, FactKind] = {label: kind for kind, label in _LABELS.items()}
+_SENTENCE_KINDS: frozenset[FactKind] = frozenset(("task", "decision", "error"))
 _WEIGHT: dict[FactKind, float] = {
     # What an agent most often needs again after a compaction: the files it
     # works on, what it ran, what broke, what it was asked.
@@ -199,8 +199,9 @@ class Facts:
         return frozenset((f.kind, f.text) for f in self.items)
 
     def merged(self, later: Facts) -> Facts:
-        """This record followed by ``later``: a fact in both moves to its later
-        place and keeps the sources of both.
+        """This record followed by ``later``.
+
+        A fact in both moves to its later place and keeps the sources of both.
 
         Example:
             >>> old = Facts((Fact("path", "a.py", ("m1",)), Fact("path", "b.py")))
@@ -228,7 +229,9 @@ class Facts:
             >>> [f.text for f in facts.missing_from("Edited src/a.py; took 42MS.")]
             ['/repo/src/b.py']
         """
-        root = _root(self)
+        # A path counts relative to the record's folder, or to any folder a
+        # rendered record in ``text`` announces (``files (under /w/p/): ...``).
+        roots = {r for r in (_root(self), *_UNDER.findall(text)) if r}
         folded = _fold(text)
         vocabulary: set[str] | None = None
         out: list[Fact] = []
@@ -246,9 +249,9 @@ class Facts:
                     continue
             elif f.text in text or (
                 f.kind == "path"
-                and root
-                and f.text.startswith(root)
-                and f.text[len(root) :] in text
+                and any(
+                    f.text.startswith(r) and f.text[len(r) :] in text for r in roots
+                )
             ):
                 continue
             out.append(f)
@@ -278,7 +281,7 @@ class Facts:
             >>> [f.text for f in facts.limited(14, FakeTokenizer(), keep=first)]
             ['f0.py', 'f48.py', 'f49.py']
         """
-        must = keep.keys() if keep else frozenset()
+        must: frozenset[tuple[str, str]] = keep.keys() if keep else frozenset()
         if not self.items or (max_tokens <= 0 and not must):
             return Facts()
         if tokenizer.count(self.render()) <= max_tokens:
@@ -352,7 +355,7 @@ class Facts:
 
     @classmethod
     def parse(cls, text: str) -> Facts:
-        """Read back the record ``render`` wrote into ``text`` (no sources).
+        r"""Read back the record ``render`` wrote into ``text`` (no sources).
 
         Example:
             >>> facts = Facts((Fact("task", "Ship it."), Fact("path", "/w/a.py"),
@@ -376,7 +379,7 @@ class Facts:
                 values = re.findall(r"`([^`]+)`", rest)
             else:
                 values = rest.split("; " if kind == "number" else ", ")
-            out += [Fact(kind, root + v) for v in values if v]
+            out += [Fact(_KIND_OF[label], root + v) for v in values if v]
         return cls(tuple(out))
 
     def to_json(self) -> list[list[Any]]:
@@ -393,17 +396,26 @@ class Facts:
             True
         """
         out: list[Fact] = []
-        for item in value if isinstance(value, list) else ():
-            if not (isinstance(item, list) and len(item) == 3):
+        items: Sequence[Any] = (
+            cast("Sequence[Any]", value) if isinstance(value, list) else ()
+        )
+        for item in items:
+            entry: Sequence[Any] = (
+                cast("Sequence[Any]", item) if isinstance(item, list) else ()
+            )
+            if len(entry) != 3:
                 continue
-            kind, text, ids = cast("list[Any]", item)
+            kind, text, ids = entry
             if kind in KINDS and isinstance(text, str) and isinstance(ids, list):
-                sources = tuple(i for i in cast("list[Any]", ids) if isinstance(i, str))
+                sources = tuple(
+                    i for i in cast("Sequence[Any]", ids) if isinstance(i, str)
+                )
                 out.append(Fact(kind, text, sources))
         return cls(tuple(out))
 
 
 _LINE = re.compile(r"- (\w+)(?: \(under (.+?)\))?: (.*)")
+_UNDER = re.compile(r"^- files \(under (.+?)\): ", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,9 +557,9 @@ def _facts_of(m: Message) -> Iterator[tuple[FactKind, str]]:
 def _text_facts(text: str, role: str) -> Iterator[tuple[FactKind, str]]:
     prose = CODE_FENCE.sub(" ", text)
     for sentence in sentences(prose):
-        if role == "user" and (TASK.search(sentence) or USER_REQUEST.match(sentence)):
-            yield "task", _short(sentence)
-        elif TASK.search(sentence) and "?" not in sentence:
+        if (
+            role == "user" and (TASK.search(sentence) or USER_REQUEST.match(sentence))
+        ) or (TASK.search(sentence) and "?" not in sentence):
             yield "task", _short(sentence)
         elif DECISION.search(sentence):
             yield "decision", _short(sentence)
@@ -555,19 +567,19 @@ def _text_facts(text: str, role: str) -> Iterator[tuple[FactKind, str]]:
     yield from _references(text, spans)
     for span in spans:
         if is_command(span):
-            yield from (("command", c) for c in commands_of(span))
+            yield from _tag("command", commands_of(span))
         elif is_identifier(span):
             yield "identifier", span
-    yield from (("identifier", i) for i in identifiers_in(without_references(prose)))
-    yield from (("number", n) for n in numbers_in(prose, dates=True))
+    yield from _tag("identifier", identifiers_in(without_references(prose)))
+    yield from _tag("number", numbers_in(prose, dates=True))
 
 
 def _references(text: str, spans: Sequence[str] = ()) -> Iterator[tuple[FactKind, str]]:
     """URLs and paths (paths outside URLs)."""
     urls = [u.rstrip(".,;:!?)]'\"") for u in URL.findall(text)]
-    yield from (("url", u) for u in urls)
+    yield from _tag("url", urls)
     rest = URL.sub(" ", text)
-    yield from (("path", p) for p in paths_in(rest))
+    yield from _tag("path", paths_in(rest))
 
 
 def _call_facts(call: ToolCall) -> Iterator[tuple[FactKind, str]]:
@@ -583,7 +595,7 @@ def _call_facts(call: ToolCall) -> Iterator[tuple[FactKind, str]]:
         if k in PATH_KEYS and "\n" not in value and len(value) < 300:
             yield "path", value.strip()
         elif k in COMMAND_KEYS and (command_tool or is_command(value)):
-            yield from (("command", c) for c in commands_of(value))
+            yield from _tag("command", commands_of(value))
             yield from _references(value)
         elif k == "url":
             yield "url", value.strip()
@@ -610,12 +622,16 @@ def _result_facts(result: ToolResult) -> Iterator[tuple[FactKind, str]]:
             yield "error", _short(line)
             errors += 1
     yield from _references(text)
-    yield from (("number", n) for n in numbers_in(text, dates=False))
+    yield from _tag("number", numbers_in(text, dates=False))
 
 
 _TAGS = re.compile(r"</?tool_use_error>")
 _EXIT = re.compile(r"Exit code \d+$")
 """A failed command's first line: the line after it says what went wrong."""
+
+
+def _tag(kind: FactKind, texts: Iterable[str]) -> Iterator[tuple[FactKind, str]]:
+    return ((kind, t) for t in texts)
 
 
 def _short(text: str) -> str:

@@ -1,5 +1,4 @@
-"""Summary messages: the one shape a summary takes in a conversation, and the
-way back to what it replaced.
+"""Summary messages: their one shape, and the way back to what they replaced.
 
 Contract:
 
@@ -18,7 +17,8 @@ Contract:
 
 Example:
     >>> from contextwindow.summarizers.facts import Fact, Facts
-    >>> history = [Message.user("Fix a.py", id="u1"), Message.assistant("Done.", id="a1")]
+    >>> history = [Message.user("Fix a.py", id="u1"),
+    ...            Message.assistant("Done.", id="a1")]
     >>> s = summary_message("user asked to fix a.py; done.", ["u1", "a1"],
     ...                     Facts((Fact("path", "a.py", ("u1",)),)))
     >>> print(s.text)
@@ -68,7 +68,7 @@ def summary_sources(message: Message) -> tuple[str, ...]:
     ids = _record(message).get("sources")
     if not isinstance(ids, list):
         return ()
-    return tuple(i for i in cast("list[Any]", ids) if isinstance(i, str))
+    return tuple(i for i in cast("Sequence[Any]", ids) if isinstance(i, str))
 
 
 def summary_facts(message: Message) -> Facts:
