@@ -299,10 +299,10 @@ def _split_shell(line: str) -> list[str]:
 
 
 def sentences(text: str) -> Iterator[str]:
-    """Sentences and lines of prose, list markers removed, three words or more."""
+    """Sentences and lines of prose, list markers removed, two words or more."""
     for piece in _SENTENCE_END.split(text):
         s = _BULLET.sub("", piece).strip()
-        if s.startswith("|") or len(s.split()) < 3:
+        if s.startswith("|") or len(s.split()) < 2:
             continue
         yield s
 
