@@ -16,13 +16,11 @@ an already-summarised conversation forward keeps the old summary's facts.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
 
-from contextwindow import fit
-from contextwindow.errors import BudgetError
 from contextwindow.messages import Message, Provider, units
 from contextwindow.strategies import Budget, Fitted, Summarize
 from contextwindow.summarizers import (
@@ -39,6 +37,7 @@ from contextwindow.wire import to_dicts
 from .test_fitting import (
     PROVIDERS,
     Case,
+    How,
     Run,
     check_pinned,
     check_provider,
@@ -48,6 +47,7 @@ from .test_fitting import (
     make_case,
     make_counters,
     pinned_oracle,
+    run_with,
 )
 
 
@@ -59,35 +59,14 @@ def draw_strategy(index: int) -> Summarize:
     )
 
 
-def execute(case: Case, how: str) -> Run:
+def execute(case: Case, how: How) -> Run:
     """Run ``Summarize`` on one case, through ``fit`` or directly."""
-    strategy = draw_strategy(case.index)
-    b = case.budget
-    try:
-        if how == "fit":
-            fitted = fit(
-                case.conv,
-                limit=b.limit + case.reserve,
-                reserve=case.reserve,
-                strategy=strategy,
-                tokenizer=b.counter,
-                tools=b.tools,
-                protected=b.protected,
-            )
-        else:
-            fitted = strategy(case.conv, b)
-    except BudgetError as exc:
-        return Run(
-            case, "fit" if how == "fit" else "direct", "Summarize", strategy, None, exc
-        )
-    return Run(
-        case, "fit" if how == "fit" else "direct", "Summarize", strategy, fitted, None
-    )
+    return run_with(case, how, "Summarize", draw_strategy(case.index))
 
 
 @dataclass(frozen=True)
 class Batch:
-    how: str
+    how: How
     provider: Provider
     runs: list[Run]
 
@@ -252,48 +231,33 @@ def check_summary(run: Run) -> None:
         assert change.tokens_after <= strategy.max_share * change.tokens_before
 
 
-ALL_CHECKS = (
-    check_fits,
-    check_pinned,
-    check_units,
-    check_order,
-    check_provider,
-    check_report,
-    check_summary,
-)
+INVARIANTS = {
+    "fits the budget, or BudgetError only when pinned content overflows": check_fits,
+    "pinned messages are kept unchanged and in order": check_pinned,
+    "tool exchanges are kept or summarised whole": check_units,
+    "order is kept; the summary sits where its first source was": check_order,
+    "the output is valid for the provider": check_provider,
+    "the report accounts for every change": check_report,
+    "summaries replace old unpinned units, hold their facts, and are smaller": (
+        check_summary
+    ),
+}
+"""Each invariant, by what it says (the test ids)."""
 
 
 class TestSummarize:
-    def test_fits_the_budget_or_names_the_pinned_content(self, batch: Batch) -> None:
-        """Through fit: fits, or BudgetError only when pinned content overflows."""
-        each(batch.runs, check_fits)
-
-    def test_pinned_messages_are_kept_unchanged_and_in_order(
-        self, batch: Batch
-    ) -> None:
-        """System, pinned, protected and final messages of the valid input survive."""
-        each(batch.runs, check_pinned)
-
-    def test_tool_exchanges_are_kept_or_summarised_whole(self, batch: Batch) -> None:
-        """No orphan result, no unanswered call, no exchange split or altered."""
-        each(batch.runs, check_units)
-
-    def test_order_is_preserved(self, batch: Batch) -> None:
-        """Kept messages in input order; the summary where its first source was."""
-        each(batch.runs, check_order)
-
-    def test_output_is_valid_for_the_provider(self, batch: Batch) -> None:
-        """Anthropic opens on a user turn; no turn without content, no blank block."""
-        each(batch.runs, check_provider)
+    @pytest.mark.parametrize("check", INVARIANTS.values(), ids=INVARIANTS.keys())
+    def test_invariant(self, batch: Batch, check: Callable[[Run], None]) -> None:
+        """The invariant holds on every run of the batch (see ``INVARIANTS``)."""
+        each(batch.runs, check)
 
     def test_input_is_never_mutated(self, batch: Batch) -> None:
         """Every conversation, in the wire form, is as it was before any run."""
         for run in batch.runs:
             assert to_dicts(run.case.conv) == run.case.wire, run.describe()
 
-    def test_report_accounts_for_every_change(self, batch: Batch) -> None:
-        """tokens_before - saved == tokens_after; every change is named."""
-        each(batch.runs, check_report)
+    def test_summaries_are_made(self, batch: Batch) -> None:
+        """Enough runs summarise for the invariants to mean something."""
         made = sum(
             1
             for r in batch.runs
@@ -301,12 +265,6 @@ class TestSummarize:
             and any(ch.kind == "summarized" for ch in r.fitted.report.changes)
         )
         assert made > len(batch.runs) // 10, f"only {made} summaries made"
-
-    def test_summaries_replace_old_units_and_keep_their_facts(
-        self, batch: Batch
-    ) -> None:
-        """Unpinned, not recent, whole units; facts in the text; smaller."""
-        each(batch.runs, check_summary)
 
 
 class TestRollForward:

@@ -368,6 +368,22 @@ class LLMSummarizer(abc.ABC):
 
     Settings, their checks, the sync and async paths; each subclass adds its
     endpoint, request shape and answer parsing.
+
+    Args:
+        model: The model name the endpoint expects.
+        base_url: The API root.
+        api_key_env: The environment variable holding the key (``None``:
+            never send one).
+        timeout: Seconds each attempt may take.
+        retries: Attempts after the first, on connection errors, timeouts,
+            429 and 5xx, waiting ``backoff * 2**attempt`` seconds between
+            (or the server's ``Retry-After``, up to ``MAX_RETRY_AFTER``).
+        backoff: The first wait, in seconds.
+        temperature: Sampling temperature (0: the most repeatable summary).
+        prompt: The system prompt; ``{words}`` becomes the word budget.
+        keep_facts: Re-attach the facts the model dropped.
+        tokenizer: Counts tokens for the budget (default: the heuristic).
+        transport: An ``httpx`` transport to send through (for tests).
     """
 
     model: str

@@ -39,16 +39,9 @@ class AnthropicSummarizer(LLMSummarizer):
         base_url: The API root (``/v1/messages`` is added).
         api_key_env: The environment variable holding the key (``None``:
             never send one, for a proxy that adds it).
-        timeout: Seconds each attempt may take.
-        retries: Attempts after the first, on connection errors, timeouts,
-            429 and 5xx (529 "overloaded" too), waiting ``backoff *
-            2**attempt`` seconds between (or the server's ``Retry-After``).
-        backoff: The first wait, in seconds.
-        temperature: Sampling temperature.
-        prompt: The system prompt; ``{words}`` becomes the word budget.
-        keep_facts: Re-attach the facts the model dropped.
-        tokenizer: Counts tokens for the budget (default: the heuristic).
-        transport: An ``httpx`` transport to send through (for tests).
+        **settings: ``timeout``, ``retries`` (529 "overloaded" is retried
+            too), ``backoff``, ``temperature``, ``prompt``, ``keep_facts``,
+            ``tokenizer``, ``transport``: see ``LLMSummarizer``.
 
     Raises:
         SummarizerError: ``httpx`` is missing (``pip install

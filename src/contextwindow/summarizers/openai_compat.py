@@ -36,17 +36,10 @@ class OpenAICompatibleSummarizer(LLMSummarizer):
         model: The model name the server expects.
         base_url: The API root, up to and including ``/v1``.
         api_key_env: The environment variable holding the key (``None``:
-            never send one).
-        timeout: Seconds each attempt may take.
-        retries: Attempts after the first, on connection errors, timeouts,
-            429 and 5xx, waiting ``backoff * 2**attempt`` seconds between
-            (or the server's ``Retry-After``).
-        backoff: The first wait, in seconds.
-        temperature: Sampling temperature (0: the most repeatable summary).
-        prompt: The system prompt; ``{words}`` becomes the word budget.
-        keep_facts: Re-attach the facts the model dropped.
-        tokenizer: Counts tokens for the budget (default: the heuristic).
-        transport: An ``httpx`` transport to send through (for tests).
+            never send one; a local server needs none).
+        **settings: ``timeout``, ``retries``, ``backoff``, ``temperature``,
+            ``prompt``, ``keep_facts``, ``tokenizer``, ``transport``: see
+            ``LLMSummarizer``.
 
     Raises:
         SummarizerError: ``httpx`` is missing (``pip install
