@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Text, ToolCall
 from contextwindow.summarizers import Fact, Facts, check_facts, extract_facts
 from contextwindow.summarizers.facts import FACTS_HEADER, KINDS, MAX_SENTENCE
@@ -337,7 +338,7 @@ class TestCheckFacts:
         check = check_facts("x", self.facts, max_tokens=12, tokenizer=tok, keep=keep)
         assert keep.keys() <= check.attached.keys()
         assert len(check.attached) < len(check.dropped)
-        with pytest.raises(ValueError, match="needs a tokenizer"):
+        with pytest.raises(ContextWindowError, match="needs a tokenizer"):
             check_facts("x", self.facts, max_tokens=10)
 
     def test_nothing_to_check(self) -> None:

@@ -64,6 +64,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
+from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
 from contextwindow.summarizers._patterns import (
     CODE_FENCE,
@@ -477,10 +478,10 @@ def check_facts(
             summary's, so that rolling a summary forward loses none).
 
     Raises:
-        ValueError: ``max_tokens`` without a ``tokenizer``.
+        ContextWindowError: ``max_tokens`` without a ``tokenizer``.
     """
     if max_tokens is not None and tokenizer is None:
-        raise ValueError("check_facts: max_tokens needs a tokenizer")
+        raise ContextWindowError("check_facts: max_tokens needs a tokenizer")
     body, block = _split(summary)
     # A record already there (the summarizer attached its own): its facts
     # count as kept, and take their sources from ``facts`` where known.
