@@ -8,7 +8,8 @@ import pytest
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Text, ToolCall
 from contextwindow.summarizers import Fact, Facts, check_facts, extract_facts
-from contextwindow.summarizers.facts import FACTS_HEADER, KINDS, MAX_SENTENCE
+from contextwindow.summarizers._extract import MAX_SENTENCE
+from contextwindow.summarizers.facts import FACTS_HEADER, KINDS
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import HeuristicTokenizer
 
