@@ -7,7 +7,7 @@ The hierarchy::
     ├─ BudgetError                          .budget .required .pinned
     ├─ UnknownModelError(…, KeyError)       only when no default applies
     ├─ StoreError ─ ConflictError           .expected_version .actual_version
-    └─ SummarizerError
+    └─ SummarizerError                      .endpoint .status
 
     UnknownModelWarning(UserWarning)        an unknown model fell back to the default
 
@@ -104,7 +104,20 @@ class ConflictError(StoreError):
 
 
 class SummarizerError(ContextWindowError):
-    """A summarizer could not produce a summary."""
+    """A summarizer could not produce a summary.
+
+    Attributes:
+        endpoint: The URL that failed, for an LLM summarizer (``None`` else).
+        status: The HTTP status it answered, when it answered (``None`` for a
+            timeout or a connection error).
+    """
+
+    def __init__(
+        self, message: str, *, endpoint: str | None = None, status: int | None = None
+    ) -> None:
+        self.endpoint = endpoint
+        self.status = status
+        super().__init__(message)
 
 
 class UnknownModelWarning(UserWarning):

@@ -12,11 +12,12 @@ from contextwindow import (
     Event,
     InvalidMessageError,
     Message,
+    SlidingWindow,
     ThresholdContext,
     ToolCall,
     problems,
 )
-from contextwindow.testing import FakeTokenizer
+from contextwindow.testing import FakeTokenizer, agent_session
 
 from ._support import words
 
@@ -313,3 +314,30 @@ def test_call_handler_says_when_the_handler_did_not_run() -> None:
     assert call_handler(lambda ctx: ctx.threshold, threshold=60) == 60
     with pytest.raises(AssertionError, match="did not run"):
         call_handler(lambda ctx: ctx.threshold, threshold=95)
+
+
+def test_summaries_count_against_the_turns_cap() -> None:
+    from contextwindow.manager import CompactionPolicy
+
+    m = ContextManager(
+        token_limit=1000,
+        tokenizer=FakeTokenizer(),
+        strategy=None,
+        policy=CompactionPolicy(max_per_turn=1),
+    )
+    m.push_many(agent_session())
+    got: list[int] = []
+
+    @m.on_threshold(60)
+    def twice(ctx: ThresholdContext) -> None:
+        got.append(ctx.summarize_old_exchanges(6))
+        got.append(ctx.summarize_old_exchanges(2))  # over the cap: refused
+
+    p = m.prepare()
+    assert got[0] > 0
+    assert got[1] == 0
+    (refused,) = [c for c in p.compactions if not c.applied]
+    assert "1 compactions this turn already" in refused.reason
+    m.push(Message.user("next turn"))
+    m.set_strategy(SlidingWindow(100))  # (nothing to compact; the turn is new)
+    assert m._turn_compactions == 0

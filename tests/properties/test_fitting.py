@@ -300,7 +300,11 @@ class Run:
 
 def execute(case: Case, how: How, name: str) -> Run:
     """Run one strategy on one case, through ``fit`` or directly."""
-    strategy = STRATEGIES[name](random.Random(case.index))
+    return run_with(case, how, name, STRATEGIES[name](random.Random(case.index)))
+
+
+def run_with(case: Case, how: How, name: str, strategy: Strategy) -> Run:
+    """Run ``strategy`` (called ``name``) on one case, through ``fit`` or directly."""
     b = case.budget
     try:
         if how == "fit":

@@ -22,7 +22,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.manager._core import Core
 from contextwindow.manager._types import Compaction
 from contextwindow.messages import Message, units
-from contextwindow.strategies.base import Strategy
+from contextwindow.strategies.base import Report, Strategy
 from contextwindow.strategies.drop import MaxMessages
 from contextwindow.strategies.tool_results import TruncateToolResults
 
@@ -272,18 +272,35 @@ class _Context:
     def _record(self, done: Compaction) -> None:
         self._done.append(done)
 
-    def _summarize(self, older_than: int) -> Strategy:
+    def _summarize(self, older_than: int) -> Strategy | None:
+        """The strategy to run, or ``None`` when this turn's cap is reached."""
         if older_than < 0:
             raise ContextWindowError(f"older_than must be >= 0, got {older_than}")
-        keep = _units_covering(self._m.messages, older_than)
-        return self._m._summarize_strategy(keep)  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+        m = self._m
+        # Summaries count against the turn's cap, as compactions do: a loop of
+        # handlers summarising again and again is what the cap is there to stop.
+        if m._turn_compactions >= m.policy.max_per_turn:  # pyright: ignore[reportPrivateUsage]  # the manager's own state
+            why = (
+                f"summarize_old_exchanges at {self._threshold:g}%: "
+                f"{m.policy.max_per_turn} compactions this turn already"
+            )
+            report = Report(self.tokens_used, self.tokens_used, 0)
+            self._record(Compaction("handler", False, report, 0, why))
+            m._emit("compaction_refused", trigger="handler", reason=why)  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+            return None
+        m._turn_compactions += 1  # pyright: ignore[reportPrivateUsage]  # the manager's own state
+        keep = _units_covering(m.messages, older_than)
+        return m._summarize_strategy(keep)  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
 
     def _summarized(self, done: Compaction) -> int:
         self._record(done)
         self.mark_compression_applied()
         if not done.applied:
             return 0
-        return sum(len(c.ids) for c in done.report.changes if c.kind == "summarized")
+        # A summarized change names what it replaced, then the summary itself.
+        return sum(
+            len(c.ids) - 1 for c in done.report.changes if c.kind == "summarized"
+        )
 
 
 class ThresholdContext(_Context):
@@ -317,10 +334,24 @@ class ThresholdContext(_Context):
         default); the summary keeps pointers to the originals, which
         ``ContextManager.recall`` brings back from the history.
 
+        At most ``policy.max_per_turn`` compactions run between two user
+        messages, summaries included: past that, nothing is summarised and a
+        refused ``Compaction`` says so.
+
         Returns:
-            How many messages the summary replaced.
+            How many messages the summary replaced (0 when refused).
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> def summarize(ctx):
+            ...     n = ctx.summarize_old_exchanges(older_than=3)
+            ...     return n, ctx.message_count, ctx.messages[1].text.splitlines()[0]
+            >>> call_handler(summarize)
+            (15, 5, '[Summary of 15 earlier messages]')
         """
         strategy = self._summarize(older_than)
+        if strategy is None:
+            return 0
         reason = f"summarize_old_exchanges at {self._threshold:g}%"
         return self._summarized(self._m._apply(strategy, 0, "handler", reason))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
 
@@ -344,6 +375,8 @@ class AsyncThresholdContext(_Context):
             How many messages the summary replaced.
         """
         strategy = self._summarize(older_than)
+        if strategy is None:
+            return 0
         reason = f"summarize_old_exchanges at {self._threshold:g}%"
         m = self._m
         view = list(m.messages)

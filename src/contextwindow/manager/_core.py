@@ -33,7 +33,6 @@ from contextwindow.errors import (
     BudgetError,
     ContextWindowError,
     InvalidMessageError,
-    SummarizerError,
 )
 from contextwindow.fitting import fit
 from contextwindow.manager._state import State
@@ -48,6 +47,7 @@ from contextwindow.strategies.base import (
     stage_name,
 )
 from contextwindow.strategies.drop import MaxMessages, SlidingWindow
+from contextwindow.strategies.summarize import Summarize
 from contextwindow.tokens.counting import TokenCounter
 from contextwindow.validity import ensure_valid, problems
 
@@ -332,17 +332,7 @@ class Core(State):
 
     def _summarize_strategy(self, keep_recent: int) -> Strategy:
         """The ``Summarize`` strategy over the manager's summarizer."""
-        try:
-            from contextwindow.strategies.summarize import (  # type: ignore[import-not-found]  # the Summarize strategy may not be installed yet
-                Summarize,
-            )
-        except ImportError:
-            raise SummarizerError(
-                "summarizing needs the Summarize strategy "
-                "(contextwindow.strategies.summarize), which is not installed"
-            ) from None
-        strategy: Strategy = Summarize(self._summarizer, keep_recent=keep_recent)
-        return strategy
+        return Summarize(self._summarizer, keep_recent=keep_recent)
 
     def _forced_strategy(self, fallback_window: int) -> Strategy:
         if self._strategy is not None:

@@ -36,6 +36,7 @@ from contextwindow.store.base import Store
 from contextwindow.store.urls import open_store, split_url
 from contextwindow.strategies.base import Budget, Strategy, stage_name
 from contextwindow.summarizers.base import Summarizer
+from contextwindow.summarizers.record import recall, summary_sources
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -398,8 +399,7 @@ class State:
             >>> [x.text for x in m.recall([first.id])]
             ['the file is src/app.py']
         """
-        wanted = set(ids)
-        return [m for m in self._history if m.id in wanted]
+        return recall(self._history, ids)
 
     # -- state -----------------------------------------------------------------------
 
@@ -535,14 +535,8 @@ class State:
         """Keep the view in the store (with summaries' pointers), if there is one."""
         if self._persist is None:
             return
-        try:
-            from contextwindow.summarizers.record import (  # type: ignore[import-not-found]  # the summarizers may not be installed yet
-                summary_sources,
-            )
-        except ImportError:
-            summary_sources = None
         sources: dict[str, list[str]] = {}
-        for m in self._view if summary_sources is not None else ():
+        for m in self._view:
             found = summary_sources(m)
             if found:
                 sources[m.id] = list(found)

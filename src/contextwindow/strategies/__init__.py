@@ -30,6 +30,7 @@ from contextwindow.strategies.base import (
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -50,6 +51,7 @@ __all__ = [
     "Report",
     "SlidingWindow",
     "Strategy",
+    "Summarize",
     "TruncateToolResults",
     "finish",
     "parse_strategy",

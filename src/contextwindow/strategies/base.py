@@ -13,9 +13,10 @@ Contract:
   exchange is kept or dropped as one.
 - Pinned messages are never removed or changed by any strategy: system
   messages, messages flagged ``pinned``, messages whose text holds one of the
-  budget's protected markers, and the final message (and, when a repair would
-  drop that one, the last message the provider will see). A unit holding a
-  pinned message is kept whole.
+  budget's protected markers, the final message (and, when a repair would
+  drop that one, the last message the provider will see), and summary
+  messages, which only ``Summarize`` rolls into a new summary. A unit
+  holding a pinned message is kept whole.
 - Every strategy ends in ``finish``: its output goes through
   ``ensure_valid`` for the budget's provider, and every change, repairs
   included, is in the report with the tokens it cost or saved, so that
@@ -39,6 +40,7 @@ from contextwindow.messages import (
     Unit,
     units,
 )
+from contextwindow.summarizers.record import SUMMARY_KEY, is_summary
 from contextwindow.tokens.counting import TokenCounter
 from contextwindow.validity import CONTINUED_ID, ensure_valid, problems
 
@@ -306,6 +308,8 @@ def pinned_flags(
     messages: Sequence[Message],
     protected: Iterable[str] = (),
     provider: Provider | None = None,
+    *,
+    summaries: bool = True,
 ) -> list[bool]:
     """For each message, whether it is pinned (see the module's contract).
 
@@ -318,6 +322,9 @@ def pinned_flags(
             for this provider is pinned too: the last message may be one it
             drops (an empty reply, say), and then the turn before it is the
             final one the provider sees.
+        summaries: Whether summary messages (``summarizers.is_summary``) are
+            pinned: for every strategy but ``Summarize``, which rolls them
+            forward.
 
     Example:
         >>> conv = [Message.system("s"), Message.user("KEEP: id 7"),
@@ -330,6 +337,11 @@ def pinned_flags(
     """
     markers = (protected,) if isinstance(protected, str) else tuple(protected)
     flags = [m.pinned or m.role == "system" for m in messages]
+    if summaries:
+        for i, m in enumerate(messages):
+            # The key test first: it is all most messages cost.
+            if SUMMARY_KEY in m.meta and is_summary(m):
+                flags[i] = True
     if markers:
         for i, m in enumerate(messages):
             # The placeholder turn is ours: a marker in its text pins nothing.

@@ -24,6 +24,7 @@ from contextwindow.strategies.base import (
     pinned_flags,
     pinned_units,
 )
+from contextwindow.summarizers.record import is_summary
 from contextwindow.validity import CONTINUED_ID
 
 __all__ = ["DropOldest", "MaxMessages", "SlidingWindow", "dropped_runs"]
@@ -219,6 +220,8 @@ def _why(m: Message, final: bool) -> str:
         return "system"
     if m.pinned:
         return "pinned"
+    if is_summary(m):
+        return "summary"
     if final:
         return "final message"
     return "protected marker"

@@ -32,6 +32,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -114,6 +115,12 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
         ),
         "dedupe": StrategyName(
             Deduplicate, summary="point repeated tool outputs to the latest copy"
+        ),
+        "summarize": StrategyName(
+            Summarize,
+            ("keep_recent", "max_tokens"),
+            summary="replace the oldest units with one extractive summary "
+            "that keeps their facts (offline)",
         ),
         "default": StrategyName(
             _default, summary="dedupe, truncate, clear, then drop-oldest"

@@ -1,0 +1,290 @@
+"""``Summarize``: replace the oldest units with one summary message.
+
+Contract:
+
+- Only while the conversation does not fit: the oldest unpinned units outside
+  the last ``keep_recent`` are replaced, oldest first, just enough to meet the
+  budget (a budget of 0 replaces every one of them), by one summary message
+  (``contextwindow.summarizers.record``): a ``user`` message placed where the
+  first of them was, which every provider accepts there.
+- Incremental: a summary message already in the conversation (outside the
+  last ``keep_recent`` units) is rolled forward: its text is the
+  summarizer's ``previous``, its facts carry over (all of them, up to
+  ``CARRIED_SHARE`` of ``max_tokens``), its sources join the new summary's,
+  and the new summary takes its place. Nothing pinned is ever
+  summarised; every other strategy treats the summary as pinned.
+- Facts: the record of what is replaced (``extract_facts``, no LLM) is
+  checked against the summary, and what the summary dropped is re-attached
+  (``check_facts``); the summary's ``meta`` keeps the facts it holds and the
+  ids of every message it replaces, for ``recall``.
+- Refusal, so that compaction cannot loop: no change is made (the report
+  holds no ``summarized`` change) when the summary is not materially smaller
+  than what it replaces (more than ``max_share`` of its tokens), or when it
+  would turn a budget that dropping units could meet into one nothing can
+  meet. The summarizer is called at most twice per call: for just enough
+  units, then, when that summary is refused or leaves the conversation over
+  budget, for all of them.
+- The summarizer's ``SummarizerError`` propagates; the input is never
+  mutated.
+
+Example:
+    >>> from contextwindow import Message, TokenCounter
+    >>> from contextwindow.strategies import Budget
+    >>> from contextwindow.testing import FakeTokenizer
+    >>> topics = ["the login form", "password reset", "the session cookie",
+    ...           "rate limiting", "audit logging", "the admin page"]
+    >>> conv = [Message.system("You are a coding agent.")]
+    >>> for i, topic in enumerate(topics):
+    ...     conv += [Message.user(f"Step {i}: fix {topic} in src/mod{i}.py."),
+    ...              Message.assistant(f"Fixed {topic}; {10 + i} tests passed.")]
+    >>> budget = Budget(100, TokenCounter(FakeTokenizer()))
+    >>> fitted = Summarize(keep_recent=2)(conv, budget)
+    >>> [m.role for m in fitted.messages]
+    ['system', 'user', 'user', 'assistant']
+    >>> summary = fitted.messages[1]
+    >>> print(summary.text)
+    [Summary of 10 earlier messages]
+    user: Step 0: fix the login form in src/mod0.py.
+    assistant: Fixed password reset; 11 tests passed.
+    <BLANKLINE>
+    Facts from the summarized messages:
+    - files: src/mod1.py, src/mod2.py, src/mod3.py, src/mod4.py
+    - numbers: 10 tests; 12 tests; 13 tests; 14 tests
+    >>> [(c.kind, c.index, c.units, c.saved) for c in fitted.report.changes]
+    [('summarized', 1, 10, 63)]
+    >>> from contextwindow.summarizers import recall, summary_sources
+    >>> recall(conv, summary_sources(summary)) == conv[1:11]
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.messages import Message, Unit, units
+from contextwindow.strategies.base import (
+    Budget,
+    Change,
+    Fitted,
+    describe_run,
+    finish,
+    pinned_flags,
+    pinned_units,
+)
+from contextwindow.summarizers.base import Summarizer
+from contextwindow.summarizers.extractive import ExtractiveSummarizer
+from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
+from contextwindow.summarizers.record import (
+    is_summary,
+    summary_body,
+    summary_facts,
+    summary_message,
+    summary_sources,
+)
+from contextwindow.validity import CONTINUED_ID
+
+__all__ = ["Summarize"]
+
+HEADER_TOKENS = 12
+"""What a summary message costs besides its summary: framing and header."""
+
+TARGET_SHARE = 0.25
+"""The size a summary is asked for, as a share of the tokens it replaces."""
+
+SMALL_SPAN = 200
+"""A summary of a small span may take up to this many tokens (a quarter of a
+few hundred tokens holds no fact record)."""
+
+CARRIED_SHARE = 0.5
+"""The share of ``max_tokens`` an earlier summary's facts may take in the
+summary that rolls it forward: up to it, every one is kept; beyond it, the
+oldest and least mentioned go first."""
+
+_DEFAULT = ExtractiveSummarizer()
+
+
+@dataclass(frozen=True, slots=True)
+class Summarize:
+    """Replace the oldest units with one summary that keeps their facts.
+
+    Args:
+        summarizer: Writes the summaries (default: ``ExtractiveSummarizer()``,
+            offline and deterministic).
+        keep_recent: The most recent units never summarised (system units
+            not counted).
+        max_tokens: The most a summary may take (the summarizer's target).
+        max_share: A summary taking more than this share of the tokens it
+            replaces is refused (see the module's contract).
+
+    Raises:
+        ContextWindowError: ``keep_recent`` below 0, ``max_tokens`` below 1,
+            ``max_share`` outside (0, 1], or a summarizer without
+            ``summarize``.
+    """
+
+    summarizer: Summarizer | None = None
+    """Writes the summaries (``None``: ``ExtractiveSummarizer()``)."""
+    keep_recent: int = 4
+    """The most recent units never summarised."""
+    max_tokens: int = 2000
+    """The most a summary may take."""
+    max_share: float = 0.7
+    """A summary larger than this share of what it replaces is refused."""
+
+    def __post_init__(self) -> None:
+        if self.keep_recent < 0:
+            raise ContextWindowError(
+                f"keep_recent must be >= 0, got {self.keep_recent}"
+            )
+        if self.max_tokens < 1:
+            raise ContextWindowError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not 0 < self.max_share <= 1:
+            raise ContextWindowError(
+                f"max_share must be in (0, 1], got {self.max_share}"
+            )
+        if self.summarizer is not None and not callable(
+            getattr(self.summarizer, "summarize", None)
+        ):
+            raise ContextWindowError(
+                f"not a Summarizer (no summarize method): {self.summarizer!r}"
+            )
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Summarise the oldest units until the budget is met (see the module)."""
+        unchanged = finish("Summarize", messages, messages, (), budget)
+        if budget.fits(messages):
+            return unchanged
+        us = units(messages)
+        flags = pinned_flags(
+            messages, budget.protected, budget.provider, summaries=False
+        )
+        pinned = [any(flags[u.start : u.stop]) for u in us]
+        counted = [k for k, u in enumerate(us) if u.kind != "system"]
+        recent = set(counted[max(0, len(counted) - self.keep_recent) :])
+        free = [k for k in counted if not pinned[k] and k not in recent]
+        olds = [k for k in free if _is_summary_unit(messages, us[k])]
+        candidates = [k for k in free if k not in olds]
+        if not candidates:
+            return unchanged
+        run = budget.counter.running(messages)
+        cost = [run[u.stop] - run[u.start] for u in us]
+        # Just enough units to fit once the summary is in, then all of them.
+        over = budget.count(messages) - budget.limit
+        rolled = sum(cost[k] for k in olds)
+        n, freed = 0, rolled
+        while n < len(candidates):
+            freed += cost[candidates[n]]
+            n += 1
+            target = self._target(freed)
+            if target > 0 and freed - target - HEADER_TOKENS >= over:
+                break
+        attempts = [candidates[:n]] if n < len(candidates) else []
+        attempts.append(candidates)
+        floor = _floor(messages, budget)
+        best: Fitted | None = None
+        for chosen in attempts:
+            fitted = self._attempt(messages, us, olds, chosen, cost, budget, floor)
+            if fitted is not None:
+                best = fitted
+                if fitted.report.fits:
+                    break
+        return best or unchanged
+
+    def _target(self, before: int) -> int:
+        """The size to ask of a summary replacing ``before`` tokens.
+
+        A quarter of them (``TARGET_SHARE``), but room for a useful summary
+        of a small span (up to ``SMALL_SPAN`` tokens, or most of it), always
+        under ``max_share`` with a margin (the summarizer may count with
+        another tokenizer), and at most ``max_tokens``.
+        """
+        wanted = max(int(before * TARGET_SHARE), min(SMALL_SPAN, int(before * 0.6)))
+        ceiling = int(before * self.max_share * 0.9)
+        return min(self.max_tokens, wanted, ceiling) - HEADER_TOKENS
+
+    def _attempt(
+        self,
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        olds: Sequence[int],
+        chosen: Sequence[int],
+        cost: Sequence[int],
+        budget: Budget,
+        floor: int,
+    ) -> Fitted | None:
+        """Summarise ``olds`` and ``chosen``; ``None`` when the summary is refused."""
+        replaced = sorted((*olds, *chosen))
+        evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
+        previous = [messages[us[k].start] for k in olds]
+        before = sum(cost[k] for k in replaced)
+        target = self._target(before)
+        if target <= 0:
+            return None
+        tok = budget.counter.tokenizer
+        carried = Facts()
+        sources: list[str] = []
+        for p in previous:
+            carried = carried.merged(summary_facts(p))
+            sources += summary_sources(p) or (p.id,)
+        # An earlier summary's facts are kept whole, up to half the summary.
+        carried = carried.limited(int(self.max_tokens * CARRIED_SHARE), tok)
+        facts = carried.merged(extract_facts(evicted))
+        # Not the placeholder turn a repair put first: no history holds it.
+        sources += [m.id for m in evicted if m.id != CONTINUED_ID]
+        summarizer = self.summarizer or _DEFAULT
+        text = summarizer.summarize(
+            evicted,
+            previous="\n\n".join(summary_body(p) for p in previous) or None,
+            max_tokens=target,
+        )
+        # What the summarizer left of the target: the facts it dropped go there.
+        room = max(0, target - tok.count(text))
+        body = check_facts(
+            text, facts, max_tokens=room, tokenizer=tok, keep=carried
+        ).text
+        held = facts.missing_from(body).keys()
+        kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
+        summary = summary_message(body, list(dict.fromkeys(sources)), kept)
+        after = budget.counter.message(summary)
+        if after > self.max_share * before:
+            return None  # not materially smaller: refused (no compaction loop)
+        first = us[replaced[0]].start
+        gone = set(replaced)
+        out: list[Message] = []
+        for k, u in enumerate(us):
+            if u.start == first:
+                out.append(summary)
+            if k not in gone:
+                out.extend(messages[u.start : u.stop])
+        if floor <= budget.limit < _floor(out, budget):
+            return None  # dropping could have met the budget; with it, nothing can
+        run = [us[k] for k in replaced]
+        change = Change(
+            "summarized",
+            "Summarize",
+            (*(m.id for u in run for m in messages[u.start : u.stop]), summary.id),
+            first,
+            before,
+            after,
+            f"{describe_run(messages, run)} into one summary",
+            len(run),
+        )
+        return finish("Summarize", messages, out, (change,), budget)
+
+
+def _is_summary_unit(messages: Sequence[Message], unit: Unit) -> bool:
+    return unit.kind == "message" and is_summary(messages[unit.start])
+
+
+def _floor(messages: Sequence[Message], budget: Budget) -> int:
+    """Tokens of what no later stage can drop: the pinned units, summaries too."""
+    us, pinned = pinned_units(messages, budget.protected, budget.provider)
+    kept = [
+        m
+        for u, p in zip(us, pinned, strict=True)
+        if p
+        for m in messages[u.start : u.stop]
+    ]
+    return budget.count(kept)

@@ -1,0 +1,143 @@
+"""Extraction: every fact in one message, found with regular expressions.
+
+``facts.extract_facts`` groups what ``facts_in`` finds into a record; the
+rules (which parts are read for which kinds) are in ``facts``' contract.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from contextwindow.messages import Message, Text, ToolCall, ToolResult
+from contextwindow.summarizers._patterns import (
+    CODE_FENCE,
+    COMMAND_KEYS,
+    COMMAND_TOOLS,
+    DECISION,
+    ERROR_LINE,
+    PATH_KEYS,
+    TASK,
+    URL,
+    USER_REQUEST,
+    backtick_spans,
+    commands_of,
+    identifiers_in,
+    is_command,
+    is_identifier,
+    numbers_in,
+    paths_in,
+    sentences,
+    without_references,
+)
+
+if TYPE_CHECKING:
+    from contextwindow.summarizers.facts import FactKind
+
+__all__ = ["MAX_ERRORS_PER_RESULT", "MAX_SENTENCE", "facts_in", "short"]
+
+MAX_SENTENCE = 200
+"""Characters a task, decision or error keeps (cut at a word, with ``…``)."""
+
+MAX_ERRORS_PER_RESULT = 3
+"""Error lines read from one tool result."""
+
+
+def facts_in(m: Message) -> Iterator[tuple[FactKind, str]]:
+    """Every fact in one message as ``(kind, text)``, in order, repeats included."""
+    for part in m.parts:
+        if isinstance(part, Text) and m.role in ("user", "assistant"):
+            yield from _text_facts(part.text, m.role)
+        elif isinstance(part, ToolCall):
+            yield from _call_facts(part)
+        elif isinstance(part, ToolResult):
+            yield from _result_facts(part)
+
+
+def _text_facts(text: str, role: str) -> Iterator[tuple[FactKind, str]]:
+    prose = CODE_FENCE.sub(" ", text)
+    for sentence in sentences(prose):
+        if (
+            role == "user" and (TASK.search(sentence) or USER_REQUEST.match(sentence))
+        ) or (TASK.search(sentence) and "?" not in sentence):
+            yield "task", short(sentence)
+        elif DECISION.search(sentence):
+            yield "decision", short(sentence)
+    spans = backtick_spans(text)
+    yield from _references(text, spans)
+    for span in spans:
+        if is_command(span):
+            yield from _tag("command", commands_of(span))
+        elif is_identifier(span):
+            yield "identifier", span
+    yield from _tag("identifier", identifiers_in(without_references(prose)))
+    yield from _tag("number", numbers_in(prose, dates=True))
+
+
+def _references(text: str, spans: Sequence[str] = ()) -> Iterator[tuple[FactKind, str]]:
+    """URLs and paths (paths outside URLs)."""
+    urls = [u.rstrip(".,;:!?)]'\"") for u in URL.findall(text)]
+    yield from _tag("url", urls)
+    rest = URL.sub(" ", text)
+    yield from _tag("path", paths_in(rest))
+
+
+def _call_facts(call: ToolCall) -> Iterator[tuple[FactKind, str]]:
+    args = call.input
+    if not isinstance(args, dict):
+        return
+    values = cast("dict[str, Any]", args)
+    command_tool = call.name.lower() in COMMAND_TOOLS
+    for key, value in values.items():
+        if not isinstance(value, str) or not value:
+            continue
+        k = key.lower()
+        if k in PATH_KEYS and "\n" not in value and len(value) < 300:
+            yield "path", value.strip()
+        elif k in COMMAND_KEYS and (command_tool or is_command(value)):
+            yield from _tag("command", commands_of(value))
+            yield from _references(value)
+        elif k == "url":
+            yield "url", value.strip()
+        elif len(value) < 2000:  # a description, a pattern, a query
+            yield from _references(value)
+
+
+def _result_facts(result: ToolResult) -> Iterator[tuple[FactKind, str]]:
+    text = result.text
+    errors = 0
+    if result.is_error:
+        lines = [ln.strip() for ln in _TAGS.sub("", text).splitlines() if ln.strip()]
+        if lines:
+            head = lines[0]
+            if _EXIT.match(head) and len(lines) > 1:
+                head = f"{head}: {lines[1]}"
+            yield "error", short(head)
+            errors += 1
+    for line in ERROR_LINE.findall(text):
+        if errors >= MAX_ERRORS_PER_RESULT:
+            break
+        line = line.strip()
+        if line:
+            yield "error", short(line)
+            errors += 1
+    yield from _references(text)
+    yield from _tag("number", numbers_in(text, dates=False))
+
+
+_TAGS = re.compile(r"</?tool_use_error>")
+_EXIT = re.compile(r"Exit code \d+$")
+"""A failed command's first line: the line after it says what went wrong."""
+
+
+def _tag(kind: FactKind, texts: Iterable[str]) -> Iterator[tuple[FactKind, str]]:
+    return ((kind, t) for t in texts)
+
+
+def short(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= MAX_SENTENCE:
+        return text
+    cut = text[: MAX_SENTENCE - 1].rsplit(" ", 1)[0]
+    return cut + "…"

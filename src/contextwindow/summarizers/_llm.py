@@ -1,0 +1,486 @@
+"""What the LLM summarizers share: the prompt, the transcript, HTTP with retries.
+
+Contract:
+
+- ``prepare`` turns messages (and a previous summary) into one request: the
+  system prompt (``DEFAULT_PROMPT`` unless given), the transcript as plain
+  text (tool results cut to ``MAX_RESULT_CHARS``, system messages left out:
+  they stay in the conversation), a generation cap, and the fact record of
+  what is summarised; ``conclude`` checks the model's answer against that
+  record and re-attaches what it dropped.
+- ``post``/``apost`` send JSON with ``httpx``: a timeout per attempt, retries
+  with exponential backoff (or the server's ``Retry-After``) on connection
+  errors, timeouts, 429 and 5xx; any other 4xx fails at once. Every failure
+  is a ``SummarizerError`` naming the endpoint and the HTTP status; the API
+  key never appears in an error (it is scrubbed from what the server said).
+- ``httpx`` is the optional extra ``llm``: a summarizer built without it
+  raises ``SummarizerError`` naming ``pip install 'contextwindow[llm]'``.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from contextwindow.errors import SummarizerError
+from contextwindow.messages import Image, Message, Text, ToolCall, ToolResult
+from contextwindow.summarizers.extractive import DEFAULT_MAX_TOKENS
+from contextwindow.summarizers.facts import (
+    FactCheck,
+    Facts,
+    check_facts,
+    extract_facts,
+)
+from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.heuristic import HeuristicTokenizer
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "MAX_RESULT_CHARS",
+    "Call",
+    "LLMSummarizer",
+    "Request",
+    "apost",
+    "check_prompt",
+    "conclude",
+    "post",
+    "prepare",
+    "render_transcript",
+    "require_httpx",
+]
+
+DEFAULT_PROMPT = """\
+You summarise the earlier part of a conversation between a user and an AI \
+assistant that uses tools, so that the assistant can continue the work from \
+your summary alone.
+
+Write a concise summary in plain text. Keep exactly as written:
+- every file path that was read, created or changed;
+- every command that was run, and its outcome (passed or failed, with the numbers);
+- numbers with their units, identifiers and URLs;
+- errors, and how they were resolved or that they are not;
+- decisions that were made, and why;
+- what the user asked for, and the tasks that are still open.
+Do not invent anything. Do not address the user. Use at most {words} words."""
+"""The system prompt of the LLM summarizers; ``{words}`` is filled in."""
+
+MAX_RESULT_CHARS = 2000
+"""Characters of one tool result shown to the model (head and tail)."""
+
+MAX_ARGUMENT_CHARS = 500
+"""Characters of one tool call's arguments shown to the model."""
+
+FACT_SHARE = 0.4
+"""The share of ``max_tokens`` kept for re-attached facts: the model is asked
+for the rest."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One summarisation request, in no provider's shape."""
+
+    system: str
+    """The system prompt."""
+    user: str
+    """The transcript (and the previous summary) to summarise."""
+    max_tokens: int
+    """The generation cap sent to the model."""
+    limit: int
+    """The summary's target size, facts included."""
+    facts: Facts
+    """The fact record of what is summarised."""
+    carried: Facts
+    """The previous summary's facts: re-attached whatever the room."""
+
+
+def check_prompt(prompt: str) -> None:
+    """Fail now, not mid-request, on a prompt that cannot be filled in."""
+    try:
+        prompt.format(words=100)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise SummarizerError(f"prompt may use only {{words}}: {exc!r}") from exc
+
+
+def prepare(
+    messages: Sequence[Message],
+    previous: str | None,
+    max_tokens: int | None,
+    prompt: str,
+) -> Request:
+    """The request for ``messages`` (see the module's contract)."""
+    limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(1, max_tokens)
+    generate = max(32, round(limit * (1 - FACT_SHARE)))
+    share = int(limit * FACT_SHARE)
+    carried = Facts.parse(previous).limited(share, _HEURISTIC) if previous else Facts()
+    facts = carried.merged(extract_facts(messages))
+    transcript = render_transcript(messages)
+    user = (
+        f"Summary so far:\n{previous}\n\nConversation since then:\n{transcript}"
+        if previous
+        else f"Conversation:\n{transcript}"
+    )
+    # About 0.7 words per token, and a margin so the model ends its sentence.
+    words = max(20, round(generate * 0.6))
+    return Request(prompt.format(words=words), user, generate, limit, facts, carried)
+
+
+def conclude(
+    request: Request, text: str, keep_facts: bool, tokenizer: Tokenizer | None
+) -> FactCheck:
+    """Check the model's ``text`` against the request's facts.
+
+    The dropped ones are re-attached (unless ``keep_facts`` is false) in the
+    room the model left, or a quarter of the target when it left less.
+    """
+    tok = tokenizer or _HEURISTIC
+    text = text.strip()
+    if not keep_facts:
+        return FactCheck(
+            text, text, request.facts, request.facts.missing_from(text), Facts()
+        )
+    room = max(request.limit - tok.count(text), request.limit // 4)
+    return check_facts(
+        text, request.facts, max_tokens=room, tokenizer=tok, keep=request.carried
+    )
+
+
+_HEURISTIC = HeuristicTokenizer()
+
+
+def render_transcript(messages: Sequence[Message]) -> str:
+    r"""The messages as plain text, one line per turn, for a summarising model.
+
+    Example:
+        >>> conv = [Message.user("List the files."),
+        ...         Message.assistant(tool_calls=[ToolCall("c1", "ls", '{}')]),
+        ...         Message.tool("c1", "a.py\nb.py")]
+        >>> print(render_transcript(conv))
+        user: List the files.
+        assistant called ls({})
+        tool result (ls): a.py
+        b.py
+    """
+    names: dict[str, str] = {}
+    lines: list[str] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        who = m.name or m.role
+        for part in m.parts:
+            if isinstance(part, Text) and part.text.strip():
+                lines.append(f"{who}: {part.text.strip()}")
+            elif isinstance(part, Image):
+                lines.append(f"{who}: [image]")
+            elif isinstance(part, ToolCall):
+                names[part.id] = part.name
+                args = _cut(part.arguments, MAX_ARGUMENT_CHARS)
+                lines.append(f"{who} called {part.name}({args})")
+            elif isinstance(part, ToolResult):
+                name = part.name or names.get(part.call_id, part.call_id)
+                flag = ", error" if part.is_error else ""
+                body = _cut(part.text.strip(), MAX_RESULT_CHARS)
+                lines.append(f"tool result ({name}{flag}): {body}")
+    return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return (
+        f"{text[:half]} [... {len(text) - limit:,} characters cut ...] {text[-half:]}"
+    )
+
+
+# -- HTTP --------------------------------------------------------------------------
+
+
+def require_httpx(who: str) -> Any:
+    """The ``httpx`` module, or ``SummarizerError`` naming the extra to install."""
+    try:
+        import httpx
+    except ImportError as exc:
+        raise SummarizerError(
+            f"{who} needs the 'httpx' package: pip install 'contextwindow[llm]'"
+        ) from exc
+    return httpx
+
+
+def api_key(env: str | None) -> str | None:
+    """The key in the environment variable ``env`` (``None`` when unset or empty)."""
+    if env is None:
+        return None
+    return os.environ.get(env) or None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One HTTP call's settings."""
+
+    url: str
+    headers: Mapping[str, str]
+    body: Mapping[str, Any]
+    timeout: float
+    retries: int
+    backoff: float
+    secret: str | None
+    key_env: str | None
+    transport: Any = None
+
+
+def post(call: Call) -> Any:
+    """POST ``call.body`` as JSON; the decoded answer (see the module's contract)."""
+    httpx = require_httpx("an LLM summarizer")
+    failure = ""
+    with httpx.Client(timeout=call.timeout, transport=call.transport) as client:
+        for attempt in range(call.retries + 1):
+            try:
+                response = client.post(
+                    call.url, headers=dict(call.headers), json=call.body
+                )
+            except httpx.TransportError as exc:
+                failure, delay = _transport_failure(call, exc), _delay(call, attempt)
+            else:
+                value, failure, delay = _outcome(call, response, attempt)
+                if not failure:
+                    return value
+            if attempt < call.retries:
+                time.sleep(delay)
+    raise _exhausted(call, failure)
+
+
+async def apost(call: Call) -> Any:
+    """``post`` for async callers (``httpx.AsyncClient``, ``asyncio.sleep``)."""
+    httpx = require_httpx("an LLM summarizer")
+    failure = ""
+    async with httpx.AsyncClient(
+        timeout=call.timeout, transport=call.transport
+    ) as client:
+        for attempt in range(call.retries + 1):
+            try:
+                response = await client.post(
+                    call.url, headers=dict(call.headers), json=call.body
+                )
+            except httpx.TransportError as exc:
+                failure, delay = _transport_failure(call, exc), _delay(call, attempt)
+            else:
+                value, failure, delay = _outcome(call, response, attempt)
+                if not failure:
+                    return value
+            if attempt < call.retries:
+                await asyncio.sleep(delay)
+    raise _exhausted(call, failure)
+
+
+MAX_RETRY_AFTER = 30.0
+"""The longest ``Retry-After`` honoured, in seconds."""
+
+
+def _delay(call: Call, attempt: int) -> float:
+    return call.backoff * float(1 << attempt)
+
+
+def _outcome(call: Call, response: Any, attempt: int) -> tuple[Any, str, float]:
+    """``(value, "", 0)`` on success; ``(None, failure, delay)`` to retry.
+
+    Raises:
+        SummarizerError: A failure a retry cannot fix (4xx but 429, bad JSON).
+    """
+    status: int = response.status_code
+    if status < 400:
+        try:
+            return response.json(), "", 0.0
+        except ValueError:
+            raise _error(call, status, "the answer is not JSON") from None
+    detail = _detail(response)
+    if status == 429 or status >= 500:
+        delay = _delay(call, attempt)
+        after = response.headers.get("retry-after", "")
+        if after.replace(".", "", 1).isdigit():
+            delay = min(float(after), MAX_RETRY_AFTER)
+        return None, f"HTTP {status} {response.reason_phrase}: {detail}", delay
+    hint = ""
+    if status in (401, 403):
+        hint = f" (is {call.key_env} set to a valid key?)" if call.key_env else ""
+    raise _error(
+        call, status, f"HTTP {status} {response.reason_phrase}: {detail}{hint}"
+    )
+
+
+def _detail(response: Any) -> str:
+    """What the server said: its error message, or the start of its text."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = cast("Mapping[str, Any]", data).get("error")
+        if isinstance(err, dict):
+            message = cast("Mapping[str, Any]", err).get("message")
+            if isinstance(message, str):
+                return message[:300]
+        if isinstance(err, str):
+            return err[:300]
+    return " ".join(str(response.text).split())[:300]
+
+
+def _transport_failure(call: Call, exc: Exception) -> str:
+    kind = type(exc).__name__
+    if "Timeout" in kind:
+        return f"no answer within {call.timeout:g} s ({kind})"
+    return f"{kind}: {exc}"
+
+
+def _exhausted(call: Call, failure: str) -> SummarizerError:
+    tries = call.retries + 1
+    what = f"{failure} (after {tries} attempt{'s' if tries > 1 else ''})"
+    status = None
+    if failure.startswith("HTTP "):
+        status = int(failure.split()[1])
+    return _error(call, status, what)
+
+
+def _error(call: Call, status: int | None, what: str) -> SummarizerError:
+    text = f"POST {call.url}: {what}"
+    if call.secret:
+        text = text.replace(call.secret, "[API key]")
+    return SummarizerError(text, endpoint=call.url, status=status)
+
+
+def parse_error(call: Call, what: str, value: Any) -> SummarizerError:
+    """A ``SummarizerError`` for an answer of an unexpected shape."""
+    shown = json.dumps(value, ensure_ascii=False)[:200]
+    return _error(call, 200, f"unexpected answer ({what}): {shown}")
+
+
+# -- the summarizers' shared body ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMSummarizer(abc.ABC):
+    """The shared body of the LLM summarizers.
+
+    Settings, their checks, the sync and async paths; each subclass adds its
+    endpoint, request shape and answer parsing.
+
+    Args:
+        model: The model name the endpoint expects.
+        base_url: The API root.
+        api_key_env: The environment variable holding the key (``None``:
+            never send one).
+        timeout: Seconds each attempt may take.
+        retries: Attempts after the first, on connection errors, timeouts,
+            429 and 5xx, waiting ``backoff * 2**attempt`` seconds between
+            (or the server's ``Retry-After``, up to ``MAX_RETRY_AFTER``).
+        backoff: The first wait, in seconds.
+        temperature: Sampling temperature (0: the most repeatable summary).
+        prompt: The system prompt; ``{words}`` becomes the word budget.
+        keep_facts: Re-attach the facts the model dropped.
+        tokenizer: Counts tokens for the budget (default: the heuristic).
+        transport: An ``httpx`` transport to send through (for tests).
+    """
+
+    model: str
+    base_url: str
+    api_key_env: str | None
+    timeout: float = 60.0
+    retries: int = 2
+    backoff: float = field(default=0.5, repr=False)
+    temperature: float = field(default=0.0, repr=False)
+    prompt: str = field(default=DEFAULT_PROMPT, repr=False)
+    keep_facts: bool = field(default=True, repr=False)
+    tokenizer: Tokenizer | None = field(default=None, repr=False, compare=False)
+    transport: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        require_httpx(type(self).__name__)
+        if self.timeout <= 0:
+            raise SummarizerError(f"timeout must be > 0, got {self.timeout}")
+        if self.retries < 0:
+            raise SummarizerError(f"retries must be >= 0, got {self.retries}")
+        if self.backoff < 0:
+            raise SummarizerError(f"backoff must be >= 0, got {self.backoff}")
+        check_prompt(self.prompt)
+
+    @property
+    @abc.abstractmethod
+    def endpoint(self) -> str:
+        """The URL requests go to."""
+
+    @abc.abstractmethod
+    def _shape(
+        self, request: Request, key: str | None
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The headers and body of the provider's request."""
+
+    @abc.abstractmethod
+    def _answer(self, call: Call, data: Any) -> str:
+        """The summary text in the provider's answer."""
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """Return the model's summary, with the facts it dropped re-attached."""
+        return self.check(messages, previous=previous, max_tokens=max_tokens).text
+
+    async def asummarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """``summarize``, without blocking the event loop."""
+        check = await self.acheck(messages, previous=previous, max_tokens=max_tokens)
+        return check.text
+
+    def check(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> FactCheck:
+        """Summarise, and say which facts the model kept and which it dropped."""
+        request = prepare(messages, previous, max_tokens, self.prompt)
+        call = self._call(request)
+        text = self._answer(call, post(call))
+        return conclude(request, text, self.keep_facts, self.tokenizer)
+
+    async def acheck(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> FactCheck:
+        """``check``, without blocking the event loop."""
+        request = prepare(messages, previous, max_tokens, self.prompt)
+        call = self._call(request)
+        text = self._answer(call, await apost(call))
+        return conclude(request, text, self.keep_facts, self.tokenizer)
+
+    def _call(self, request: Request) -> Call:
+        key = api_key(self.api_key_env)
+        headers, body = self._shape(request, key)
+        return Call(
+            self.endpoint,
+            headers,
+            body,
+            self.timeout,
+            self.retries,
+            self.backoff,
+            key,
+            self.api_key_env,
+            self.transport,
+        )

@@ -1,0 +1,117 @@
+"""Summary messages: their one shape, and the way back to what they replaced.
+
+Contract:
+
+- A summary message is a ``user`` message (valid first turn for every
+  provider, and valid anywhere after it) whose text is a header line,
+  ``[Summary of 42 earlier messages]``, then the summary and its fact
+  record. Its ``meta[SUMMARY_KEY]`` holds the ids of every message it
+  replaces (``summary_sources``, through earlier summaries too) and the facts
+  it holds (``summary_facts``), as JSON values, so stores keep them.
+- Its id is derived from what it replaces, so summarising the same messages
+  twice gives the same id (a stable prefix for prompt caches).
+- ``is_summary`` tells one apart by its ``meta``; every strategy but
+  ``Summarize`` treats it as pinned (``strategies.base.pinned_flags``).
+- ``recall(history, ids)`` brings the originals back from the full history,
+  in history order.
+
+Example:
+    >>> from contextwindow.summarizers.facts import Fact, Facts
+    >>> history = [Message.user("Fix a.py", id="u1"),
+    ...            Message.assistant("Done.", id="a1")]
+    >>> s = summary_message("user asked to fix a.py; done.", ["u1", "a1"],
+    ...                     Facts((Fact("path", "a.py", ("u1",)),)))
+    >>> print(s.text)
+    [Summary of 2 earlier messages]
+    user asked to fix a.py; done.
+    >>> (is_summary(s), summary_sources(s), summary_body(s))
+    (True, ('u1', 'a1'), 'user asked to fix a.py; done.')
+    >>> [m.id for m in recall(history, summary_sources(s))]
+    ['u1', 'a1']
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from contextwindow.messages import Message
+from contextwindow.summarizers.facts import Facts
+
+__all__ = [
+    "SUMMARY_KEY",
+    "is_summary",
+    "recall",
+    "summary_body",
+    "summary_facts",
+    "summary_message",
+    "summary_sources",
+]
+
+SUMMARY_KEY = "contextwindow.summary"
+"""The ``Message.meta`` key that marks a summary message."""
+
+
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is a summary message (see the module's contract)."""
+    return message.role == "user" and isinstance(message.meta.get(SUMMARY_KEY), Mapping)
+
+
+def _record(message: Message) -> Mapping[str, Any]:
+    value = message.meta.get(SUMMARY_KEY) if message.role == "user" else None
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
+
+
+def summary_sources(message: Message) -> tuple[str, ...]:
+    """The ids of the messages a summary replaces, in order (``()`` for others)."""
+    ids = _record(message).get("sources")
+    if not isinstance(ids, list):
+        return ()
+    return tuple(i for i in cast("Sequence[Any]", ids) if isinstance(i, str))
+
+
+def summary_facts(message: Message) -> Facts:
+    """The facts a summary holds (read from its text when ``meta`` lost them)."""
+    record = _record(message)
+    if "facts" in record:
+        return Facts.from_json(record["facts"])
+    return Facts.parse(message.text) if is_summary(message) else Facts()
+
+
+def summary_body(message: Message) -> str:
+    """A summary's text without its header line: the ``previous`` to roll forward."""
+    text = message.text
+    first, sep, rest = text.partition("\n")
+    if first.startswith("[Summary of ") and first.endswith("]"):
+        return rest if sep else ""
+    return text
+
+
+def summary_message(body: str, sources: Sequence[str], facts: Facts) -> Message:
+    """The summary message replacing the messages ``sources`` names.
+
+    Args:
+        body: The summary (and its fact record).
+        sources: Ids of every message it replaces, in order.
+        facts: The facts it holds, for ``summary_facts``.
+    """
+    n = len(sources)
+    header = f"[Summary of {n} earlier message{'' if n == 1 else 's'}]"
+    digest = hashlib.sha1("\n".join(sources).encode(), usedforsecurity=False)
+    meta = {SUMMARY_KEY: {"sources": list(sources), "facts": facts.to_json()}}
+    return Message.user(
+        f"{header}\n{body}", id=f"summary-{digest.hexdigest()[:16]}", meta=meta
+    )
+
+
+def recall(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
+    """The messages of ``history`` whose id is in ``ids``, in history order.
+
+    Example:
+        >>> h = [Message.user("a", id="1"), Message.user("b", id="2")]
+        >>> [m.text for m in recall(h, ["2", "1", "9"])]
+        ['a', 'b']
+    """
+    wanted = set(ids)
+    return [m for m in history if m.id in wanted]

@@ -1,0 +1,404 @@
+"""The LLM summarizers' HTTP behaviour, without a model.
+
+``OpenAICompatibleSummarizer`` and ``AnthropicSummarizer`` are checked here
+against ``httpx.MockTransport`` (request shapes, retries and backoff,
+``Retry-After``, every kind of failure, the key never shown), and
+``AnthropicSummarizer`` against a real local HTTP server speaking the
+Messages API's shape: no Anthropic endpoint can be reached from here, and the
+llama.cpp server speaks only the OpenAI shapes. The end-to-end test against a
+real model is ``test_llama_server``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+
+from contextwindow import Message, ToolCall
+from contextwindow.errors import SummarizerError
+from contextwindow.summarizers import (
+    AnthropicSummarizer,
+    OpenAICompatibleSummarizer,
+    _llm,
+    extract_facts,
+)
+from contextwindow.summarizers._llm import DEFAULT_PROMPT, LLMSummarizer
+
+KEY = "sk-test-0123456789abcdef"
+
+CONV = [
+    Message.user("Fix the parser in src/parse.py; 3 tests fail."),
+    Message.assistant(tool_calls=[ToolCall("c1", "Bash", '{"command": "pytest -q"}')]),
+    Message.tool("c1", "FAILED tests/test_parse.py::test_empty - IndexError"),
+    Message.assistant("Fixed the empty-input case."),
+]
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def chat(text: str = "The parser was fixed.") -> httpx.Response:
+    return httpx.Response(200, json={"choices": [{"message": {"content": text}}]})
+
+
+class Script:
+    """A MockTransport handler answering from a list, recording every request."""
+
+    def __init__(self, *answers: httpx.Response | Exception) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def body(self, k: int = -1) -> Any:
+        return json.loads(self.requests[k].content)
+
+
+def openai(script: Script, **kw: Any) -> OpenAICompatibleSummarizer:
+    kw.setdefault("backoff", 0.0)
+    return OpenAICompatibleSummarizer(
+        "m", base_url="http://llm.test/v1", transport=httpx.MockTransport(script), **kw
+    )
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every backoff wait, sync or async, recorded instead of slept."""
+    waited: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr(time, "sleep", waited.append)
+    monkeypatch.setattr(asyncio, "sleep", asleep)
+    return waited
+
+
+class TestOpenAICompatible:
+    def test_request_shape(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """One POST to /chat/completions: system prompt, transcript, caps, key."""
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        script = Script(chat())
+        text = openai(script, temperature=0.2).summarize(CONV, max_tokens=200)
+        (req,) = script.requests
+        assert str(req.url) == "http://llm.test/v1/chat/completions"
+        assert req.headers["authorization"] == f"Bearer {KEY}"
+        body = script.body()
+        assert (body["model"], body["max_tokens"], body["temperature"]) == (
+            "m",
+            120,
+            0.2,
+        )
+        system, user = body["messages"]
+        assert system["role"] == "system"
+        assert "file path" in system["content"]
+        assert "Use at most 72 words." in system["content"]
+        assert user["content"].startswith("Conversation:\nuser: Fix the parser")
+        assert 'Bash({"command": "pytest -q"})' in user["content"]
+        assert text.startswith("The parser was fixed.")
+        assert not extract_facts(CONV).missing_from(text)
+
+    def test_no_key_no_header(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A local server needs no key: none is sent when the variable is unset."""
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        script = Script(chat())
+        openai(script).summarize(CONV)
+        assert "authorization" not in script.requests[0].headers
+        script = Script(chat())
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        openai(script, api_key_env=None).summarize(CONV)
+        assert "authorization" not in script.requests[0].headers
+
+    def test_previous_summary_is_rolled_forward(self) -> None:
+        """The previous summary goes in the prompt; its facts are kept."""
+        script = Script(chat("Nothing much."))
+        previous = (
+            "Earlier: set up CI.\n\nFacts from the summarized messages:\n"
+            "- files: ci.yml"
+        )
+        text = openai(script).summarize(CONV[:1], previous=previous)
+        assert script.body()["messages"][1]["content"].startswith(
+            f"Summary so far:\n{previous}\n\nConversation since then:\nuser: Fix"
+        )
+        assert "ci.yml" in text
+
+    def test_keep_facts_off(self) -> None:
+        """keep_facts=False: the model's words only, dropped facts still measured."""
+        check = openai(Script(chat("Fixed.")), keep_facts=False).check(CONV)
+        assert check.text == "Fixed."
+        assert check.dropped == extract_facts(CONV)
+        assert check.kept_share == 0
+
+    def test_retries_429_and_5xx_with_backoff(self, sleeps: list[float]) -> None:
+        """429, 503 then 200: three attempts, waits backoff * 2**attempt."""
+        script = Script(httpx.Response(429), httpx.Response(503), chat())
+        text = openai(script, backoff=0.5).summarize(CONV)
+        assert len(script.requests) == 3
+        assert sleeps == [0.5, 1.0]
+        assert text.startswith("The parser was fixed.")
+
+    def test_retry_after(self, sleeps: list[float]) -> None:
+        """The server's Retry-After wins over the backoff (capped)."""
+        script = Script(
+            httpx.Response(429, headers={"retry-after": "2"}),
+            httpx.Response(529, headers={"retry-after": "3600"}),
+            chat(),
+        )
+        openai(script, backoff=0.5).summarize(CONV)
+        assert sleeps == [2.0, _llm.MAX_RETRY_AFTER]
+
+    def test_gives_up_after_every_retry(self, sleeps: list[float]) -> None:
+        """Still 500: SummarizerError with the endpoint, status and server's words."""
+        script = Script(httpx.Response(500, json={"error": {"message": "boom"}}))
+        with pytest.raises(SummarizerError) as info:
+            openai(script, retries=2).summarize(CONV)
+        err = info.value
+        assert (err.status, err.endpoint) == (
+            500,
+            "http://llm.test/v1/chat/completions",
+        )
+        assert str(err) == (
+            "POST http://llm.test/v1/chat/completions: HTTP 500 Internal Server Error: "
+            "boom (after 3 attempts)"
+        )
+        assert len(script.requests) == 3
+        assert len(sleeps) == 2
+
+    def test_other_4xx_fail_at_once(self, sleeps: list[float]) -> None:
+        """400 is not retried; the error carries the server's message."""
+        script = Script(httpx.Response(400, json={"error": "model 'm' not found"}))
+        with pytest.raises(
+            SummarizerError, match="HTTP 400 Bad Request: model 'm' not found"
+        ):
+            openai(script).summarize(CONV)
+        assert len(script.requests) == 1
+        assert sleeps == []
+
+    def test_the_key_never_shows(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A server echoing the key: scrubbed; 401 names the variable to set."""
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        script = Script(httpx.Response(401, text=f"invalid key {KEY} given"))
+        s = openai(script)
+        with pytest.raises(SummarizerError) as info:
+            s.summarize(CONV)
+        text = str(info.value)
+        assert "invalid key [API key] given" in text
+        assert "(is OPENAI_API_KEY set to a valid key?)" in text
+        assert KEY not in text + repr(s) + repr(info.value)
+
+    def test_connection_errors_are_retried(self, sleeps: list[float]) -> None:
+        """A refused connection, then an answer."""
+        script = Script(httpx.ConnectError("refused"), chat())
+        assert openai(script).summarize(CONV).startswith("The parser")
+        assert len(script.requests) == 2
+
+    def test_timeouts(self, sleeps: list[float]) -> None:
+        """A read timeout on every attempt: SummarizerError without a status."""
+        script = Script(httpx.ReadTimeout("slow"))
+        with pytest.raises(SummarizerError) as info:
+            openai(script, timeout=1.5, retries=1).summarize(CONV)
+        assert info.value.status is None
+        assert "no answer within 1.5 s (ReadTimeout) (after 2 attempts)" in str(
+            info.value
+        )
+
+    @pytest.mark.parametrize(
+        ("answer", "what"),
+        [
+            (httpx.Response(200, text="<html>"), "the answer is not JSON"),
+            (
+                httpx.Response(200, json={"choices": []}),
+                "no choices[0].message.content",
+            ),
+            (
+                httpx.Response(200, json={"choices": [{"message": {"content": None}}]}),
+                "content is not text",
+            ),
+        ],
+    )
+    def test_answers_of_the_wrong_shape(
+        self, answer: httpx.Response, what: str
+    ) -> None:
+        """A 200 that holds no summary is a SummarizerError, not a KeyError."""
+        with pytest.raises(SummarizerError, match=what.replace("[", r"\[")):
+            openai(Script(answer)).summarize(CONV)
+
+    def test_async(self, sleeps: list[float]) -> None:
+        """asummarize and acheck: same request, async retries."""
+        script = Script(httpx.Response(503), chat())
+        s = openai(script, backoff=0.25)
+        text = asyncio.run(s.asummarize(CONV, max_tokens=100))
+        assert text.startswith("The parser was fixed.")
+        assert len(script.requests) == 2
+        assert sleeps == [0.25]
+        check = asyncio.run(s.acheck(CONV))
+        assert check.summary == "The parser was fixed."
+        failing = openai(Script(httpx.Response(404)))
+        with pytest.raises(SummarizerError, match="HTTP 404"):
+            asyncio.run(failing.asummarize(CONV))
+
+    @pytest.mark.parametrize(
+        ("kw", "match"),
+        [
+            ({"timeout": 0}, "timeout must be > 0"),
+            ({"retries": -1}, "retries must be >= 0"),
+            ({"backoff": -1}, "backoff must be >= 0"),
+            ({"prompt": "Summarise {what}"}, "prompt may use only"),
+        ],
+    )
+    def test_bad_settings_fail_at_once(self, kw: dict[str, Any], match: str) -> None:
+        """Bad configuration fails when the summarizer is built."""
+        with pytest.raises(SummarizerError, match=match):
+            OpenAICompatibleSummarizer("m", **kw)
+
+    def test_without_httpx(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A missing extra names the pip install to run."""
+        real = builtins.__import__
+
+        def no_httpx(name: str, *args: Any, **kw: Any) -> Any:
+            if name == "httpx":
+                raise ImportError("No module named 'httpx'")
+            return real(name, *args, **kw)
+
+        monkeypatch.setattr(builtins, "__import__", no_httpx)
+        for cls in (OpenAICompatibleSummarizer, AnthropicSummarizer):
+            with pytest.raises(
+                SummarizerError, match=r"pip install 'contextwindow\[llm\]'"
+            ):
+                cls("m")
+
+    def test_value_semantics(self) -> None:
+        """Equal settings are equal; the repr shows the variable, not the key."""
+        a = OpenAICompatibleSummarizer("m", base_url="http://x/v1")
+        assert a == OpenAICompatibleSummarizer("m", base_url="http://x/v1")
+        assert hash(a) == hash(OpenAICompatibleSummarizer("m", base_url="http://x/v1"))
+        assert "api_key_env='OPENAI_API_KEY'" in repr(a)
+        assert isinstance(a, LLMSummarizer)
+        assert a.prompt == DEFAULT_PROMPT
+
+
+# -- Anthropic, over a real local HTTP server -----------------------------------------
+
+
+class MessagesAPI(BaseHTTPRequestHandler):
+    """Speaks the shape of Anthropic's POST /v1/messages."""
+
+    statuses: ClassVar[list[int]] = []
+    seen: ClassVar[list[tuple[dict[str, str], Any]]] = []
+    key = KEY
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.seen.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        status = self.statuses.pop(0) if self.statuses else 200
+        if self.path != "/v1/messages":
+            status = 404
+        elif self.headers.get("x-api-key") != self.key:
+            status = 401
+        if status == 200:
+            answer: dict[str, Any] = {
+                "type": "message",
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "The parser in src/parse.py was fixed."},
+                    {"type": "text", "text": "Tests pass."},
+                ],
+                "stop_reason": "end_turn",
+            }
+        else:
+            kind = "overloaded_error" if status == 529 else "error"
+            answer = {
+                "type": "error",
+                "error": {"type": kind, "message": f"{kind} here"},
+            }
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def messages_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A local Messages API on loopback; its base URL."""
+    MessagesAPI.statuses = []
+    MessagesAPI.seen = []
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), MessagesAPI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class TestAnthropic:
+    def test_request_and_answer_shapes(self, messages_api: str) -> None:
+        """x-api-key, anthropic-version, system, one user turn; text blocks joined."""
+        s = AnthropicSummarizer("claude-haiku-4-5", base_url=messages_api, backoff=0)
+        check = s.check(CONV, max_tokens=300)
+        ((headers, body),) = MessagesAPI.seen
+        assert headers["x-api-key"] == KEY
+        assert headers["anthropic-version"] == "2023-06-01"
+        assert body["model"] == "claude-haiku-4-5"
+        assert body["max_tokens"] == 180
+        assert "file path" in body["system"]
+        assert [m["role"] for m in body["messages"]] == ["user"]
+        assert check.summary == "The parser in src/parse.py was fixed.\nTests pass."
+        assert not check.facts.missing_from(check.text)
+        assert {f.text for f in check.dropped} >= {"pytest -q"}
+
+    def test_overloaded_is_retried(self, messages_api: str) -> None:
+        """529 then 200."""
+        MessagesAPI.statuses = [529]
+        s = AnthropicSummarizer("c", base_url=messages_api, backoff=0.01)
+        assert s.summarize(CONV).startswith("The parser")
+        assert len(MessagesAPI.seen) == 2
+
+    def test_errors(self, messages_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A wrong key and a wrong path: SummarizerError with status, no key."""
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
+        s = AnthropicSummarizer("c", base_url=messages_api)
+        with pytest.raises(SummarizerError) as info:
+            s.summarize(CONV)
+        assert info.value.status == 401
+        assert "error here (is ANTHROPIC_API_KEY set to a valid key?)" in str(
+            info.value
+        )
+        assert "sk-ant-wrong" not in str(info.value)
+        s = AnthropicSummarizer("c", base_url=messages_api + "/api")
+        with pytest.raises(SummarizerError, match=r"/api/v1/messages: HTTP 404"):
+            s.summarize(CONV)
+
+    def test_async(self, messages_api: str) -> None:
+        """asummarize over the same server."""
+        s = AnthropicSummarizer("c", base_url=messages_api)
+        assert asyncio.run(s.asummarize(CONV)).startswith("The parser")
+
+    def test_answer_without_content(self) -> None:
+        """A 200 without a content list is a SummarizerError."""
+        script = Script(httpx.Response(200, json={"type": "message"}))
+        s = AnthropicSummarizer("c", transport=httpx.MockTransport(script))
+        with pytest.raises(SummarizerError, match="no content list"):
+            s.summarize(CONV)
