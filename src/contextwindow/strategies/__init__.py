@@ -30,6 +30,7 @@ from contextwindow.strategies.base import (
 from contextwindow.strategies.drop import DropOldest, SlidingWindow
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -47,6 +48,7 @@ __all__ = [
     "Fitted",
     "Pipeline",
     "Report",
+    "SelectRelevant",
     "SlidingWindow",
     "Strategy",
     "TruncateToolResults",

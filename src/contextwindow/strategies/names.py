@@ -32,6 +32,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, SlidingWindow
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -96,6 +97,13 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             positional=True,
             summary="keep the last N units, drop the rest",
         ),
+        "relevant": StrategyName(
+            SelectRelevant,
+            ("keep_recent",),
+            positional=True,
+            summary="keep the recent units and the older ones most relevant to "
+            "the final message (BM25)",
+        ),
         "truncate": StrategyName(
             TruncateToolResults,
             ("keep_recent", "max_tokens"),
@@ -146,7 +154,7 @@ def parse_strategy(spec: str) -> Strategy:
         >>> parse_strategy("dedupe,shrink")
         Traceback (most recent call last):
         ...
-        contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, truncate, clear, dedupe, default)
+        contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, relevant, truncate, clear, dedupe, default)
     """  # noqa: E501 -- doctest output lines cannot be wrapped
     stages = [_stage(part) for part in _split(spec)]
     return stages[0] if len(stages) == 1 else Pipeline(*stages)
