@@ -93,7 +93,9 @@ def load(tok: BPETokenizer) -> tuple[list[Conversation], list[Item]]:
         convs.append(Conversation(msgs, TokenCounter(tok), lc))
         where = {m.meta["dia_id"]: i for i, m in enumerate(msgs)}
         for qa in t.meta["qa"]:
-            found = sorted({where[e] for e in evidence_ids(qa.get("evidence", ())) if e in where})
+            found = sorted(
+                {where[e] for e in evidence_ids(qa.get("evidence", ())) if e in where}
+            )
             if found:
                 items.append(Item(k, qa["question"], qa["category"], tuple(found)))
     return convs, items

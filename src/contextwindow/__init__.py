@@ -52,6 +52,7 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
+from contextwindow.multiagent import SharedContext, fold_result, handoff
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
@@ -60,6 +61,7 @@ from contextwindow.strategies import (
     Fitted,
     Pipeline,
     Report,
+    SelectRelevant,
     SlidingWindow,
     Strategy,
     TruncateToolResults,
@@ -97,6 +99,8 @@ __all__ = [
     "Provider",
     "Report",
     "Role",
+    "SelectRelevant",
+    "SharedContext",
     "SlidingWindow",
     "StoreError",
     "Strategy",
@@ -117,12 +121,14 @@ __all__ = [
     "count_messages",
     "ensure_valid",
     "fit",
+    "fold_result",
     "from_anthropic",
     "from_openai",
     "from_provider",
     "from_responses",
     "get_model",
     "get_tokenizer",
+    "handoff",
     "inspect_messages",
     "problems",
     "read_transcript",

@@ -136,9 +136,7 @@ def fit(
             f"reserve ({reserve:,}) is larger than the limit ({limit:,})"
         )
     counter = _counter(tokenizer, info, provider)
-    budget = Budget(
-        limit - reserve, counter, tuple(tools), _markers(protected), query
-    )
+    budget = Budget(limit - reserve, counter, tuple(tools), _markers(protected), query)
     chosen = DEFAULT_STRATEGY if strategy is None else strategy
     # A pipeline's stages join the fallback's pipeline, so the input is
     # validated once, not once per level of nesting.

@@ -19,8 +19,8 @@ from contextwindow.relevance._text import STOPWORDS, terms
 from contextwindow.relevance.base import Scorer, document, when
 from contextwindow.relevance.bm25 import BM25Scorer, TermCache
 from contextwindow.relevance.embeddings import (
-    EmbeddingScorer,
     Embedder,
+    EmbeddingScorer,
     MiniLMEmbedder,
     VectorCache,
 )
@@ -28,8 +28,8 @@ from contextwindow.relevance.embeddings import (
 __all__ = [
     "STOPWORDS",
     "BM25Scorer",
-    "EmbeddingScorer",
     "Embedder",
+    "EmbeddingScorer",
     "MiniLMEmbedder",
     "Scorer",
     "TermCache",

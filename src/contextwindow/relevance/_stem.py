@@ -128,9 +128,7 @@ _STEP4 = (
 
 def _step1(word: str) -> str:
     # 1a: plurals.
-    if word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("ies"):
+    if word.endswith(("sses", "ies")):
         word = word[:-2]
     elif word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]

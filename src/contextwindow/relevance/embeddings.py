@@ -31,7 +31,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.relevance.base import Scorer
 from contextwindow.relevance.bm25 import BM25Scorer
 
-__all__ = ["EmbeddingScorer", "Embedder", "MiniLMEmbedder", "VectorCache"]
+__all__ = ["Embedder", "EmbeddingScorer", "MiniLMEmbedder", "VectorCache"]
 
 DEFAULT_CACHE_SIZE = 100_000
 """Texts whose vectors a ``VectorCache`` keeps."""
@@ -83,9 +83,7 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(
-        self, embedder: Embedder, texts: Sequence[str]
-    ) -> list[tuple[float, ...]]:
+    def get(self, embedder: Embedder, texts: Sequence[str]) -> list[tuple[float, ...]]:
         """The unit vectors of ``texts``; the missing ones embedded in one batch."""
         entries = self._entries
         missing = list(dict.fromkeys(t for t in texts if t not in entries))
@@ -105,10 +103,10 @@ class VectorCache:
                     entries[text] = vector
         out: list[tuple[float, ...]] = []
         for t in texts:
-            vector = fresh.get(t) or entries.get(t)
-            if vector is None:  # evicted by this very batch (a small cache)
-                vector = fresh[t] = _unit(embedder.embed([t])[0])
-            out.append(vector)
+            found = fresh.get(t) or entries.get(t)
+            if found is None:  # evicted by this very batch (a small cache)
+                found = fresh[t] = _unit(embedder.embed([t])[0])
+            out.append(found)
         return out
 
 

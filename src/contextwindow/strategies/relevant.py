@@ -77,7 +77,9 @@ class SelectRelevant:
         """Drop the least relevant older units until the budget is met."""
         total = budget.count(messages)
         if total <= budget.limit:
-            return finish("SelectRelevant", messages, messages, (), budget)
+            unchanged = finish("SelectRelevant", messages, messages, (), budget)
+            if unchanged.report.fits:  # else a repair of the input cost tokens
+                return unchanged
         us, keep = pinned_units(messages, budget.protected, budget.provider)
         run = budget.counter.running(messages)
         cost = [run[u.stop] - run[u.start] for u in us]
@@ -97,7 +99,10 @@ class SelectRelevant:
                     chosen.append(k)
         while True:
             out = [
-                m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]
+                m
+                for k, u in enumerate(us)
+                if keep[k]
+                for m in messages[u.start : u.stop]
             ]
             changes = dropped_runs("SelectRelevant", messages, us, keep, cost)
             fitted = finish("SelectRelevant", messages, out, changes, budget)

@@ -26,16 +26,16 @@ __all__ = ["AsyncSummarizer", "Summarizer"]
 
 @runtime_checkable
 class Summarizer(Protocol):
-    """Anything with ``summarize(messages, *, previous, max_tokens) -> str``.
+    r"""Anything with ``summarize(messages, *, previous, max_tokens) -> str``.
 
     Example:
         >>> class FirstLines:
         ...     def summarize(self, messages, *, previous=None, max_tokens=None):
         ...         lines = [m.text.splitlines()[0] for m in messages if m.text]
-        ...         return "\\n".join(([previous] if previous else []) + lines)
+        ...         return "\n".join(([previous] if previous else []) + lines)
         >>> isinstance(FirstLines(), Summarizer)
         True
-        >>> FirstLines().summarize([Message.user("Fix the build.\\nIt fails.")])
+        >>> FirstLines().summarize([Message.user("Fix the build.\nIt fails.")])
         'Fix the build.'
     """
 
