@@ -9,9 +9,7 @@ from contextwindow.relevance import BM25Scorer, TermCache, terms
 from contextwindow.relevance.bm25 import _window
 
 
-def bm25(
-    docs: list[str], query: str, k1: float = 1.2, b: float = 0.75
-) -> list[float]:
+def bm25(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
     """Textbook Okapi BM25 (Lucene's idf), written out independently."""
     toks = [terms(d) for d in docs]
     avg = sum(map(len, toks)) / len(toks)

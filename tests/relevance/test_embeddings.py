@@ -118,7 +118,9 @@ class TestVectorCache:
 
 
 class TestMiniLMEmbedderWithoutTheExtra:
-    def test_missing_extra_names_the_install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_missing_extra_names_the_install(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Without the package: ContextWindowError with the pip command."""
         real = builtins.__import__
 

