@@ -205,7 +205,7 @@ class TestSliceFor:
         assert with_model.slice_for("b", "go").report.limit == 128_000
 
     def test_budget_errors_and_missing_budgets(self) -> None:
-        """The others' work and the task over the budget: BudgetError; no limit at all: error."""
+        """Pinned content over the budget: BudgetError; no limit at all: an error."""
         ctx = team()
         with pytest.raises(BudgetError):
             ctx.slice_for("booker", "Book it", budget=10)
@@ -300,7 +300,8 @@ class TestFoldResult:
         parent = [*PARENT, Message.assistant(tool_calls=[call], agent="lead")]
         run = [Message.user("fix the link"), Message.assistant("Fixed in docs/api.md.")]
         out = fold_result(parent, run, agent="docs")
-        assert out[: len(parent)] == parent and len(out) == len(parent) + 1
+        assert out[: len(parent)] == parent
+        assert len(out) == len(parent) + 1
         result = out[-1].tool_results[0]
         assert (result.call_id, result.text, result.name) == (
             "toolu_1",

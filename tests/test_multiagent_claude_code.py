@@ -113,7 +113,8 @@ def check_slice(view: Fitted, budget: int, task: str, others: list[str]) -> None
     assert view.report.tokens_after <= budget, (view.report.tokens_after, budget)
     assert problems(out, "anthropic") == ()
     assert ensure_valid(out, "anthropic").problems == ()
-    assert out[-1].role == "user" and out[-1].text == task
+    assert out[-1].role == "user"
+    assert out[-1].text == task
     first = next(m for m in out if m.role != "system")
     if not others:
         assert not any(m.text.startswith(ACTIVITY_HEADING) for m in out)

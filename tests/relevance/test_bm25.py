@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,8 @@ class TestBM25Scorer:
         got = BM25Scorer(context=())(DOCS, "Which hotel in Lisbon?")
         want = bm25(DOCS, "Which hotel in Lisbon?")
         assert got == pytest.approx([w / max(want) for w in want])
-        assert got[2] == 1.0 and got[3] == 0.0
+        assert got[2] == 1.0
+        assert got[3] == 0.0
 
     def test_parameters_change_the_scores(self) -> None:
         """k1 and b are BM25's."""
@@ -102,7 +104,9 @@ class TestBM25Scorer:
             {"context": ((2, -1.0),)},
         ],
     )
-    def test_bad_configuration_fails_at_construction(self, kwargs: dict) -> None:
+    def test_bad_configuration_fails_at_construction(
+        self, kwargs: dict[str, Any]
+    ) -> None:
         """k1 < 0, b outside [0, 1], a width < 1 or a negative weight."""
         with pytest.raises(ContextWindowError):
             BM25Scorer(**kwargs)
@@ -111,9 +115,11 @@ class TestBM25Scorer:
         """The cache takes no part in equality, hashing or repr."""
         a, b = BM25Scorer(), BM25Scorer()
         a(DOCS, "lisbon")
-        assert a == b and hash(a) == hash(b)
+        assert a == b
+        assert hash(a) == hash(b)
         assert repr(a) == "BM25Scorer(k1=1.2, b=0.75, context=((2, 1.0), (8, 0.3)))"
-        assert BM25Scorer(context=[[1, 0.5]]).context == ((1, 0.5),)  # type: ignore[list-item]
+        listed: Any = [[1, 0.5]]  # lists from JSON, say
+        assert BM25Scorer(context=listed).context == ((1, 0.5),)
 
 
 class TestIncrementalIndex:
@@ -136,7 +142,8 @@ class TestIncrementalIndex:
         cache.get("beta")
         cache.get("gamma")
         assert len(cache) == 2
-        assert cache.get("alpha") is not a and cache.get("alpha") == a
+        assert cache.get("alpha") is not a
+        assert cache.get("alpha") == a
         with pytest.raises(ContextWindowError):
             TermCache(0)
 

@@ -71,7 +71,7 @@ class TestEmbeddingScorer:
         assert scorer(DOCS, "zebra") == [0.0, 0.0, 0.0]  # no topic, no word
 
     def test_each_text_is_embedded_once(self) -> None:
-        """Documents and queries seen before come from the cache; misses go in one batch."""
+        """Texts seen before come from the cache; the others go in one batch."""
         embedder = TopicEmbedder()
         scorer = EmbeddingScorer(embedder, lexical=None)
         scorer(DOCS, "pets?")
@@ -111,7 +111,8 @@ class TestVectorCache:
         cache = VectorCache(2)
         cache.get(embedder, ["dog"])
         got = cache.get(embedder, ["dog", "rain", "bug", "cat"])
-        assert len(got) == 4 and len(cache) == 2
+        assert len(got) == 4
+        assert len(cache) == 2
         assert got[0] == pytest.approx((1.0, 0.0, 0.0))
         with pytest.raises(ContextWindowError):
             VectorCache(0)

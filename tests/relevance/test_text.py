@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from contextwindow.messages import Message, Thinking, ToolCall
 from contextwindow.relevance import STOPWORDS, document, terms, when
 from contextwindow.relevance._stem import stem
-from contextwindow.messages import Message, Thinking, ToolCall
 
 # Examples from Porter's paper ("An algorithm for suffix stripping", 1980),
 # step by step; each word is followed by its stem after all steps.

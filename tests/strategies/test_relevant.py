@@ -189,6 +189,23 @@ class TestSelectRelevant:
             assert fitted.messages[0].id == CONTINUED_ID
             assert [m.id for m in fitted.messages[1:]] == [conv[k].id for k in kept]
 
+    def test_the_placeholder_turn_goes_with_what_needed_it(self) -> None:
+        """A repaired input's placeholder turn is not kept once its reason is gone."""
+        conv = [
+            Message.assistant("Hello, how can I help today with anything?"),
+            Message.user("Ana lives in Porto."),
+            Message.assistant("Nice."),
+            Message.user("Where does Ana live?"),
+        ]
+        fitted = fit(
+            conv,
+            limit=22,
+            strategy=SelectRelevant(keep_recent=1),
+            tokenizer=TokenCounter(FakeTokenizer(), "anthropic"),
+        )
+        assert [m.id for m in fitted.messages] == [conv[1].id, conv[2].id, conv[3].id]
+        assert problems(fitted.messages, "anthropic") == ()
+
     def test_recent_units_that_cannot_fit_compete_with_the_rest(self) -> None:
         """The recent run is cut to what fits, newest first; then relevance fills."""
         conv = chat("Where does Ana live?")  # 8 tokens
@@ -248,7 +265,7 @@ class TestSelectRelevant:
             SelectRelevant(scorer=short)(chat(), budget(20))
 
     def test_by_name(self) -> None:
-        """'relevant(N)' is SelectRelevant(keep_recent=N); equal configurations are equal."""
+        """'relevant(N)' is SelectRelevant(keep_recent=N), equal to one built."""
         assert parse_strategy("relevant(4)") == SelectRelevant(keep_recent=4)
         assert parse_strategy("relevant") == SelectRelevant()
         assert repr(SelectRelevant(2)) == (

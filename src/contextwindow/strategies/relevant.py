@@ -10,7 +10,9 @@ final message's text), most relevant first, each one that still fits, ties
 going to the newer unit, so units with nothing in common with the query come
 newest first. When the pinned units alone exceed the budget the output does
 not fit (``fit`` then finishes with ``DropOldest``, which says what is
-pinned). The scorer's caches make a second call after one new message score
+pinned). The placeholder turn a repair put first (``CONTINUED``) is never
+kept for itself: the repair puts it back when what follows still needs it.
+The scorer's caches make a second call after one new message score
 the new unit's text from scratch and look the others up.
 """
 
@@ -25,6 +27,7 @@ from contextwindow.relevance.base import Scorer, document
 from contextwindow.relevance.bm25 import BM25Scorer
 from contextwindow.strategies.base import Budget, Fitted, finish, pinned_units
 from contextwindow.strategies.drop import dropped_runs
+from contextwindow.validity import CONTINUED_ID
 
 __all__ = ["SelectRelevant"]
 
@@ -85,7 +88,13 @@ class SelectRelevant:
         us, keep = pinned_units(messages, budget.protected, budget.provider)
         run = budget.counter.running(messages)
         cost = [run[u.stop] - run[u.start] for u in us]
-        counted = [k for k, u in enumerate(us) if u.kind != "system"]
+        # The placeholder turn a repair put first is no content: it goes, and
+        # comes back only if what follows it still needs it.
+        counted = [
+            k
+            for k, u in enumerate(us)
+            if u.kind != "system" and messages[u.start].id != CONTINUED_ID
+        ]
         used = total - sum(c for c, kept in zip(cost, keep, strict=True) if not kept)
         for k in reversed(counted[max(0, len(counted) - self.keep_recent) :]):
             if keep[k]:
@@ -94,7 +103,7 @@ class SelectRelevant:
                 break  # the recent run stays contiguous; older ones compete below
             keep[k] = True
             used += cost[k]
-        candidates = [k for k in range(len(us)) if not keep[k]]
+        candidates = [k for k in counted if not keep[k]]
         chosen: list[int] = []
         if candidates:
             score = self._scores(messages, us, counted, budget.query)
