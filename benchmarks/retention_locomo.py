@@ -32,7 +32,6 @@ second text part (``[shared an image: ...]``) and the session's date in
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import sys
@@ -41,15 +40,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from _data import data_dir
+from _data import data_dir, minilm
 from fit_speed import cookbook_counter
 from langchain_core.messages import BaseMessage, convert_to_messages, trim_messages
 
 from contextwindow import fit
-from contextwindow.errors import ContextWindowError
 from contextwindow.formats import to_openai
 from contextwindow.messages import Message
-from contextwindow.relevance import EmbeddingScorer, MiniLMEmbedder
+from contextwindow.relevance import EmbeddingScorer
 from contextwindow.strategies import DropOldest, SelectRelevant, Strategy
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.transcripts import read_transcripts
@@ -139,13 +137,9 @@ def langchain(tok: BPETokenizer) -> Method:
 
 def embedding_method() -> Method | str:
     """(d), or why it is not run."""
-    if "--no-embeddings" in sys.argv:
-        return "not run (--no-embeddings)"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        embedder = MiniLMEmbedder()
-    except ContextWindowError as exc:
-        return f"not run: {exc}"
+    embedder = minilm()
+    if isinstance(embedder, str):
+        return embedder
     return ours(SelectRelevant(scorer=EmbeddingScorer(embedder)))
 
 

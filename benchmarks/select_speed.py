@@ -21,28 +21,26 @@ or a manager would:
   counter over the same tokenizer), what a user would otherwise run;
 - with the ``embeddings`` extra (unless ``--no-embeddings``):
   ``SelectRelevant(scorer=EmbeddingScorer(MiniLMEmbedder()))``, indexing
-  (embedding every turn) and per query (embedding the question).
+  (embedding every turn) and per query (embedding the question), torch on
+  one thread (see ``_data.minilm``).
 
 Goal: under 50 ms per query once indexed.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 
-from _data import data_dir
+from _data import data_dir, minilm
 from fit_speed import cookbook_counter
 from langchain_core.messages import BaseMessage, convert_to_messages, trim_messages
 
 from contextwindow import fit
-from contextwindow.errors import ContextWindowError
 from contextwindow.formats import to_openai
 from contextwindow.messages import Message
-from contextwindow.relevance import EmbeddingScorer, MiniLMEmbedder
+from contextwindow.relevance import EmbeddingScorer
 from contextwindow.strategies import Budget, DropOldest, SelectRelevant, Strategy
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.transcripts import read_transcripts
@@ -145,13 +143,9 @@ def embedding_rows(
     questions: list[str],
     run: Callable[[Strategy, str, list[Message]], None],
 ) -> list[tuple[str, str]]:
-    if "--no-embeddings" in sys.argv:
-        return [("SelectRelevant BM25+MiniLM", "  not run (--no-embeddings)")]
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        embedder = MiniLMEmbedder()
-    except ContextWindowError as exc:
-        return [("SelectRelevant BM25+MiniLM", f"  not run: {exc}")]
+    embedder = minilm()
+    if isinstance(embedder, str):
+        return [("SelectRelevant BM25+MiniLM", f"  {embedder}")]
     blend = SelectRelevant(scorer=EmbeddingScorer(embedder))
     index = timed(lambda: run(blend, questions[0], conv))
     per = [timed(lambda q=q: run(blend, q, conv)) for q in questions[1:]]

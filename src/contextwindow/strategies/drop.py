@@ -26,7 +26,7 @@ from contextwindow.strategies.base import (
 )
 from contextwindow.validity import CONTINUED_ID
 
-__all__ = ["DropOldest", "SlidingWindow", "dropped_runs"]
+__all__ = ["DropOldest", "SlidingWindow", "dropped_runs", "keep_units"]
 
 MAX_PINNED_SHOWN = 5
 """Pinned units a ``BudgetError`` lists by name (the largest first)."""
@@ -120,14 +120,7 @@ class DropOldest:
                 keep[order[pos]] = False
                 total -= cost[order[pos]]
                 pos += 1
-            out = [
-                m
-                for k, u in enumerate(us)
-                if keep[k]
-                for m in messages[u.start : u.stop]
-            ]
-            changes = dropped_runs("DropOldest", messages, us, keep, cost)
-            fitted = finish("DropOldest", messages, out, changes, budget)
+            fitted = keep_units("DropOldest", messages, us, keep, cost, budget)
             if fitted.report.fits:
                 return fitted
             if pos == len(order):
@@ -136,6 +129,20 @@ class DropOldest:
             keep[order[pos]] = False
             total -= cost[order[pos]]
             pos += 1
+
+
+def keep_units(
+    stage: str,
+    messages: Sequence[Message],
+    us: Sequence[Unit],
+    keep: Sequence[bool],
+    cost: Sequence[int],
+    budget: Budget,
+) -> Fitted:
+    """The units flagged in ``keep``, finished: one change per run dropped."""
+    out = [m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]]
+    changes = dropped_runs(stage, messages, us, keep, cost)
+    return finish(stage, messages, out, changes, budget)
 
 
 def dropped_runs(
@@ -265,8 +272,4 @@ class SlidingWindow:
             else sum(counter.message(m) for m in messages[u.start : u.stop])
             for k, u in enumerate(us)
         ]
-        out = [
-            m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]
-        ]
-        changes = dropped_runs("SlidingWindow", messages, us, keep, cost)
-        return finish("SlidingWindow", messages, out, changes, budget)
+        return keep_units("SlidingWindow", messages, us, keep, cost, budget)

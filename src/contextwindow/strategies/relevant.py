@@ -26,7 +26,7 @@ from contextwindow.messages import Message, Unit
 from contextwindow.relevance.base import Scorer, document
 from contextwindow.relevance.bm25 import BM25Scorer
 from contextwindow.strategies.base import Budget, Fitted, finish, pinned_units
-from contextwindow.strategies.drop import dropped_runs
+from contextwindow.strategies.drop import keep_units
 from contextwindow.validity import CONTINUED_ID
 
 __all__ = ["SelectRelevant"]
@@ -114,14 +114,7 @@ class SelectRelevant:
                     used += cost[k]
                     chosen.append(k)
         while True:
-            out = [
-                m
-                for k, u in enumerate(us)
-                if keep[k]
-                for m in messages[u.start : u.stop]
-            ]
-            changes = dropped_runs("SelectRelevant", messages, us, keep, cost)
-            fitted = finish("SelectRelevant", messages, out, changes, budget)
+            fitted = keep_units("SelectRelevant", messages, us, keep, cost, budget)
             if fitted.report.fits or not chosen:
                 return fitted
             # A repair (Anthropic's first user turn) cost tokens: the least
