@@ -77,6 +77,7 @@ class TestEmbeddingScorer:
         scorer(DOCS, "pets?")
         scorer([*DOCS, "a cat naps"], "pets?")
         scorer(DOCS, "weather?")
+        scorer(DOCS, "pets?")  # all cached: no batch
         assert embedder.batches == [[*DOCS, "pets?"], ["a cat naps"], ["weather?"]]
         assert scorer([], "pets?") == []
 

@@ -230,6 +230,22 @@ class TestSelectRelevant:
                 tokenizer=TokenCounter(FakeTokenizer()),
             )
 
+    def test_nothing_to_choose_from(self) -> None:
+        """Everything pinned and over the budget: returned as it is, not fitting."""
+        conv = [Message.user(t, pinned=True) for t in CHAT]
+        fitted = SelectRelevant()(conv, budget(20))
+        assert fitted.messages == tuple(conv)
+        assert not fitted.report.fits
+
+    def test_a_final_system_message_asks_and_the_last_turn_is_scored(self) -> None:
+        """A final system message is the query; the last turn is then a document."""
+        scorer = Recorder()
+        conv = [*chat(), Message.system("Answer in French.")]
+        SelectRelevant(keep_recent=0, scorer=scorer)(conv, budget(20))
+        ((docs, query),) = scorer.calls
+        assert query == "Answer in French."
+        assert docs == [*CHAT, conv[-2].text]
+
     def test_input_is_not_mutated_and_the_report_adds_up(self) -> None:
         """The input stays as it was; saved tokens account for the difference."""
         conv = chat()

@@ -151,10 +151,9 @@ class BM25Scorer:
             if not weight:
                 continue
             level = self._level(counts, wanted, lengths, width)
-            best = max(level)
-            if best > 0:
-                scale = weight / best
-                total = [t + scale * x for t, x in zip(total, level, strict=True)]
+            # Some document holds a query term, so the best score is > 0.
+            scale = weight / max(level)
+            total = [t + scale * x for t, x in zip(total, level, strict=True)]
         return total
 
     def _level(
