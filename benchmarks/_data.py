@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,6 +111,29 @@ def message_texts(data: Path | None = None) -> list[str]:
     """Every non-empty message text of the shared data, in file order."""
     data = data or data_dir()
     return [*tau_texts(data), *claude_texts(data), *locomo_texts(data)]
+
+
+def minilm() -> Any:
+    """A ``MiniLMEmbedder`` on one torch thread, or why there is none (a string).
+
+    ``--no-embeddings`` on the command line skips it. One thread: on this
+    shared 2-core machine a single query embeds in about 11 ms on one thread,
+    and in 0.3-0.5 s on two, which fight the other processes for the cores.
+    """
+    if "--no-embeddings" in sys.argv:
+        return "not run (--no-embeddings)"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from contextwindow.errors import ContextWindowError
+    from contextwindow.relevance import MiniLMEmbedder
+
+    try:
+        embedder = MiniLMEmbedder()
+    except ContextWindowError as exc:
+        return f"not run: {exc}"
+    import torch
+
+    torch.set_num_threads(1)
+    return embedder
 
 
 def best_of(fn: Callable[[], Any], n: int = 3) -> float:

@@ -65,6 +65,7 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
+from contextwindow.multiagent import SharedContext, fold_result, handoff
 from contextwindow.store import (
     ConversationInfo,
     MemoryStore,
@@ -87,6 +88,7 @@ from contextwindow.strategies import (
     MaxMessages,
     Pipeline,
     Report,
+    SelectRelevant,
     SlidingWindow,
     Strategy,
     Summarize,
@@ -158,6 +160,8 @@ __all__ = [
     "Report",
     "Role",
     "SQLiteStore",
+    "SelectRelevant",
+    "SharedContext",
     "SlidingWindow",
     "Store",
     "StoreError",
@@ -188,12 +192,14 @@ __all__ = [
     "ensure_valid",
     "extract_facts",
     "fit",
+    "fold_result",
     "from_anthropic",
     "from_openai",
     "from_provider",
     "from_responses",
     "get_model",
     "get_tokenizer",
+    "handoff",
     "inspect_messages",
     "is_summary",
     "open_store",

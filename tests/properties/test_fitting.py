@@ -39,6 +39,7 @@ from contextwindow.messages import (
     ToolSpec,
     units,
 )
+from contextwindow.relevance import EmbeddingScorer
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
@@ -47,6 +48,7 @@ from contextwindow.strategies import (
     Fitted,
     MaxMessages,
     Pipeline,
+    SelectRelevant,
     SlidingWindow,
     Strategy,
     TruncateToolResults,
@@ -76,11 +78,22 @@ STRATEGIES: dict[str, Callable[[random.Random], Strategy]] = {
         DropOldest(),
     ),
     "Pipeline-window": lambda rng: Pipeline(SlidingWindow(3), DropOldest()),
+    "SelectRelevant": lambda rng: SelectRelevant(rng.choice((0, 1, 3, 6))),
+    "SelectRelevant-embeddings": lambda rng: SelectRelevant(
+        rng.choice((0, 2)), scorer=EmbeddingScorer(LETTERS)
+    ),
+    "Pipeline-relevant": lambda rng: Pipeline(
+        TruncateToolResults(keep_recent=1, max_tokens=5),
+        SelectRelevant(2),
+        DropOldest(),
+    ),
 }
-"""Each strategy under test, made per conversation (``SlidingWindow`` draws its
-window)."""
+"""Each strategy under test, made per conversation (``SlidingWindow`` and
+``SelectRelevant`` draw their windows)."""
 
-ALWAYS_FITS = frozenset(("DropOldest", "Pipeline", "Pipeline-window"))
+ALWAYS_FITS = frozenset(
+    ("DropOldest", "Pipeline", "Pipeline-window", "Pipeline-relevant")
+)
 """Strategies that meet the budget (or raise ``BudgetError``) when called directly."""
 
 OWN_KINDS: dict[str, frozenset[str]] = {
@@ -92,6 +105,9 @@ OWN_KINDS: dict[str, frozenset[str]] = {
     "Deduplicate": frozenset(("deduplicated",)),
     "Pipeline": frozenset(("dropped", "truncated", "cleared", "deduplicated")),
     "Pipeline-window": frozenset(("dropped",)),
+    "SelectRelevant": frozenset(("dropped",)),
+    "SelectRelevant-embeddings": frozenset(("dropped",)),
+    "Pipeline-relevant": frozenset(("dropped", "truncated")),
 }
 """The kinds of change each strategy makes; a batch must show each of them."""
 
@@ -99,6 +115,20 @@ REWRITES = frozenset(("truncated", "cleared", "deduplicated", "repaired"))
 """Changes that leave a message in place with other content."""
 
 How = Literal["fit", "direct"]
+
+
+class Letters:
+    """A cheap deterministic embedder: letter counts (a..z) of each text."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [
+            [float(t.lower().count(c)) for c in "abcdefghijklmnopqrstuvwxyz"]
+            for t in texts
+        ]
+
+
+LETTERS: Letters = Letters()
+"""One embedder for every case, so its scorers' caches share what it embeds."""
 
 TOOL = ToolSpec(
     "lookup",
@@ -257,10 +287,13 @@ def make_case(
     else:
         limit = int(total * rng.uniform(0, 1.1))
     limit = max(limit, 0)
+    # The query has a generator of its own: the draws above stay as they were.
+    asking = random.Random(-1 - index)
+    query = draw_marker(conv, asking) if asking.random() < 0.3 else None
     return Case(
         index,
         conv,
-        Budget(limit, counter, tools, protected),
+        Budget(limit, counter, tools, protected, query),
         reserve,
         valid,
         floor,
@@ -316,6 +349,7 @@ def run_with(case: Case, how: How, name: str, strategy: Strategy) -> Run:
                 tokenizer=b.counter,
                 tools=b.tools,
                 protected=b.protected,
+                query=b.query,
             )
         else:
             fitted = strategy(case.conv, b)

@@ -27,6 +27,7 @@ from contextwindow.strategies import (
     DropOldest,
     Fitted,
     Pipeline,
+    SelectRelevant,
     SlidingWindow,
     Strategy,
     TruncateToolResults,
@@ -54,6 +55,12 @@ STRATEGIES: dict[str, Strategy | None] = {
         DropOldest(),
     ),
     "Pipeline-window": Pipeline(SlidingWindow(3), DropOldest()),
+    "SelectRelevant": SelectRelevant(keep_recent=3),
+    "Pipeline-relevant": Pipeline(
+        Deduplicate(),
+        TruncateToolResults(keep_recent=1, max_tokens=5),
+        SelectRelevant(),
+    ),
 }
 """``None`` is ``fit``'s default strategy."""
 

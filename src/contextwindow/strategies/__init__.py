@@ -30,6 +30,7 @@ from contextwindow.strategies.base import (
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -49,6 +50,7 @@ __all__ = [
     "MaxMessages",
     "Pipeline",
     "Report",
+    "SelectRelevant",
     "SlidingWindow",
     "Strategy",
     "Summarize",

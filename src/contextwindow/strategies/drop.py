@@ -27,7 +27,7 @@ from contextwindow.strategies.base import (
 from contextwindow.summarizers.record import is_summary
 from contextwindow.validity import CONTINUED_ID
 
-__all__ = ["DropOldest", "MaxMessages", "SlidingWindow", "dropped_runs"]
+__all__ = ["DropOldest", "MaxMessages", "SlidingWindow", "dropped_runs", "keep_units"]
 
 MAX_PINNED_SHOWN = 5
 """Pinned units a ``BudgetError`` lists by name (the largest first)."""
@@ -121,14 +121,7 @@ class DropOldest:
                 keep[order[pos]] = False
                 total -= cost[order[pos]]
                 pos += 1
-            out = [
-                m
-                for k, u in enumerate(us)
-                if keep[k]
-                for m in messages[u.start : u.stop]
-            ]
-            changes = dropped_runs("DropOldest", messages, us, keep, cost)
-            fitted = finish("DropOldest", messages, out, changes, budget)
+            fitted = keep_units("DropOldest", messages, us, keep, cost, budget)
             if fitted.report.fits:
                 return fitted
             if pos == len(order):
@@ -137,6 +130,20 @@ class DropOldest:
             keep[order[pos]] = False
             total -= cost[order[pos]]
             pos += 1
+
+
+def keep_units(
+    stage: str,
+    messages: Sequence[Message],
+    us: Sequence[Unit],
+    keep: Sequence[bool],
+    cost: Sequence[int],
+    budget: Budget,
+) -> Fitted:
+    """The units flagged in ``keep``, finished: one change per run dropped."""
+    out = [m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]]
+    changes = dropped_runs(stage, messages, us, keep, cost)
+    return finish(stage, messages, out, changes, budget)
 
 
 def dropped_runs(
@@ -261,7 +268,7 @@ class SlidingWindow:
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
         window = set(counted[max(0, len(counted) - self.keep_last) :])
         keep = [pinned[k] or k in window for k in range(len(us))]
-        return _keep_units("SlidingWindow", messages, us, keep, budget)
+        return _keep_flagged("SlidingWindow", messages, us, keep, budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,22 +318,20 @@ class MaxMessages:
             if not pinned[k]:
                 keep[k] = False
                 excess -= u.stop - u.start
-        return _keep_units("MaxMessages", messages, us, keep, budget)
+        return _keep_flagged("MaxMessages", messages, us, keep, budget)
 
 
-def _keep_units(
+def _keep_flagged(
     stage: str,
     messages: Sequence[Message],
     us: Sequence[Unit],
     keep: Sequence[bool],
     budget: Budget,
 ) -> Fitted:
-    """The units flagged in ``keep``, the others reported as dropped runs."""
+    """``keep_units``, with what each dropped unit cost counted here."""
     counter = budget.counter
     cost = [
         0 if keep[k] else sum(counter.message(m) for m in messages[u.start : u.stop])
         for k, u in enumerate(us)
     ]
-    out = [m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]]
-    changes = dropped_runs(stage, messages, us, keep, cost)
-    return finish(stage, messages, out, changes, budget)
+    return keep_units(stage, messages, us, keep, cost, budget)

@@ -32,6 +32,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -96,6 +97,13 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             ("keep_last",),
             positional=True,
             summary="keep the last N units, drop the rest",
+        ),
+        "relevant": StrategyName(
+            SelectRelevant,
+            ("keep_recent",),
+            positional=True,
+            summary="keep the recent units and the older ones most relevant to "
+            "the final message (BM25)",
         ),
         "max-messages": StrategyName(
             MaxMessages,

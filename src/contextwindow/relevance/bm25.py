@@ -1,0 +1,193 @@
+"""``BM25Scorer``: Okapi BM25 over units and over windows of neighbouring units.
+
+Contract:
+
+- Offline and model-free: documents and the query become terms through
+  ``contextwindow.relevance.terms`` (stopwords dropped, Porter stems).
+- The score of a document is its own BM25 score plus, for each ``(width,
+  weight)`` of ``context``, ``weight`` times the BM25 score of the window of
+  documents ``width`` either side of it (their terms pooled, as one
+  passage). Each level is divided by its best score first, so the weights
+  compare like with like. Context matters in conversations: the turn that
+  answers a question rarely repeats all of its words, but its neighbours do.
+- Statistics (document frequency, average length) are those of the
+  documents given, the conversation itself; nothing is trained.
+- Term counts are cached per document text (bounded, oldest first out), so
+  scoring a conversation again after one new message tokenises that one
+  message; a query costs one pass over the documents per query term and
+  level. The cache never changes a result.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.relevance._text import terms
+
+__all__ = ["BM25Scorer", "TermCache"]
+
+DEFAULT_CACHE_SIZE = 100_000
+"""Documents whose term counts a ``TermCache`` keeps."""
+
+Stats = tuple[dict[str, int], int]
+"""A document's term counts and its length in terms."""
+
+
+class TermCache:
+    """Term counts per document text, bounded (the oldest entry goes first).
+
+    Example:
+        >>> cache = TermCache()
+        >>> cache.get("Dogs chase cats; cats run.")
+        ({'dog': 1, 'chase': 1, 'cat': 2, 'run': 1}, 5)
+        >>> len(cache), cache.get("Dogs chase cats; cats run.") is cache.get(
+        ...     "Dogs chase cats; cats run.")
+        (1, True)
+    """
+
+    __slots__ = ("_entries", "_lock", "_max")
+
+    def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
+        if size < 1:
+            raise ContextWindowError(f"cache size must be at least 1, got {size}")
+        self._max = size
+        self._entries: dict[str, Stats] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, text: str) -> Stats:
+        """The term counts and length of ``text``, computed once."""
+        found = self._entries.get(text)
+        if found is not None:
+            return found
+        words = terms(text)
+        stats: Stats = (dict(Counter(words)), len(words))
+        with self._lock:
+            if len(self._entries) >= self._max:
+                del self._entries[next(iter(self._entries))]
+            self._entries[text] = stats
+        return stats
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Scorer:
+    """Rank documents by BM25, with the context of their neighbours.
+
+    Args:
+        k1: Term-frequency saturation (BM25's ``k1``).
+        b: Length normalisation (BM25's ``b``).
+        context: ``(width, weight)`` pairs: windows of ``width`` documents
+            either side, and how much their score counts against the
+            document's own (which counts 1). ``()``: plain BM25.
+
+    Raises:
+        ContextWindowError: ``k1`` or ``b`` out of range, or a width below 1
+            or a negative weight in ``context``.
+
+    Example:
+        >>> docs = ["We adopted a puppy!", "Congrats! What is her name?",
+        ...         "Luna. She loves the park.", "The printer jammed.",
+        ...         "Lunch was fine.", "Rain again today."]
+        >>> ask = "What is the puppy's name?"
+        >>> [round(s, 2) for s in BM25Scorer(context=())(docs, ask)]
+        [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+        >>> [round(s, 2) for s in BM25Scorer()(docs, ask)]  # the answer's neighbours
+        [2.3, 2.21, 1.13, 0.62, 0.3, 0.3]
+    """
+
+    k1: float = 1.2
+    """Term-frequency saturation."""
+    b: float = 0.75
+    """Length normalisation, from 0 (none) to 1 (full)."""
+    context: tuple[tuple[int, float], ...] = ((2, 1.0), (8, 0.3))
+    """Windows of neighbours, as ``(width, weight)``: by default the two
+    units either side count as much as the unit itself, and the eight either
+    side (a conversation's topic) a third as much."""
+    cache: TermCache = field(
+        default_factory=TermCache, compare=False, hash=False, repr=False
+    )
+    """Term counts per document text (shared by every call)."""
+
+    def __post_init__(self) -> None:
+        if self.k1 < 0:
+            raise ContextWindowError(f"k1 must be >= 0, got {self.k1}")
+        if not 0 <= self.b <= 1:
+            raise ContextWindowError(f"b must be between 0 and 1, got {self.b}")
+        object.__setattr__(self, "context", tuple(tuple(c) for c in self.context))
+        for width, weight in self.context:
+            if width < 1 or weight < 0:
+                raise ContextWindowError(
+                    f"context windows need a width >= 1 and a weight >= 0, "
+                    f"got ({width}, {weight})"
+                )
+
+    def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
+        """One score per document (0: no query term in it or around it)."""
+        n = len(documents)
+        total = [0.0] * n
+        wanted = Counter(terms(query))
+        if not n or not wanted:
+            return total
+        stats = [self.cache.get(d) for d in documents]
+        # Counts of each query term in each document; terms found nowhere
+        # score nothing at any level.
+        counts: dict[str, list[int]] = {}
+        for term in wanted:
+            row = [s[0].get(term, 0) for s in stats]
+            if any(row):
+                counts[term] = row
+        if not counts:
+            return total
+        lengths = [s[1] for s in stats]
+        for width, weight in ((0, 1.0), *self.context):
+            if not weight:
+                continue
+            level = self._level(counts, wanted, lengths, width)
+            # Some document holds a query term, so the best score is > 0.
+            scale = weight / max(level)
+            total = [t + scale * x for t, x in zip(total, level, strict=True)]
+        return total
+
+    def _level(
+        self,
+        counts: dict[str, list[int]],
+        wanted: Counter[str],
+        lengths: list[int],
+        width: int,
+    ) -> list[float]:
+        """BM25 of every document (``width`` 0) or of every window around one."""
+        n = len(lengths)
+        lens = _window(lengths, width) if width else lengths
+        average = sum(lens) / n or 1.0
+        k1, b = self.k1, self.b
+        norm = [k1 * (1 - b + b * length / average) for length in lens]
+        out = [0.0] * n
+        for term, row in counts.items():
+            tf = _window(row, width) if width else row
+            df = n - tf.count(0)
+            idf = wanted[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
+            gain = idf * (k1 + 1)
+            for i, f in enumerate(tf):
+                if f:
+                    out[i] += gain * f / (f + norm[i])
+        return out
+
+
+def _window(values: list[int], width: int) -> list[int]:
+    """For each position, the sum of ``values`` within ``width`` either side.
+
+    Example:
+        >>> _window([1, 0, 0, 2, 0], 1)
+        [1, 1, 2, 2, 2]
+    """
+    n = len(values)
+    prefix = [0, *accumulate(values)]
+    return [prefix[min(n, i + width + 1)] - prefix[max(0, i - width)] for i in range(n)]

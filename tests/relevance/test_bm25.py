@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from contextwindow.errors import ContextWindowError
+from contextwindow.relevance import BM25Scorer, TermCache, terms
+from contextwindow.relevance.bm25 import _window
+
+
+def bm25(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """Textbook Okapi BM25 (Lucene's idf), written out independently."""
+    toks = [terms(d) for d in docs]
+    avg = sum(map(len, toks)) / len(toks)
+    out = []
+    for t in toks:
+        s = 0.0
+        for q in terms(query):
+            df = sum(q in d for d in toks)
+            if not df:
+                continue
+            idf = math.log(1 + (len(toks) - df + 0.5) / (df + 0.5))
+            f = t.count(q)
+            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(t) / avg))
+        out.append(s)
+    return out
+
+
+DOCS = [
+    "Lisbon trip booked for May, flights at 9.",
+    "The build failed on the linter again.",
+    "Hotel in Alfama, three nights in Lisbon.",
+    "Lunch was a sandwich.",
+    "Linter config updated; the build passes.",
+]
+
+
+class TestBM25Scorer:
+    def test_plain_scores_are_bm25_scaled_to_the_best(self) -> None:
+        """Without context: BM25 divided by the best score."""
+        got = BM25Scorer(context=())(DOCS, "Which hotel in Lisbon?")
+        want = bm25(DOCS, "Which hotel in Lisbon?")
+        assert got == pytest.approx([w / max(want) for w in want])
+        assert got[2] == 1.0
+        assert got[3] == 0.0
+
+    def test_parameters_change_the_scores(self) -> None:
+        """k1 and b are BM25's."""
+        for k1, b in ((0.5, 0.0), (2.0, 1.0)):
+            got = BM25Scorer(k1=k1, b=b, context=())(DOCS, "lisbon flights build")
+            want = bm25(DOCS, "lisbon flights build", k1, b)
+            assert got == pytest.approx([w / max(want) for w in want])
+
+    def test_context_lifts_the_neighbours_of_a_hit(self) -> None:
+        """A window score adds to each document: neighbours of a hit score > 0."""
+        docs = ["We adopted a puppy!", "What is her name?", "Luna.", "Taxes.", "Rain."]
+        plain = BM25Scorer(context=())(docs, "the puppy's name")
+        near = BM25Scorer(context=((1, 1.0),))(docs, "the puppy's name")
+        assert plain[2] == 0.0 < near[2]
+        assert near[2] > near[4], "the window fades with distance"
+        assert near[0] == pytest.approx(plain[0] + 1.0)  # its window is the best
+
+    def test_window_scores_are_bm25_of_pooled_neighbours(self) -> None:
+        """A window level is BM25 over documents of pooled neighbour texts."""
+        scorer = BM25Scorer(context=((1, 0.5),))
+        got = scorer(DOCS, "lisbon build")
+        plain = bm25(DOCS, "lisbon build")
+        pooled = [" ".join(DOCS[max(0, i - 1) : i + 2]) for i in range(len(DOCS))]
+        window = bm25(pooled, "lisbon build")
+        want = [
+            p / max(plain) + 0.5 * w / max(window)
+            for p, w in zip(plain, window, strict=True)
+        ]
+        assert got == pytest.approx(want)
+
+    def test_nothing_in_common_scores_zero(self) -> None:
+        """A query of stopwords, unknown words, or no documents: all zeros."""
+        scorer = BM25Scorer()
+        assert scorer(DOCS, "what is it?") == [0.0] * 5
+        assert scorer(DOCS, "zebra quartz") == [0.0] * 5
+        assert scorer([], "lisbon") == []
+
+    def test_zero_weight_levels_are_skipped(self) -> None:
+        """A window of weight 0 adds nothing."""
+        assert BM25Scorer(context=((3, 0.0),))(DOCS, "linter") == BM25Scorer(
+            context=()
+        )(DOCS, "linter")
+
+    def test_repeated_query_terms_weigh_more(self) -> None:
+        """A term asked twice counts twice."""
+        once = BM25Scorer(context=())(DOCS, "lisbon build")
+        twice = BM25Scorer(context=())(DOCS, "lisbon lisbon build")
+        assert twice[0] / twice[1] > once[0] / once[1]
+
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {"k1": -1.0},
+            {"b": 1.5},
+            {"b": -0.1},
+            {"context": ((0, 1.0),)},
+            {"context": ((2, -1.0),)},
+        ],
+    )
+    def test_bad_configuration_fails_at_construction(
+        self, kwargs: dict[str, Any]
+    ) -> None:
+        """k1 < 0, b outside [0, 1], a width < 1 or a negative weight."""
+        with pytest.raises(ContextWindowError):
+            BM25Scorer(**kwargs)
+
+    def test_equal_configurations_compare_equal(self) -> None:
+        """The cache takes no part in equality, hashing or repr."""
+        a, b = BM25Scorer(), BM25Scorer()
+        a(DOCS, "lisbon")
+        assert a == b
+        assert hash(a) == hash(b)
+        assert repr(a) == "BM25Scorer(k1=1.2, b=0.75, context=((2, 1.0), (8, 0.3)))"
+        listed: Any = [[1, 0.5]]  # lists from JSON, say
+        assert BM25Scorer(context=listed).context == ((1, 0.5),)
+
+
+class TestIncrementalIndex:
+    def test_one_new_document_is_tokenised_once(self) -> None:
+        """After an append only the new text is counted; old entries are reused."""
+        scorer = BM25Scorer()
+        first = scorer(DOCS, "lisbon")
+        assert len(scorer.cache) == len(DOCS)
+        entries = [scorer.cache.get(d) for d in DOCS]
+        grown = [*DOCS, "Flights to Lisbon moved to 10."]
+        scorer(grown, "lisbon")
+        assert len(scorer.cache) == len(DOCS) + 1
+        assert all(scorer.cache.get(d) is e for d, e in zip(DOCS, entries, strict=True))
+        assert scorer(DOCS, "lisbon") == first, "a cache never changes a result"
+
+    def test_the_cache_is_bounded(self) -> None:
+        """The oldest entry goes first once the cache is full."""
+        cache = TermCache(2)
+        a = cache.get("alpha")
+        cache.get("beta")
+        cache.get("gamma")
+        assert len(cache) == 2
+        assert cache.get("alpha") is not a
+        assert cache.get("alpha") == a
+        with pytest.raises(ContextWindowError):
+            TermCache(0)
+
+
+def test_window_sums() -> None:
+    """Each position sums its neighbours within the width, clipped at the ends."""
+    assert _window([1, 2, 3, 4], 1) == [3, 6, 9, 7]
+    assert _window([1, 2, 3, 4], 10) == [10, 10, 10, 10]
+    assert _window([], 2) == []
