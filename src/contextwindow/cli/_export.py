@@ -48,7 +48,8 @@ def _listing(url: str, infos: list[ConversationInfo]) -> str:
         ]
         for i in infos
     ]
-    head = f"{url}  ({num(len(infos))} conversations)"
+    noun = "conversation" if len(infos) == 1 else "conversations"
+    head = f"{url}  ({num(len(infos))} {noun})"
     body = table(["conversation", "messages", "view", "updated", "model"], rows)
     return f"{head}\n{body}\n\nuse URL#ID to export one"
 
