@@ -54,7 +54,7 @@ def _transcript(conv: StoredConversation, view: bool) -> Transcript:
     if view:
         if conv.view is None:
             raise StoreError(f"conversation {conv.id!r} has no saved view")
-        messages = conv.view.messages + messages[conv.view.version :]
+        messages = conv.current_view
     model = conv.meta.get("model")
     provider = conv.meta.get("provider")
     meta: dict[str, Any] = {

@@ -73,10 +73,7 @@ class Persistence:
         if self.store.info(self.conversation_id) is None:
             return None
         conv = self.store.load(self.conversation_id)
-        history = conv.messages
-        view = history
-        if conv.view is not None:
-            view = conv.view.messages + history[conv.view.version :]
+        history, view = conv.messages, conv.current_view
         self.version = conv.version
         raw = conv.meta.get(STATE_KEY)
         state: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}

@@ -229,6 +229,26 @@ class StoredConversation:
         """The loaded messages, in log order."""
         return tuple(e.message for e in self.entries)
 
+    @property
+    def current_view(self) -> tuple[Message, ...]:
+        """What a manager works from: the saved view, then what came after it.
+
+        The log itself when no view is saved.
+
+        Example:
+            >>> info = ConversationInfo("c1", 2, 1.0, 1.0)
+            >>> log = (StoredMessage(0, Message.user("a"), 1.0),
+            ...        StoredMessage(1, Message.user("b"), 1.0))
+            >>> cut = ViewMessage(Message.user("A"), "rewritten", (0,))
+            >>> view = StoredView(1, (cut,))
+            >>> [m.text for m in StoredConversation(info, log, view).current_view]
+            ['A', 'b']
+        """
+        log = self.messages
+        if self.view is None:
+            return log
+        return self.view.messages + log[self.view.version - self.since :]
+
 
 class Store(Protocol):
     """Durable conversations: an append-only log, the latest view, metadata.
