@@ -143,7 +143,11 @@ def call_handler(handler: Any, *, threshold: float = 60, limit: int = 1000) -> A
     m = ContextManager(token_limit=limit, tokenizer=FakeTokenizer(), strategy=None)
     m.push_many(agent_session())
     out: list[Any] = []
-    m.on_threshold(threshold)(lambda ctx: out.append(handler(ctx)))
+
+    def record(ctx: Any) -> None:
+        out.append(handler(ctx))
+
+    m.on_threshold(threshold)(record)
     m.prepare()
     if not out:
         raise AssertionError(f"the handler at {threshold}% did not run")

@@ -126,7 +126,7 @@ class Core(State):
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
         new = list(messages)
         for k, m in enumerate(new):
-            if not isinstance(m, Message):
+            if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
                 raise InvalidMessageError(
                     f"messages[{k}]", f"expected a Message, got {type(m).__name__}"
                 )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from contextwindow.errors import ConflictError, StoreError
 from contextwindow.messages import Message
@@ -76,7 +76,9 @@ class Persistence:
         history, view = conv.messages, conv.current_view
         self.version = conv.version
         raw = conv.meta.get(STATE_KEY)
-        state: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        state: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", raw) if isinstance(raw, Mapping) else {}
+        )
         self._saved_state = state
         tokens = tuple(e.tokens.get(self._key) for e in conv.entries)
         return Resumed(history, view, conv.version, tokens, state)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from contextwindow.errors import ContextWindowError, InvalidMessageError, StoreError
 from contextwindow.fitting import DEFAULT_STRATEGY, provider_of
@@ -118,7 +118,7 @@ class State:
         self._stable: int | None = 0
         """Leading view messages the last request sent as they are (``None``:
         unknown, the view changed)."""
-        self._turn_compactions = 0
+        self._turn_compactions: int = 0
         self._refused_at: int | None = None
         self._applied = False
         self._writer = Writer(self._provider)
@@ -314,7 +314,7 @@ class State:
             >>> m.protected_markers
             ('<skill>',)
         """
-        if not isinstance(marker, str) or not marker:
+        if not isinstance(marker, str) or not marker:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ContextWindowError("a protected marker must be a non-empty string")
         if marker not in self._markers:
             self._markers.append(marker)
@@ -406,7 +406,7 @@ class State:
     def _append(self, messages: Iterable[Message]) -> None:
         added = list(messages)
         for k, m in enumerate(added):
-            if not isinstance(m, Message):
+            if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
                 raise InvalidMessageError(
                     f"messages[{k}]",
                     f"expected a Message, got {type(m).__name__} "
@@ -447,7 +447,7 @@ class State:
         log = view if history is None else list(history)
         for name, seq in (("messages", view), ("history", log)):
             for k, m in enumerate(seq):
-                if not isinstance(m, Message):
+                if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
                     raise InvalidMessageError(
                         f"{name}[{k}]", f"expected a Message, got {type(m).__name__}"
                     )
@@ -466,7 +466,7 @@ class State:
         self._emit("clear")
 
     def _update_system(self, text: str) -> None:
-        if not isinstance(text, str):
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ContextWindowError(
                 f"update_system takes the prompt's text, got {type(text).__name__}"
             )
@@ -514,8 +514,8 @@ class State:
         self._history = list(resumed.history)
         self._set_view(resumed.view)
         state = resumed.state
-        fired = state.get("fired", ())
-        numbers: list[Any] = fired if isinstance(fired, list) else []
+        fired = state.get("fired")
+        numbers = cast("list[object]", fired) if isinstance(fired, list) else []
         self._fired = {t for t in numbers if isinstance(t, int | float)}
         turn = state.get("turn_compactions", 0)
         self._turn_compactions = turn if isinstance(turn, int) else 0
