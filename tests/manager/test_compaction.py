@@ -206,3 +206,20 @@ def test_strategy_output_is_checked_for_the_provider() -> None:
     p = m.prepare()
     assert p.tokens <= 100
     assert problems(p.conversation, "openai") == ()
+
+
+def test_prepare_query_reaches_relevance_aware_strategies() -> None:
+    from contextwindow import SelectRelevant
+
+    def loaded(query: str | None) -> list[str]:
+        m = manager(limit=120, strategy=SelectRelevant(keep_recent=1))
+        topics = ["flights to Lisbon", "hotel near Rossio", "train to Porto"]
+        for i, topic in enumerate(topics * 3):
+            m.push(Message.user(f"note {i}: {topic} " + words(8, f"x{i}_")))
+        m.push(Message.user("what next?"))
+        return [x.text for x in m.prepare(query=query).conversation]
+
+    kept = loaded("the train to Porto")
+    assert any("train to Porto" in t for t in kept[:-1])
+    assert not any("hotel near Rossio" in t for t in kept[:-1])
+    assert loaded("the hotel near Rossio") != kept
