@@ -4,7 +4,8 @@ Each conversation is replayed message by message into a ``ContextManager``
 for each provider, with a window drawn between twice what its pinned content
 could need and its whole size (so compaction happens often), a random
 strategy, reserve, cap and threshold handlers; ``prepare`` runs before each
-assistant message and at the end, as an agent loop calls it. Every request
+assistant message and at the end, as an agent loop calls it, and now and then
+in between (a tool call still awaiting its results). Every request
 must fit, be valid for the provider, equal the provider's shape of its own
 neutral messages (the incremental writer against ``to_provider``), and say
 truthfully how many leading tokens it shares with the request before; the
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 
 from contextwindow import ContextManager, Message, ThresholdContext, units
 from contextwindow.formats import to_provider
-from contextwindow.manager import CompactionPolicy
+from contextwindow.manager import CompactionPolicy, Prepared
 from contextwindow.messages import Provider
 from contextwindow.strategies import (
     ClearToolResults,
@@ -86,29 +87,31 @@ def replay(
             ctx.prune_old_messages(keep_recent=rng.choice((1, 4)))
 
     previous: tuple[Message, ...] = ()
-    for k, msg in enumerate(conv):
-        if msg.role == "assistant" or k == len(conv) - 1:
-            if k == len(conv) - 1:
-                m.push(msg)
-            p = m.prepare()
-            seen.update(c.trigger for c in p.compactions if c.applied)
-            assert p.tokens <= p.budget == window - reserve
-            assert problems(p.conversation, provider) == ()
-            if provider == "anthropic":
-                system, turns = to_provider(p.conversation, "anthropic")
-                assert (p.system, p.messages) == (system, turns)
-            else:
-                assert p.messages == to_provider(p.conversation, provider)
-            shared = 0
-            for a, b in zip(previous, p.conversation, strict=False):
-                if a != b or a.meta != b.meta:
-                    break
-                shared += 1
-            assert p.prefix_tokens == m._counter.running(list(p.conversation))[shared]
-            previous = p.conversation
-            if k == len(conv) - 1:
+
+    def check(p: Prepared) -> tuple[Message, ...]:
+        seen.update(c.trigger for c in p.compactions if c.applied)
+        assert p.tokens <= p.budget == window - reserve
+        assert problems(p.conversation, provider) == ()
+        if provider == "anthropic":
+            system, turns = to_provider(p.conversation, "anthropic")
+            assert (p.system, p.messages) == (system, turns)
+        else:
+            assert p.messages == to_provider(p.conversation, provider)
+        shared = 0
+        for a, b in zip(previous, p.conversation, strict=False):
+            if a != b or a.meta != b.meta:
                 break
+            shared += 1
+        assert p.prefix_tokens == m._counter.running(list(p.conversation))[shared]
+        return p.conversation
+
+    for msg in conv:
+        # Before each assistant message, as an agent loop does; now and then
+        # also mid-exchange, with a tool call still awaiting its results.
+        if msg.role == "assistant" or rng.random() < 0.2:
+            previous = check(m.prepare())
         m.push(msg)
+    previous = check(m.prepare())
     assert list(m.history) == conv
 
 
