@@ -99,12 +99,19 @@ _ARGS = """
         summarizer: What ``summarize_old_exchanges`` summarizes with (default:
             the offline extractive summarizer).
         agent_name: The agent served, in events and handler contexts.
-        system: A system prompt to start with.
+        system: A system prompt to start a new conversation with.
+        store: Where the conversation is kept: a ``Store``, or a URL such as
+            ``sqlite:///chats.db#run-1`` (see ``contextwindow.store``). A
+            conversation already there is resumed as it was left.
+        conversation_id: The stored conversation (default: the URL's
+            ``#id``, else a new id, in ``conversation_id``).
 
     Raises:
         ContextWindowError: Neither ``model`` nor ``token_limit``, a limit,
             reserve or cap out of range, an unknown provider, a threshold
-            outside (0, 100], or a strategy that is not callable.
+            outside (0, 100], a strategy that is not callable, or a
+            ``conversation_id`` without a store.
+        StoreError: The store cannot be opened or read.
 """
 
 
