@@ -367,6 +367,19 @@ class TestFitOptions:
         assert original in [m.get("content") for m in data]
         assert report["tokens_after"] <= report["budget"]
 
+    def test_query(self) -> None:
+        """--query tells the relevant strategy what to keep."""
+        texts = [m.get("content") or "" for m in json.loads(EXAMPLE.read_text())]
+        marker = "Rate limiter used by the public API gateway"
+        args = (str(EXAMPLE), "--budget", "45%", "-s", "relevant(2)")
+        by_default, _ = fit_json(*args)
+        asked, report = fit_json(*args, "--query", marker)
+        kept = [m.get("content") or "" for m in asked]
+        assert any(marker in t for t in kept)
+        assert asked != by_default
+        assert report["tokens_after"] <= report["budget"]
+        assert all(t in texts for t in kept)
+
     @pytest.mark.parametrize(
         ("args", "label", "exact"),
         [

@@ -157,6 +157,12 @@ class _FitRun:
     metavar="MARKER",
     help="Keep every message whose text holds MARKER (repeatable).",
 )
+@click.option(
+    "--query",
+    metavar="TEXT",
+    help="What the next request is about, for the relevant strategy "
+    "(default: the final message).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def fit_cmd(
     file: str,
@@ -170,6 +176,7 @@ def fit_cmd(
     view: bool,
     tokenizer_spec: str | None,
     protect: tuple[str, ...],
+    query: str | None,
     as_json: bool,
 ) -> None:
     """Fit a conversation into a token budget, validly, and report every change.
@@ -206,6 +213,7 @@ def fit_cmd(
             tokenizer=counter,
             tools=t.tools,
             protected=protect,
+            query=query,
         )
         text = provider_json(fitted.messages, provider)
     if output is not None:
