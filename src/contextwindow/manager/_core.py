@@ -32,10 +32,9 @@ from typing import Any
 from contextwindow.errors import (
     BudgetError,
     ContextWindowError,
-    InvalidMessageError,
 )
 from contextwindow.fitting import fit
-from contextwindow.manager._state import State
+from contextwindow.manager._state import State, checked_messages
 from contextwindow.manager._types import Compaction, Prepared, Trigger
 from contextwindow.messages import Message, units
 from contextwindow.strategies.base import (
@@ -124,12 +123,7 @@ class Core(State):
 
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
-        new = list(messages)
-        for k, m in enumerate(new):
-            if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
-                raise InvalidMessageError(
-                    f"messages[{k}]", f"expected a Message, got {type(m).__name__}"
-                )
+        new = checked_messages(messages, "messages")
         changes = _diff(self._view, new, self._counter)
         fitted = finish(
             "replace_messages", self._view, new, changes, self._budget(self._window)
@@ -409,19 +403,21 @@ class Core(State):
             return _common_prefix(prev, sent)
         # Appends only since: the last request's unchanged part is still
         # there; what follows it is compared (a short tail).
-        k = min(self._stable, kept, len(prev))
-        while k < len(prev) and k < len(sent):
-            a, b = prev[k], sent[k]
-            if not (a is b or (a == b and a.meta == b.meta)):
-                break
-            k += 1
-        return k
+        return _common_prefix(prev, sent, start=min(self._stable, kept, len(prev)))
 
 
-def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
-    """How many leading messages ``a`` and ``b`` share, meta included."""
-    k = 0
-    for x, y in zip(a, b, strict=False):
+def _common_prefix(
+    a: Sequence[Message], b: Sequence[Message], *, start: int = 0
+) -> int:
+    """How many leading messages ``a`` and ``b`` share, meta included.
+
+    ``a[:start]`` and ``b[:start]`` are known to be the same: the comparison
+    starts there.
+    """
+    k = start
+    n = min(len(a), len(b))
+    while k < n:
+        x, y = a[k], b[k]
         if not (x is y or (x == y and x.meta == y.meta)):
             break
         k += 1

@@ -40,7 +40,7 @@ from contextwindow.summarizers.record import recall, summary_sources
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["DEFAULT_THRESHOLDS", "State"]
+__all__ = ["DEFAULT_THRESHOLDS", "State", "checked_messages"]
 
 logger = logging.getLogger("contextwindow.manager")
 
@@ -404,14 +404,7 @@ class State:
     # -- state -----------------------------------------------------------------------
 
     def _append(self, messages: Iterable[Message]) -> None:
-        added = list(messages)
-        for k, m in enumerate(added):
-            if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
-                raise InvalidMessageError(
-                    f"messages[{k}]",
-                    f"expected a Message, got {type(m).__name__} "
-                    "(convert provider dicts with from_openai or from_anthropic)",
-                )
+        added = checked_messages(messages, "messages")
         counts = [self._counter.message(m) for m in added]
         if self._persist is not None and added:
             # Stored first: a failed write changes nothing here. What other
@@ -443,14 +436,8 @@ class State:
         self, messages: Iterable[Message], history: Iterable[Message] | None
     ) -> None:
         self._append_only("set_messages")
-        view = list(messages)
-        log = view if history is None else list(history)
-        for name, seq in (("messages", view), ("history", log)):
-            for k, m in enumerate(seq):
-                if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
-                    raise InvalidMessageError(
-                        f"{name}[{k}]", f"expected a Message, got {type(m).__name__}"
-                    )
+        view = checked_messages(messages, "messages")
+        log = view if history is None else checked_messages(history, "history")
         self._history = list(log)
         self._set_view(view)
         self._fired.clear()
@@ -598,6 +585,19 @@ class State:
             )
         for callback in tuple(self._subscribers):
             callback(event)
+
+
+def checked_messages(items: Iterable[Message], name: str) -> list[Message]:
+    """``items`` as a list, or ``InvalidMessageError`` naming the first non-message."""
+    out = list(items)
+    for k, m in enumerate(out):
+        if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise InvalidMessageError(
+                f"{name}[{k}]",
+                f"expected a Message, got {type(m).__name__} "
+                "(convert provider dicts with from_openai or from_anthropic)",
+            )
+    return out
 
 
 def _strategy_checked(strategy: Strategy | None) -> Strategy | None:
