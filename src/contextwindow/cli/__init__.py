@@ -1,4 +1,4 @@
-"""The ``contextwindow`` command: inspect, fit and export conversations, list models.
+"""The ``contextwindow`` command: inspect, fit, report, export; list models.
 
 Contract: this package is the only code that prints. Library errors
 (``ContextWindowError``, ``BudgetError`` included) become one-line
@@ -8,7 +8,7 @@ Contract: this package is the only code that prints. Library errors
 stderr), so that it pipes.
 
 Each command lives in its own module (``_inspect``, ``_fit``, ``_export``,
-``_models``)
+``_models``, ``_report``)
 and is added to ``main`` here, so that no command module imports this one;
 what they share (``cli_errors`` among it) is in ``_common``.
 """
@@ -22,6 +22,7 @@ from contextwindow.cli._export import export_cmd
 from contextwindow.cli._fit import fit_cmd
 from contextwindow.cli._inspect import inspect_cmd
 from contextwindow.cli._models import models_cmd
+from contextwindow.cli._report import report_cmd
 
 __all__ = ["main"]
 
@@ -42,3 +43,4 @@ main.add_command(inspect_cmd)
 main.add_command(fit_cmd)
 main.add_command(export_cmd)
 main.add_command(models_cmd)
+main.add_command(report_cmd)

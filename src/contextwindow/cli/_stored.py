@@ -19,12 +19,13 @@ from contextwindow.messages import PROVIDERS
 from contextwindow.store import (
     ConversationInfo,
     StoredConversation,
+    StoredView,
     open_store,
     split_url,
 )
 from contextwindow.transcripts import Transcript
 
-__all__ = ["list_conversations", "stored_transcripts"]
+__all__ = ["list_conversations", "stored_transcripts", "stored_view"]
 
 
 def stored_transcripts(url: str, *, view: bool = False) -> list[Transcript]:
@@ -38,6 +39,19 @@ def stored_transcripts(url: str, *, view: bool = False) -> list[Transcript]:
         return [_transcript(store.load(i, view=view), view) for i in ids]
     finally:
         store.close()
+
+
+def stored_view(url: str) -> tuple[Transcript, StoredView | None]:
+    """The log of the conversation ``URL#ID`` names, and its saved view if any."""
+    base, cid = split_url(url)
+    if cid is None:
+        raise StoreError(f"{url}: name one conversation, as URL#ID")
+    store = open_store(base)
+    try:
+        conv = store.load(cid, view=True)
+    finally:
+        store.close()
+    return _transcript(conv, False), conv.view
 
 
 def list_conversations(url: str) -> list[ConversationInfo]:

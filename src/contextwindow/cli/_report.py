@@ -1,0 +1,132 @@
+"""``contextwindow report``: a conversation as one self-contained HTML file.
+
+Contract: the command reads a transcript or a stored conversation, builds
+the page with ``contextwindow.report.build_report`` and writes it to ``-o``
+(default ``report.html``); stdout gets one line saying what was written.
+With ``--budget`` or ``--strategy`` the page shows that fit against the
+original; a stored conversation with a saved view shows its log against the
+view. Library errors and warnings reach the user through ``cli_errors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import click
+
+from contextwindow.cli._common import (
+    DEFAULT_MODEL,
+    choose_transcript,
+    cli_errors,
+    conversation_option,
+    num,
+    provider_of,
+    read_source,
+    source_argument,
+    tokenizer_from,
+    tokenizer_option,
+    write_text,
+)
+from contextwindow.cli._fit import _Budget, _parse_budget
+from contextwindow.cli._inspect import _inspect
+from contextwindow.errors import ContextWindowError
+from contextwindow.fitting import fit
+from contextwindow.messages import PROVIDERS, Provider
+from contextwindow.models import DEFAULT_MODEL_INFO, get_model, get_tokenizer
+from contextwindow.store.base import StoredView
+from contextwindow.store.urls import is_store_url
+from contextwindow.strategies.base import Fitted
+from contextwindow.strategies.names import parse_strategy
+from contextwindow.tokens import TokenCounter
+
+
+@click.command("report")
+@source_argument
+@click.option(
+    "-o",
+    "--output",
+    default="report.html",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="The HTML file to write.",
+)
+@click.option("-m", "--model", help="Model whose window and tokenizer apply.")
+@click.option(
+    "--budget",
+    callback=_parse_budget,
+    metavar="N|N%",
+    help="Show a fit into this budget: tokens, or N% of the conversation's own.",
+)
+@click.option(
+    "-s",
+    "--strategy",
+    "strategy_spec",
+    metavar="SPEC",
+    help="Show a fit with this strategy (as `fit --strategy`; default budget: "
+    "the model's window).",
+)
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    help="Whose framing and rules apply (default: the file's own shape).",
+)
+@conversation_option
+@tokenizer_option
+def report_cmd(
+    file: str,
+    output: str,
+    model: str | None,
+    budget: _Budget | None,
+    strategy_spec: str | None,
+    provider: Provider | None,
+    conversation: int | None,
+    tokenizer_spec: str | None,
+) -> None:
+    """Write an HTML report of a conversation: usage, composition, a fit.
+
+    FILE is a transcript (- for standard input), or URL#ID a stored
+    conversation, e.g. sqlite:///chats.db#support-42, whose log is shown
+    against its saved view. The page is one file that opens offline.
+    """
+    try:
+        strategy = parse_strategy(strategy_spec) if strategy_spec else None
+    except ContextWindowError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    from contextwindow.report import build_report
+
+    with cli_errors():
+        view: StoredView | None = None
+        if is_store_url(file):
+            from contextwindow.cli._stored import stored_view
+
+            t, view = stored_view(file)
+        else:
+            t = choose_transcript(file, read_source(file), conversation)
+        asked = model or t.model or DEFAULT_MODEL
+        info = get_model(asked)
+        if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
+            info = replace(info, name=asked)
+        wire = provider or provider_of(t)
+        tok = tokenizer_from(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
+        inspection = _inspect(t, asked, wire, tok, 0)
+        fitted: Fitted | None = None
+        if budget is not None or strategy is not None:
+            counter = TokenCounter(tok, wire)
+            current = counter.messages(list(t.messages), tools=t.tools)
+            limit = budget.tokens(current) if budget else info.context_window
+            fitted = fit(
+                t.messages,
+                model=info,
+                limit=limit,
+                strategy=strategy,
+                provider=wire,
+                tokenizer=counter,
+                tools=t.tools,
+            )
+            view = None
+        html = build_report(t, inspection, tok, provider=wire, fitted=fitted, view=view)
+    write_text(output, html)
+    size = len(html.encode("utf-8"))
+    what = "a fit" if fitted is not None else "its saved view" if view else ""
+    note = f", with {what}" if what else ""
+    click.echo(f"wrote {output} ({num(size // 1024)} KB; {t.title}{note})")
