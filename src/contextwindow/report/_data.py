@@ -263,8 +263,8 @@ def align_fit(
     fate_of: dict[str, str] = {}
     for ch in changes:
         for i in ch.ids:
-            # The first change is what happened to the original.
-            fate_of.setdefault(i, ch.kind)
+            # The last change is where the message ended (cleared, then dropped).
+            fate_of[i] = ch.kind
     index: dict[str, int] = {}
     for pos, m in enumerate(before):
         index.setdefault(m.id, pos)

@@ -44,6 +44,8 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.p{color:var(--muted);max-width:420px;overflow:hidden;text-overflow:ellipsis;
 white-space:nowrap}
 .scroll{max-height:560px;overflow:auto;border:1px solid var(--line)}
+table.sbs{table-layout:fixed}
+table.sbs td.p{max-width:none}
 .badge{display:inline-block;padding:1px 7px;border-radius:9px;color:#fff;
 font-size:12px;white-space:nowrap}
 details{border-bottom:1px solid var(--line);padding:3px 0}
@@ -228,7 +230,10 @@ def _side_by_side(page: Page, rows: Sequence[Row], after: Side) -> str:
     return (
         '<section id="side-by-side"><h2>Original and '
         f"{escape(page.after_label)}, side by side</h2>"
-        f'<div class="scroll"><table><thead>{head}</thead>'
+        '<div class="scroll"><table class="sbs"><colgroup>'
+        '<col style="width:110px"><col style="width:90px">'
+        '<col style="width:100px"><col><col style="width:100px"><col>'
+        f"</colgroup><thead>{head}</thead>"
         f"<tbody>{''.join(body)}</tbody></table></div></section>"
     )
 

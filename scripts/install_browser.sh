@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what the report and terminal tests drive: Debian's chromium (the
+# HTML report is opened headless, tests/report/test_browser.py) and tmux (the
+# CLI on a real terminal, tests/cli/test_tty.py). Does nothing when both are
+# there; otherwise needs root (or password-less sudo) for apt-get.
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v tmux >/dev/null || missing+=(tmux)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+elif command -v sudo >/dev/null; then
+    sudo=(sudo -n)
+else
+    echo "install_browser.sh: root needed to apt-get install ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
