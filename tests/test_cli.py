@@ -243,7 +243,7 @@ class TestModels:
     def test_json(self) -> None:
         """--json lists entries with their limits."""
         _code, out, _ = run("models", "gpt-4o", "--json")
-        rows = json.loads(out)
+        rows = json.loads(out)["models"]
         assert rows[0]["name"] == "gpt-4o"
         assert rows[0]["context_window"] == 128000
 
@@ -285,4 +285,4 @@ class TestModuleEntry:
             text=True,
             check=True,
         )
-        assert json.loads(done.stdout)[0]["context_window"] == 128000
+        assert json.loads(done.stdout)["models"][0]["context_window"] == 128000

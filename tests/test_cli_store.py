@@ -76,7 +76,7 @@ class TestInspectStored:
         """URL alone gives the overview of all the store holds."""
         code, out, _ = run("inspect", db, "--json")
         assert code == 0, out
-        data = json.loads(out)
+        data = json.loads(out)["conversations"]
         assert [d["title"] for d in data] == ["chat/2", "session-1"]
         assert [d["messages"] for d in data] == [2, 27]
 
@@ -166,7 +166,7 @@ class TestExport:
             line.split()[:3] == ["session-1", "27", "at"] for line in out.splitlines()
         )
         code, out, _ = run("export", db, "--json")
-        rows = json.loads(out)
+        rows = json.loads(out)["conversations"]
         assert [(r["id"], r["messages"], r["view_version"]) for r in rows] == [
             ("chat/2", 2, None),
             ("session-1", 27, 20),

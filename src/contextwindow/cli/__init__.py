@@ -3,9 +3,11 @@
 Contract: this package is the only code that prints. Library errors
 (``ContextWindowError``, ``BudgetError`` included) become one-line
 ``Error: …`` messages and a non-zero exit; library warnings become
-``warning: …`` lines on stderr. ``fit`` writes the fitted conversation to
-``-o`` (its report to stdout) or, without ``-o``, to stdout (its report to
-stderr), so that it pipes.
+``warning: …`` lines on stderr. With ``--json``, every output is one JSON
+document (``_json``: a ``schema_version``, the command, and the schema
+shipped as ``schema.json``), errors included: on stdout, with the same exit.
+``fit`` writes the fitted conversation to ``-o`` (its report to stdout) or,
+without ``-o``, to stdout (its report to stderr), so that it pipes.
 
 Each command lives in its own module (``_inspect``, ``_fit``, ``_export``,
 ``_models``, ``_report``)
@@ -15,19 +17,60 @@ what they share (``cli_errors`` among it) is in ``_common``.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+from typing import Any
+
 import click
 
 from contextwindow import __version__
 from contextwindow.cli._export import export_cmd
 from contextwindow.cli._fit import fit_cmd
 from contextwindow.cli._inspect import inspect_cmd
+from contextwindow.cli._json import dumps, error_document
 from contextwindow.cli._models import models_cmd
 from contextwindow.cli._report import report_cmd
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command group; under ``--json`` its errors are JSON on stdout."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or "--json" not in argv:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        command = argv[0] if argv and argv[0] in self.commands else None
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            kind = "usage" if isinstance(exc, click.UsageError) else "error"
+            message = " ".join(_one_line(exc).split())
+            click.echo(dumps(error_document(command, kind, message, exc.exit_code)))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo(dumps(error_document(command, "error", "aborted", 1)))
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _one_line(exc: click.ClickException) -> str:
+    """The message click would print, without its usage lines and prefix."""
+    if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param:
+        exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx else None
+    text = exc.format_message()
+    return text
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="contextwindow")
 def main() -> None:
     """Keep LLM conversations inside their model's context window.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 import click
 
@@ -24,6 +25,7 @@ from contextwindow.cli._common import (
     view_option,
     write_text,
 )
+from contextwindow.cli._json import document, dumps
 from contextwindow.cli._stored import list_conversations, stored_transcripts
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.store import ConversationInfo, split_url
@@ -70,7 +72,13 @@ def _listing(url: str, infos: list[ConversationInfo]) -> str:
     help="Write the conversation here (default: stdout).",
 )
 @view_option
-@click.option("--json", "as_json", is_flag=True, help="List conversations as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON for machines: the listing, or the conversation with its "
+    "version (with -o, what was written).",
+)
 def export_cmd(
     url: str, to: Provider | None, output: str | None, view: bool, as_json: bool
 ) -> None:
@@ -102,13 +110,29 @@ def export_cmd(
                     }
                     for i in infos
                 ]
-                click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+                click.echo(dumps(document("export", url=url, conversations=rows)))
             else:
                 click.echo(_listing(url, infos))
             return
         (t,) = stored_transcripts(url, view=view)
         provider = to or provider_of(t)
         text = provider_json(t.messages, provider)
+    if as_json:
+        fields: dict[str, Any] = {
+            "url": url,
+            "conversation": t.title,
+            "provider": provider,
+            "view": view,
+            "version": t.meta["version"],
+            "messages": len(t.messages),
+            "output": output,
+        }
+        if output is None:
+            fields["body"] = json.loads(text)
+        else:
+            write_text(output, text)
+        click.echo(dumps(document("export", **fields)))
+        return
     if output is None:
         click.echo(text)
         return

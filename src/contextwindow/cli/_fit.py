@@ -9,7 +9,6 @@ error; library errors and warnings reach the user through ``cli_errors``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +33,7 @@ from contextwindow.cli._common import (
     view_option,
     write_text,
 )
+from contextwindow.cli._json import document, dumps
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
@@ -233,7 +233,7 @@ def fit_cmd(
         fitted,
         output,
     )
-    report = json.dumps(_fit_dict(run), indent=2) if as_json else _render_fit(run)
+    report = dumps(document("fit", **_fit_dict(run))) if as_json else _render_fit(run)
     click.echo(report, err=output is None)
 
 

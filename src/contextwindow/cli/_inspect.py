@@ -8,7 +8,6 @@ the user through ``cli_errors``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -31,6 +30,7 @@ from contextwindow.cli._common import (
     tokenizer_option,
     view_option,
 )
+from contextwindow.cli._json import document, dumps
 from contextwindow.inspection import Inspection, ToolStats, inspect_messages
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.tokens import Tokenizer
@@ -72,11 +72,16 @@ def inspect_cmd(
         tokenizer = tokenizer_from(tokenizer_spec) if tokenizer_spec else None
         results = [_inspect(t, model, provider, tokenizer, top) for t in transcripts]
     if as_json:
-        payload: Any = [
+        payload = [
             {"title": t.title, "format": t.format, **r.to_dict()}
             for t, r in zip(transcripts, results, strict=True)
         ]
-        click.echo(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+        doc = (
+            document("inspect", **payload[0])
+            if len(payload) == 1
+            else document("inspect", source=file, conversations=payload)
+        )
+        click.echo(dumps(doc))
     elif len(results) == 1:
         click.echo(_render(transcripts[0], results[0]))
     else:

@@ -7,11 +7,10 @@ nothing is a one-line ``Error: …`` and a non-zero exit.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from contextwindow.cli._common import cli_errors, num, table
+from contextwindow.cli._json import document, dumps
 from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
 
 
@@ -62,7 +61,14 @@ def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
             }
             for m in shown
         ]
-        click.echo(json.dumps(rows_json, indent=2))
+        doc = document(
+            "models",
+            pattern=pattern,
+            resolved=resolved,
+            total=len(found),
+            models=rows_json,
+        )
+        click.echo(dumps(doc))
         return
     if resolved is not None and pattern and resolved != pattern:
         click.echo(f"{pattern} -> {resolved}")

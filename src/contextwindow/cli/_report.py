@@ -11,6 +11,7 @@ view. Library errors and warnings reach the user through ``cli_errors``.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -29,6 +30,7 @@ from contextwindow.cli._common import (
 )
 from contextwindow.cli._fit import _Budget, _parse_budget
 from contextwindow.cli._inspect import _inspect
+from contextwindow.cli._json import document, dumps
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
@@ -72,6 +74,7 @@ from contextwindow.tokens import TokenCounter
 )
 @conversation_option
 @tokenizer_option
+@click.option("--json", "as_json", is_flag=True, help="Say what was written, as JSON.")
 def report_cmd(
     file: str,
     output: str,
@@ -81,6 +84,7 @@ def report_cmd(
     provider: Provider | None,
     conversation: int | None,
     tokenizer_spec: str | None,
+    as_json: bool,
 ) -> None:
     """Write an HTML report of a conversation: usage, composition, a fit.
 
@@ -126,7 +130,21 @@ def report_cmd(
             view = None
         html = build_report(t, inspection, tok, provider=wire, fitted=fitted, view=view)
     write_text(output, html)
-    size = len(html.encode("utf-8"))
-    what = "a fit" if fitted is not None else "its saved view" if view else ""
-    note = f", with {what}" if what else ""
-    click.echo(f"wrote {output} ({num(size // 1024)} KB; {t.title}{note})")
+    size = Path(output).stat().st_size
+    shows = "fit" if fitted is not None else "saved view" if view else "conversation"
+    if as_json:
+        doc = document(
+            "report",
+            output=output,
+            bytes=size,
+            title=t.title,
+            shows=shows,
+            messages=inspection.messages,
+            tokens=inspection.tokens,
+        )
+        click.echo(dumps(doc))
+        return
+    note = {"fit": ", with a fit", "saved view": ", with its saved view"}
+    click.echo(
+        f"wrote {output} ({num(size // 1024)} KB; {t.title}{note.get(shows, '')})"
+    )
