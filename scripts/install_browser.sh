@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the report and terminal tests drive: Debian's chromium (the
 # HTML report is opened headless, tests/report/test_browser.py) and tmux (the
-# CLI on a real terminal, tests/cli/test_tty.py). Does nothing when both are
+# CLI on a real terminal, tests/test_cli_tty.py). Does nothing when both are
 # there; otherwise needs root (or password-less sudo) for apt-get.
 set -euo pipefail
 missing=()

@@ -133,7 +133,7 @@ class TestInspect:
         )
         code, out, _ = run("inspect", str(path))
         assert code == 0
-        assert "warning: 1 unit(s) a provider would reject" in out
+        assert "warning: 1 unit a provider would reject" in out
 
     def test_tool_schemas_row(self, tmp_path: Path) -> None:
         """Tool schemas of a request body get their own row in the role table."""

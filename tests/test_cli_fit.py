@@ -305,7 +305,7 @@ class TestFitOptions:
         assert report["tokens_after"] <= 1500
         assert report["fits"] is True
 
-    @pytest.mark.parametrize("spec", ["abc", "-5", "%", "10k"])
+    @pytest.mark.parametrize("spec", ["abc", "-5", "%", "10q", "1.5"])
     def test_bad_budget(self, spec: str) -> None:
         """A budget that is neither N nor N% is a usage error naming --budget."""
         code, out, err = run("fit", str(EXAMPLE), "--budget", spec)

@@ -35,7 +35,11 @@ __all__ = ["main"]
 
 
 class _Main(click.Group):
-    """The command group; under ``--json`` its errors are JSON on stdout."""
+    """The command group: every error is one line (under ``--json``, JSON on stdout).
+
+    Click would print a usage error with the usage and a hint around it; a
+    wrong value here is one line naming the value and what is accepted.
+    """
 
     def main(
         self,
@@ -46,18 +50,29 @@ class _Main(click.Group):
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        if not standalone_mode or "--json" not in argv:
+        if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        as_json = "--json" in argv
         command = argv[0] if argv and argv[0] in self.commands else None
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # the help, as click shows it
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
             kind = "usage" if isinstance(exc, click.UsageError) else "error"
             message = " ".join(_one_line(exc).split())
-            click.echo(dumps(error_document(command, kind, message, exc.exit_code)))
+            if as_json:
+                doc = error_document(command, kind, message, exc.exit_code)
+                click.echo(dumps(doc))
+            else:
+                click.echo(f"Error: {message}", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
-            click.echo(dumps(error_document(command, "error", "aborted", 1)))
+            if as_json:
+                click.echo(dumps(error_document(command, "error", "aborted", 1)))
+            else:
+                click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 

@@ -128,14 +128,18 @@ def choose_transcript(
         return transcripts[0]
     if k is None:
         raise click.UsageError(
-            f"{file} holds {n} conversations; choose one with --conversation N "
-            f"(0 to {n - 1})"
+            f"{file} holds {n:,} conversations; choose one with --conversation N "
+            f"(0 to {n - 1:,})"
         )
     if not 0 <= k < n:
-        choose = f"choose 0 to {n - 1}" if n else "there is none to choose"
+        if n == 0:
+            holds = "holds no conversation"
+        elif n == 1:
+            holds = "holds 1 conversation: the only choice is 0"
+        else:
+            holds = f"holds {n:,} conversations: choose 0 to {n - 1:,}"
         raise click.BadParameter(
-            f"{file} holds {n} conversation(s); {choose}",
-            param_hint="--conversation",
+            f"{k} is out of range; {file} {holds}", param_hint="--conversation"
         )
     return transcripts[k]
 
@@ -146,9 +150,15 @@ def tokenizer_from(spec: str) -> Tokenizer:
         return HeuristicTokenizer()
     if spec in ENCODINGS:
         return BPETokenizer(spec)
-    if spec.endswith(".json") or Path(spec).exists():
-        return HFTokenizer.from_file(spec)
     choices = ", ".join([*ENCODINGS, "heuristic"])
+    if Path(spec).is_file():
+        return HFTokenizer.from_file(spec)
+    if spec.endswith(".json") or Path(spec).exists():
+        what = "a directory" if Path(spec).is_dir() else "no such file"
+        raise click.BadParameter(
+            f"{spec!r}: {what} (expected a tokenizer.json file, or one of {choices})",
+            param_hint="--tokenizer",
+        )
     raise click.BadParameter(
         f"{spec!r} is not one of {choices}, nor a tokenizer.json file",
         param_hint="--tokenizer",
@@ -166,33 +176,6 @@ def num(x: int) -> str:
 def pct(part: int, whole: int) -> str:
     """``part`` as a percentage of ``whole``, or ``-`` when ``whole`` is 0."""
     return f"{100 * part / whole:.1f}%" if whole else "-"
-
-
-def _is_number(cell: str) -> bool:
-    return (
-        bool(cell)
-        and cell.strip("-").replace(",", "").replace(".", "").rstrip("%").isdigit()
-    )
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Align columns: numbers to the right, text to the left."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    right = [
-        k > 0 and all(_is_number(r[k]) or not r[k] for r in rows)
-        for k in range(len(headers))
-    ]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.rjust(w) if r else c.ljust(w)
-            for c, w, r in zip(cells, widths, right, strict=True)
-        ]
-        return "  " + "  ".join(out).rstrip()
-
-    return "\n".join([line(headers), *(line(r) for r in rows)])
 
 
 def bar(share: float, width: int = 30) -> str:

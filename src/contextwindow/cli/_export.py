@@ -21,12 +21,12 @@ from contextwindow.cli._common import (
     num,
     provider_json,
     provider_of,
-    table,
     view_option,
     write_text,
 )
 from contextwindow.cli._json import document, dumps
 from contextwindow.cli._stored import list_conversations, stored_transcripts
+from contextwindow.cli._term import Block, Styled, Table, emit, plural
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.store import ConversationInfo, split_url
 from contextwindow.store.urls import SCHEMES, is_store_url
@@ -37,23 +37,22 @@ def _when(seconds: float) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _listing(url: str, infos: list[ConversationInfo]) -> str:
+def _listing(url: str, infos: list[ConversationInfo]) -> list[Block]:
     if not infos:
-        return f"{url}: no conversations"
-    rows = [
-        [
+        return [f"{url}: no conversations"]
+    rows = tuple(
+        (
             i.id,
             num(i.version),
             "-" if i.view_version is None else f"at {num(i.view_version)}",
             _when(i.updated),
             str(i.meta.get("model", "-")),
-        ]
+        )
         for i in infos
-    ]
-    noun = "conversation" if len(infos) == 1 else "conversations"
-    head = f"{url}  ({num(len(infos))} {noun})"
-    body = table(["conversation", "messages", "view", "updated", "model"], rows)
-    return f"{head}\n{body}\n\nuse URL#ID to export one"
+    )
+    head = Styled(((url, "bold"), (f"  ({plural(len(infos), 'conversation')})", "")))
+    body = Table(("conversation", "messages", "view", "updated", "model"), rows)
+    return [head, body, "", "use URL#ID to export one"]
 
 
 @click.command("export")
@@ -112,7 +111,7 @@ def export_cmd(
                 ]
                 click.echo(dumps(document("export", url=url, conversations=rows)))
             else:
-                click.echo(_listing(url, infos))
+                emit(_listing(url, infos))
             return
         (t,) = stored_transcripts(url, view=view)
         provider = to or provider_of(t)

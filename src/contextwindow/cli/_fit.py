@@ -26,7 +26,6 @@ from contextwindow.cli._common import (
     provider_of,
     read_source,
     source_argument,
-    table,
     tokenizer_from,
     tokenizer_label,
     tokenizer_option,
@@ -34,6 +33,8 @@ from contextwindow.cli._common import (
     write_text,
 )
 from contextwindow.cli._json import document, dumps
+from contextwindow.cli._term import Block, Styled, Table, emit, preview_width, working
+from contextwindow.cli._values import Amount, AmountType
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
@@ -58,39 +59,6 @@ def _strategy_help() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Budget:
-    """A ``--budget`` value: tokens, or a share of the conversation's own."""
-
-    value: float
-    percent: bool
-
-    def tokens(self, current: int) -> int:
-        return int(current * self.value / 100) if self.percent else int(self.value)
-
-    def __str__(self) -> str:
-        return f"{self.value:g}%" if self.percent else num(int(self.value))
-
-
-def _parse_budget(
-    _ctx: click.Context, _param: click.Parameter, value: str | None
-) -> _Budget | None:
-    if value is None:
-        return None
-    text = value.strip().replace(",", "").replace("_", "")
-    percent = text.endswith("%")
-    try:
-        number = float(text[:-1]) if percent else int(text)
-    except ValueError:
-        number = -1.0
-    if number < 0:
-        raise click.BadParameter(
-            f"{value!r} is not a number of tokens (N) or a share of the "
-            "conversation's tokens (N%)"
-        )
-    return _Budget(number, percent)
-
-
-@dataclass(frozen=True, slots=True)
 class _FitRun:
     """Everything ``fit`` reports on."""
 
@@ -99,7 +67,7 @@ class _FitRun:
     model: ModelInfo
     provider: Provider
     tokenizer: Tokenizer
-    budget: _Budget | None
+    budget: Amount | None
     limit: int
     reserve: int
     strategy: str
@@ -112,18 +80,20 @@ class _FitRun:
 @click.option("-m", "--model", help="Model whose window and tokenizer apply.")
 @click.option(
     "--budget",
-    callback=_parse_budget,
+    type=AmountType("the conversation's tokens"),
     metavar="N|N%",
-    help="Tokens the request may take, or N% of the conversation's own tokens "
-    "(default: the model's window).",
+    help="Tokens the request may take (1500, 10k, 1.5M), or N% of the "
+    "conversation's own tokens (default: the model's window).",
 )
 @click.option(
     "--reserve",
-    type=click.IntRange(min=0),
-    default=0,
+    "reserve_amount",
+    type=AmountType("the budget"),
+    default="0",
     show_default=True,
+    metavar="N|N%",
     help="Tokens kept free within the budget, e.g. for the reply (up to the "
-    "model's max output, which `contextwindow models M` shows).",
+    "model's max output, which `contextwindow models M` shows), or N% of it.",
 )
 @click.option(
     "-s",
@@ -167,8 +137,8 @@ class _FitRun:
 def fit_cmd(
     file: str,
     model: str | None,
-    budget: _Budget | None,
-    reserve: int,
+    budget: Amount | None,
+    reserve_amount: Amount,
     strategy_spec: str,
     to: Provider | None,
     output: str | None,
@@ -193,7 +163,9 @@ def fit_cmd(
     except ContextWindowError as exc:
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     with cli_errors():
-        t = choose_transcript(file, read_source(file, view=view), conversation)
+        with working(f"reading {file}"):
+            transcripts = read_source(file, view=view)
+        t = choose_transcript(file, transcripts, conversation)
         asked = model or t.model or DEFAULT_MODEL
         info = get_model(asked)
         if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
@@ -203,18 +175,20 @@ def fit_cmd(
         counter = TokenCounter(tok, provider)
         current = counter.messages(list(t.messages), tools=t.tools)
         limit = budget.tokens(current) if budget else info.context_window
-        fitted = fit(
-            t.messages,
-            model=info,
-            limit=limit,
-            reserve=reserve,
-            strategy=strategy,
-            provider=provider,
-            tokenizer=counter,
-            tools=t.tools,
-            protected=protect,
-            query=query,
-        )
+        reserve = reserve_amount.tokens(limit)
+        with working(f"fitting {t.title}"):
+            fitted = fit(
+                t.messages,
+                model=info,
+                limit=limit,
+                reserve=reserve,
+                strategy=strategy,
+                provider=provider,
+                tokenizer=counter,
+                tools=t.tools,
+                protected=protect,
+                query=query,
+            )
         text = provider_json(fitted.messages, provider)
     if output is not None:
         write_text(output, text)
@@ -233,8 +207,10 @@ def fit_cmd(
         fitted,
         output,
     )
-    report = dumps(document("fit", **_fit_dict(run))) if as_json else _render_fit(run)
-    click.echo(report, err=output is None)
+    if as_json:
+        click.echo(dumps(document("fit", **_fit_dict(run))), err=output is None)
+    else:
+        emit(_render_fit(run), err=output is None)
 
 
 # -- JSON ------------------------------------------------------------------------
@@ -267,7 +243,7 @@ def _fit_dict(run: _FitRun) -> dict[str, Any]:
 # -- rendering -------------------------------------------------------------------
 
 
-def _render_fit(run: _FitRun) -> str:
+def _render_fit(run: _FitRun) -> list[Block]:
     r = run.fitted.report
     t = run.transcript
     window = run.model.context_window
@@ -282,27 +258,49 @@ def _render_fit(run: _FitRun) -> str:
         source = "asked for"
     if run.reserve:
         source += f", less {num(run.reserve)} reserved"
-    out = [
-        f"{t.title}  ({t.format}, fitted for {run.provider})",
-        f"model: {run.model.name} ({limits}); "
-        f"tokens: {tokenizer_label(run.tokenizer.name, run.tokenizer.exact)}",
+    label = tokenizer_label(run.tokenizer.name, run.tokenizer.exact)
+    fits = r.tokens_after <= r.limit
+    out: list[Block] = [
+        Styled(((t.title, "bold"), (f"  ({t.format}, fitted for {run.provider})", ""))),
+        Styled(
+            (
+                (f"model: {run.model.name} ({limits}); tokens: ", ""),
+                (label, "green" if run.tokenizer.exact else "yellow"),
+            )
+        ),
         f"budget    {num(r.limit)} tokens ({source})",
-        f"tokens    {num(r.tokens_before)} → {num(r.tokens_after)} / {num(r.limit)} "
-        f"({pct(r.tokens_after, window)} of the window)",
+        Styled(
+            (
+                ("tokens    ", ""),
+                (f"{num(r.tokens_before)} → {num(r.tokens_after)}", "bold"),
+                (f" / {num(r.limit)} ", ""),
+                (
+                    f"({pct(r.tokens_after, window)} of the window)",
+                    "green" if fits else "red",
+                ),
+            )
+        ),
         f"messages  {num(len(t.messages))} → {num(len(run.fitted.messages))}",
         f"stages    {', '.join(r.stages) or '(none: it already fits)'}",
     ]
     if r.changes:
         out += ["", *_changes_table(r.changes)]
-        rows = [[k, num(n), num(saved)] for k, (n, saved) in r.totals().items()]
-        rows.append(["all", num(len(r.changes)), num(r.saved)])
-        out += ["", "totals", table(["kind", "changes", "saved"], rows)]
+        rows: list[tuple[str, str, str]] = [
+            (k, num(n), num(saved)) for k, (n, saved) in r.totals().items()
+        ]
+        rows.append(("all", num(len(r.changes)), num(r.saved)))
+        styles = ("",) * (len(rows) - 1) + ("bold",)
+        out += [
+            "",
+            Styled((("totals", "bold cyan"),)),
+            Table(("kind", "changes", "saved"), tuple(rows), row_styles=styles),
+        ]
     if run.output is not None:
         out += ["", f"wrote {run.output} ({run.provider} shape)"]
-    return "\n".join(out)
+    return out
 
 
-def _changes_table(changes: Sequence[Change]) -> tuple[str, str]:
+def _changes_table(changes: Sequence[Change]) -> tuple[Styled, Table]:
     """The heading and table of changes: all, or the largest in the order made."""
     heading = "changes"
     shown = list(changes)
@@ -313,18 +311,21 @@ def _changes_table(changes: Sequence[Change]) -> tuple[str, str]:
             f"changes (the {MAX_CHANGES_SHOWN} largest of {num(len(changes))}, "
             "in the order made; --json lists all)"
         )
-    rows = [
-        [
+    width = preview_width(60, err=True, default=60)
+    rows = tuple(
+        (
             c.kind,
             f"#{c.index}",
-            _clip(c.what, 60),
+            _clip(c.what, width),
             num(c.tokens_before),
             num(c.tokens_after),
             c.stage,
-        ]
+        )
         for c in shown
-    ]
-    return heading, table(["kind", "message", "what", "before", "after", "stage"], rows)
+    )
+    return Styled(((heading, "bold cyan"),)), Table(
+        ("kind", "message", "what", "before", "after", "stage"), rows, flex=2
+    )
 
 
 def _clip(text: str, width: int) -> str:

@@ -24,15 +24,23 @@ from contextwindow.cli._common import (
     provider_of,
     read_source,
     source_argument,
-    table,
     tokenizer_from,
     tokenizer_label,
     tokenizer_option,
     view_option,
 )
 from contextwindow.cli._json import document, dumps
+from contextwindow.cli._term import (
+    Block,
+    Styled,
+    Table,
+    emit,
+    plural,
+    preview_width,
+    working,
+)
 from contextwindow.inspection import Inspection, ToolStats, inspect_messages
-from contextwindow.messages import PROVIDERS, Provider
+from contextwindow.messages import PROVIDERS, Message, Provider
 from contextwindow.tokens import Tokenizer
 from contextwindow.transcripts import Transcript
 
@@ -48,7 +56,13 @@ from contextwindow.transcripts import Transcript
 @conversation_option
 @view_option
 @tokenizer_option
-@click.option("--top", default=5, show_default=True, help="Largest messages shown.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Largest messages (or conversations) shown; 0 for none.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def inspect_cmd(
     file: str,
@@ -66,11 +80,16 @@ def inspect_cmd(
     stored conversation (e.g. sqlite:///chats.db#support-42), URL all of them.
     """
     with cli_errors():
-        transcripts = read_source(file, view=view)
+        tokenizer = tokenizer_from(tokenizer_spec) if tokenizer_spec else None
+        with working(f"reading {file}"):
+            transcripts = read_source(file, view=view)
         if conversation is not None:
             transcripts = [choose_transcript(file, transcripts, conversation)]
-        tokenizer = tokenizer_from(tokenizer_spec) if tokenizer_spec else None
-        results = [_inspect(t, model, provider, tokenizer, top) for t in transcripts]
+        results: list[Inspection] = []
+        with working("counting", total=len(transcripts)) as w:
+            for t in transcripts:
+                results.append(_inspect(t, model, provider, tokenizer, top))
+                w.advance()
     if as_json:
         payload = [
             {"title": t.title, "format": t.format, **r.to_dict()}
@@ -83,9 +102,9 @@ def inspect_cmd(
         )
         click.echo(dumps(doc))
     elif len(results) == 1:
-        click.echo(_render(transcripts[0], results[0]))
+        emit(_render(transcripts[0], results[0]))
     else:
-        click.echo(_render_many(file, transcripts, results, top))
+        emit(_render_many(file, transcripts, results, top))
 
 
 def _inspect(
@@ -125,27 +144,66 @@ def _inspect(
 # -- rendering -------------------------------------------------------------------
 
 
-def _count_label(r: Inspection) -> str:
-    return tokenizer_label(r.tokenizer, r.exact)
+def _count_label(r: Inspection) -> Styled:
+    label = tokenizer_label(r.tokenizer, r.exact)
+    return Styled(((label, "green" if r.exact else "yellow"),))
 
 
-def _render(t: Transcript, r: Inspection) -> str:
-    out: list[str] = []
-    head = f"{t.title}  ({t.format}, {num(r.messages)} messages, {num(r.units)} units)"
-    out.append(head)
+def _model_line(r: Inspection, limits: str) -> Styled:
+    return Styled(
+        ((f"model: {r.model} ({limits}); tokens: ", ""), *_count_label(r).pieces)
+    )
+
+
+def _limits(r: Inspection) -> str:
     limits = f"window {num(r.context_window)}"
     if r.max_output_tokens:
         limits += f", max output {num(r.max_output_tokens)}"
-    out.append(f"model: {r.model} ({limits}); tokens: {_count_label(r)}")
+    return limits
+
+
+def _preview(m: Message, width: int) -> str:
+    """The message's text on one line, cut to ``width`` characters."""
+    text = m.text
+    if not text and m.tool_calls:
+        c = m.tool_calls[0]
+        text = f"{c.name}({c.arguments})"
+    flat = " ".join(text[: width * 8].split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _render(t: Transcript, r: Inspection) -> list[Block]:
+    out: list[Block] = [
+        Styled(
+            (
+                (t.title, "bold"),
+                (
+                    f"  ({t.format}, {plural(r.messages, 'message')}, "
+                    f"{plural(r.units, 'unit')})",
+                    "",
+                ),
+            )
+        ),
+        _model_line(r, _limits(r)),
+    ]
     if r.incomplete_units:
         out.append(
-            f"warning: {r.incomplete_units} unit(s) a provider would reject "
-            "(orphan tool results or unanswered tool calls)"
+            Styled(
+                (
+                    (
+                        f"warning: {plural(r.incomplete_units, 'unit')} a provider "
+                        "would reject (orphan tool results or unanswered tool "
+                        "calls)",
+                        "yellow",
+                    ),
+                )
+            )
         )
     if "compactions" in r.meta:
         out.append(
             f"compactions recorded in the transcript: {r.meta['compactions']}; "
-            f"live context since the last: {num(r.meta['live_messages'])} messages, "
+            f"live context since the last: "
+            f"{plural(r.meta['live_messages'], 'message')}, "
             f"{num(r.meta['live_tokens'])} tokens"
         )
     if "recorded_input_tokens" in r.meta:
@@ -155,47 +213,83 @@ def _render(t: Transcript, r: Inspection) -> str:
             "(system prompt and tools included)"
         )
 
-    out += ["", "by role"]
     rows = [
-        [s.role, num(s.messages), num(s.tokens), pct(s.tokens, r.tokens)]
+        (s.role, num(s.messages), num(s.tokens), pct(s.tokens, r.tokens))
         for s in r.by_role
     ]
     if r.tool_schema_tokens:
-        rows.append(["(tool schemas)", "", num(r.tool_schema_tokens), ""])
-    out.append(table(["role", "messages", "tokens", "share"], rows))
+        rows.append(("(tool schemas)", "", num(r.tool_schema_tokens), ""))
+    out += [
+        "",
+        _heading("by role"),
+        Table(("role", "messages", "tokens", "share"), tuple(rows)),
+    ]
 
     if r.by_tool:
-        out += ["", "by tool", _tool_table(r.by_tool, r.tokens)]
+        out += ["", _heading("by tool"), _tool_table(r.by_tool, r.tokens)]
 
     if r.largest:
-        out += ["", "largest messages"]
-        rows = [[f"#{m.index}", m.role, num(m.tokens), m.preview] for m in r.largest]
-        out.append(table(["message", "role", "tokens", "preview"], rows))
+        width = preview_width(8 + max(len(s.role) for s in r.largest) + 30)
+        rows = [
+            (f"#{m.index}", m.role, num(m.tokens), _preview(t.messages[m.index], width))
+            for m in r.largest
+        ]
+        out += [
+            "",
+            _heading("largest messages"),
+            Table(("message", "role", "tokens", "preview"), tuple(rows), flex=3),
+        ]
 
     out += ["", _usage_line(r)]
-    return "\n".join(out)
+    return out
 
 
-def _usage_line(r: Inspection) -> str:
-    over = "  OVER THE WINDOW" if r.remaining < 0 else ""
-    return (
-        f"usage  {bar(r.usage)} {num(r.tokens)} / {num(r.context_window)} "
-        f"tokens ({100 * r.usage:.1f}%), {num(r.remaining)} left{over}"
+def _heading(text: str) -> Styled:
+    return Styled(((text, "bold cyan"),))
+
+
+def _usage_line(r: Inspection) -> Styled:
+    share = r.usage
+    colour = (
+        "green"
+        if share < 0.6
+        else "yellow"
+        if share < 0.8
+        else "dark_orange"
+        if share < 0.9
+        else "red"
+    )
+    left = (
+        (f"{num(-r.remaining)} over the window", "bold red")
+        if r.remaining < 0
+        else (f"{num(r.remaining)} left", "")
+    )
+    return Styled(
+        (
+            ("usage  ", "bold"),
+            (bar(share), colour),
+            (
+                f" {num(r.tokens)} / {num(r.context_window)} tokens "
+                f"({100 * share:.1f}%), ",
+                "",
+            ),
+            left,
+        )
     )
 
 
-def _tool_table(stats: Sequence[ToolStats], total: int) -> str:
-    rows = [
-        [
+def _tool_table(stats: Sequence[ToolStats], total: int) -> Table:
+    rows = tuple(
+        (
             s.name,
             num(s.calls),
             num(s.call_tokens),
             num(s.result_tokens),
             pct(s.tokens, total),
-        ]
+        )
         for s in stats
-    ]
-    return table(["tool", "calls", "call tok", "result tok", "share"], rows)
+    )
+    return Table(("tool", "calls", "call tok", "result tok", "share"), rows)
 
 
 def _sum_tools(groups: Iterable[Sequence[ToolStats]]) -> list[ToolStats]:
@@ -218,14 +312,23 @@ def _render_many(
     transcripts: Sequence[Transcript],
     results: Sequence[Inspection],
     top: int,
-) -> str:
+) -> list[Block]:
     total = sum(r.tokens for r in results)
     first = results[0]
-    out = [
-        f"{file}  ({transcripts[0].format}, {num(len(results))} conversations, "
-        f"{num(sum(r.messages for r in results))} messages, {num(total)} tokens)",
-        f"model: {first.model} (window {num(first.context_window)}); "
-        f"tokens: {_count_label(first)}",
+    out: list[Block] = [
+        Styled(
+            (
+                (file, "bold"),
+                (
+                    f"  ({transcripts[0].format}, "
+                    f"{plural(len(results), 'conversation')}, "
+                    f"{plural(sum(r.messages for r in results), 'message')}, "
+                    f"{num(total)} tokens)",
+                    "",
+                ),
+            )
+        ),
+        _model_line(first, f"window {num(first.context_window)}"),
     ]
     over = sum(1 for r in results if r.remaining < 0)
     incomplete = sum(r.incomplete_units for r in results)
@@ -233,7 +336,8 @@ def _render_many(
     out.append(
         f"tokens per conversation: min {num(sizes[0])}, "
         f"median {num(sizes[len(sizes) // 2])}, max {num(sizes[-1])}; "
-        f"{over} over the window; {incomplete} invalid unit(s)"
+        f"{num(over)} over the window; "
+        f"{plural(incomplete, 'invalid unit')}"
     )
     roles: dict[str, list[int]] = {}
     for r in results:
@@ -241,25 +345,31 @@ def _render_many(
             acc = roles.setdefault(s.role, [0, 0])
             acc[0] += s.messages
             acc[1] += s.tokens
-    out += ["", "by role (all conversations)"]
-    rows = [[k, num(a[0]), num(a[1]), pct(a[1], total)] for k, a in roles.items()]
-    out.append(table(["role", "messages", "tokens", "share"], rows))
+    rows = tuple((k, num(a[0]), num(a[1]), pct(a[1], total)) for k, a in roles.items())
+    out += [
+        "",
+        _heading("by role (all conversations)"),
+        Table(("role", "messages", "tokens", "share"), rows),
+    ]
     tools = _sum_tools(r.by_tool for r in results)
     if tools:
-        out += ["", "by tool (all conversations)", _tool_table(tools, total)]
+        out += ["", _heading("by tool (all conversations)"), _tool_table(tools, total)]
 
     order = sorted(range(len(results)), key=lambda i: -results[i].tokens)[:top]
-    out += ["", f"largest conversations (of {len(results)})"]
-    rows = [
-        [
-            f"#{i}",
-            transcripts[i].title,
-            num(results[i].messages),
-            num(results[i].tokens),
-            f"{100 * results[i].usage:.1f}%",
-        ]
-        for i in order
-    ]
-    out.append(table(["#", "title", "messages", "tokens", "usage"], rows))
+    if order:
+        out += ["", _heading(f"largest conversations (of {len(results):,})")]
+        top_rows = tuple(
+            (
+                f"#{i}",
+                transcripts[i].title,
+                num(results[i].messages),
+                num(results[i].tokens),
+                f"{100 * results[i].usage:.1f}%",
+            )
+            for i in order
+        )
+        out.append(
+            Table(("#", "title", "messages", "tokens", "usage"), top_rows, flex=1)
+        )
     out += ["", "use --conversation N to inspect one"]
-    return "\n".join(out)
+    return out

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import click
 
-from contextwindow.cli._common import cli_errors, num, table
+from contextwindow.cli._common import cli_errors, num
 from contextwindow.cli._json import document, dumps
+from contextwindow.cli._term import Block, Table, emit
 from contextwindow.models import ModelInfo, approximation_scale, get_model, registry
 
 
@@ -30,7 +31,13 @@ def _names_it(pattern: str, resolved: str) -> bool:
 
 @click.command("models")
 @click.argument("pattern", required=False)
-@click.option("--limit", default=40, show_default=True, help="Most rows shown.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    help="Most rows shown.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
     """List models with their context window and output limit.
@@ -70,18 +77,20 @@ def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
         )
         click.echo(dumps(doc))
         return
+    blocks: list[Block] = []
     if resolved is not None and pattern and resolved != pattern:
-        click.echo(f"{pattern} -> {resolved}")
-    rows = [
-        [
+        blocks.append(f"{pattern} -> {resolved}")
+    rows = tuple(
+        (
             m.name,
             m.provider,
             num(m.context_window),
             num(m.max_output_tokens) if m.max_output_tokens else "-",
             _tokens_label(m),
-        ]
+        )
         for m in shown
-    ]
-    click.echo(table(["model", "provider", "window", "max output", "tokens"], rows))
+    )
+    blocks.append(Table(("model", "provider", "window", "max output", "tokens"), rows))
     if len(found) > limit:
-        click.echo(f"  … {len(found) - limit} more (use --limit)")
+        blocks.append(f"  … {num(len(found) - limit)} more (use --limit)")
+    emit(blocks)

@@ -28,9 +28,9 @@ from contextwindow.cli._common import (
     tokenizer_option,
     write_text,
 )
-from contextwindow.cli._fit import _Budget, _parse_budget
 from contextwindow.cli._inspect import _inspect
 from contextwindow.cli._json import document, dumps
+from contextwindow.cli._values import Amount, AmountType
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
@@ -55,7 +55,7 @@ from contextwindow.tokens import TokenCounter
 @click.option("-m", "--model", help="Model whose window and tokenizer apply.")
 @click.option(
     "--budget",
-    callback=_parse_budget,
+    type=AmountType("the conversation's tokens"),
     metavar="N|N%",
     help="Show a fit into this budget: tokens, or N% of the conversation's own.",
 )
@@ -79,7 +79,7 @@ def report_cmd(
     file: str,
     output: str,
     model: str | None,
-    budget: _Budget | None,
+    budget: Amount | None,
     strategy_spec: str | None,
     provider: Provider | None,
     conversation: int | None,

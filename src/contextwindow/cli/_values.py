@@ -1,0 +1,89 @@
+"""Option values the commands share: token amounts such as ``10k``, ``1.5M``, ``25%``.
+
+Contract: a wrong value is a click ``BadParameter``, one line naming the value
+and what is accepted; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import click
+
+__all__ = ["Amount", "AmountType", "parse_amount"]
+
+_AMOUNT = re.compile(r"(\d+(?:\.\d+)?)\s*([km]?)(%?)", re.IGNORECASE)
+_SCALE = {"": 1, "k": 1_000, "m": 1_000_000}
+
+
+@dataclass(frozen=True, slots=True)
+class Amount:
+    """A number of tokens, or a share (``percent``) of some other number."""
+
+    value: float
+    percent: bool = False
+
+    def tokens(self, whole: int) -> int:
+        """The tokens this amount stands for, ``whole`` being 100 %.
+
+        Example:
+            >>> Amount(25, percent=True).tokens(2000), Amount(1500).tokens(2000)
+            (500, 1500)
+        """
+        return int(whole * self.value / 100) if self.percent else int(self.value)
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{int(self.value):,}"
+
+
+def parse_amount(text: str, *, percent: bool = True) -> Amount | None:
+    """``1500``, ``1,500``, ``10k``, ``1.5M`` or (with ``percent``) ``25%``.
+
+    Returns ``None`` for what is none of these (a fraction of a token
+    included).
+
+    Example:
+        >>> parse_amount("10k"), parse_amount("1.5M"), parse_amount("25%")
+        (Amount(value=10000, percent=False), Amount(value=1500000, percent=False), \
+Amount(value=25.0, percent=True))
+        >>> parse_amount("1.5") is None, parse_amount("-5") is None
+        (True, True)
+    """
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    m = _AMOUNT.fullmatch(cleaned)
+    if m is None:
+        return None
+    number, suffix, pct = m.groups()
+    if pct:
+        if not percent or suffix:
+            return None
+        return Amount(float(number), percent=True)
+    tokens = float(number) * _SCALE[suffix.lower()]
+    if tokens != int(tokens):
+        return None
+    return Amount(int(tokens))
+
+
+class AmountType(click.ParamType[Amount]):
+    """A click type for token amounts (see ``parse_amount``)."""
+
+    name = "amount"
+
+    def __init__(self, whole: str | None) -> None:
+        """``whole``: what N% is a share of (``None``: no percentages)."""
+        self.whole = whole
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Amount:
+        """Parse ``value``, or fail with one line naming it and what is accepted."""
+        if isinstance(value, Amount):
+            return value
+        parsed = parse_amount(str(value), percent=self.whole is not None)
+        if parsed is None:
+            accepted = "a number of tokens (N, such as 1500, 10k or 1.5M)"
+            if self.whole is not None:
+                accepted += f" or a share of {self.whole} (N%)"
+            self.fail(f"{value!r} is not {accepted}", param, ctx)
+        return parsed
