@@ -119,6 +119,7 @@ from contextwindow.transcripts import Transcript, read_transcript, read_transcri
 from contextwindow.validity import ensure_valid, problems
 
 __version__ = "0.1.0"
+"""The package's version."""
 
 __all__ = [
     "AnthropicSummarizer",

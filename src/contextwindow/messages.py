@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+"""Who wrote a message: the system prompt, the user, the model, or a tool's result."""
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 
 Provider = Literal["openai", "anthropic", "responses"]

@@ -183,3 +183,13 @@ class TestCommand:
         )
         assert result.exit_code == 2
         assert "nope" in result.output
+
+
+class TestImportSideEffects:
+    def test_no_finder_left_without_find_spec(self) -> None:
+        """pygal's plugin finder is removed: later imports raise no ImportWarning."""
+        import sys
+
+        import contextwindow.report._charts  # noqa: F401  # the import under test
+
+        assert all(hasattr(f, "find_spec") for f in sys.meta_path)

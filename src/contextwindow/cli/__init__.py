@@ -27,11 +27,12 @@ from contextwindow import __version__
 from contextwindow.cli._export import export_cmd
 from contextwindow.cli._fit import fit_cmd
 from contextwindow.cli._inspect import inspect_cmd
-from contextwindow.cli._json import dumps, error_document
+from contextwindow.cli._json import SCHEMA_VERSION, dumps, error_document
+from contextwindow.cli._json import schema as json_schema
 from contextwindow.cli._models import models_cmd
 from contextwindow.cli._report import report_cmd
 
-__all__ = ["main"]
+__all__ = ["SCHEMA_VERSION", "json_schema", "main"]
 
 
 class _Main(click.Group):

@@ -9,6 +9,7 @@ the message they stand for.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,13 @@ import pygal  # type: ignore[import-untyped]  # pygal ships no type hints
 from pygal.style import Style  # type: ignore[import-untyped]  # as above
 
 from contextwindow.report._data import THRESHOLDS, Page, Side
+
+# pygal appends a sys.meta_path finder for its map plugins (pygal.maps.*), which
+# this module does not use; that finder has no find_spec, so every later import
+# in the process raises an ImportWarning. Take it out again.
+sys.meta_path[:] = [
+    f for f in sys.meta_path if type(f).__module__ != "pygal" or hasattr(f, "find_spec")
+]
 
 __all__ = [
     "FATE_COLOURS",
