@@ -4,6 +4,7 @@ and every example in it runs and prints what it shows."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
@@ -24,10 +26,24 @@ DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
 
 
+def _hook() -> ModuleType:
+    """The docs' MkDocs hook that shows README sections on guide pages."""
+    spec = importlib.util.spec_from_file_location("_readme_hook", DOCS / "_readme.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HOOK = _hook()
+
+
 def blocks(kind: str) -> list[tuple[Path, str]]:
+    """Fenced blocks of every page, README sections included, as MkDocs shows them."""
     found: list[tuple[Path, str]] = []
     for page in PAGES:
-        text = page.read_text(encoding="utf-8")
+        text = HOOK.expand(page.read_text(encoding="utf-8"))
         found += [(page, b) for b in re.findall(rf"```{kind}\n(.*?)```", text, re.S)]
     return found
 
@@ -90,6 +106,26 @@ class TestSite:
             "contextwindow.cli.json_schema",
         ):
             assert name in documented, name
+
+
+class TestReadmeSections:
+    def test_markers_name_sections(self) -> None:
+        """Each page's README marker names a section the README has."""
+        markers = 0
+        for page in PAGES:
+            text = page.read_text(encoding="utf-8")
+            for title in re.findall(r"^<!-- README: (.+?) -->$", text, re.M):
+                markers += 1
+                assert HOOK.section(title).strip(), (page.name, title)
+        assert markers >= 5
+
+    def test_headings_and_links(self) -> None:
+        """A section's ### headings move up one level; README links become pages."""
+        text = "## A\n### B\n```\n### code\n```\nsee [P](#persistence)\n## C\n"
+        body = HOOK.section("A", text)
+        assert body.splitlines()[0] == "## B"
+        assert "### code" in body
+        assert "[P](persistence.md)" in body
 
 
 class TestExamples:

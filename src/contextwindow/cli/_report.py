@@ -30,6 +30,7 @@ from contextwindow.cli._common import (
 )
 from contextwindow.cli._inspect import _inspect
 from contextwindow.cli._json import document, dumps
+from contextwindow.cli._term import working
 from contextwindow.cli._values import Amount, AmountType
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
@@ -105,7 +106,9 @@ def report_cmd(
 
             t, view = stored_view(file)
         else:
-            t = choose_transcript(file, read_source(file), conversation)
+            with working(f"reading {file}"):
+                transcripts = read_source(file)
+            t = choose_transcript(file, transcripts, conversation)
         asked = model or t.model or DEFAULT_MODEL
         info = get_model(asked)
         if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
@@ -128,7 +131,10 @@ def report_cmd(
                 tools=t.tools,
             )
             view = None
-        html = build_report(t, inspection, tok, provider=wire, fitted=fitted, view=view)
+        with working(f"drawing the report of {t.title}"):
+            html = build_report(
+                t, inspection, tok, provider=wire, fitted=fitted, view=view
+            )
     write_text(output, html)
     size = Path(output).stat().st_size
     shows = "fit" if fitted is not None else "saved view" if view else "conversation"

@@ -101,8 +101,13 @@ class Page:
     """The budget of a fit."""
 
 
-def message_text(m: Message, limit: int = TEXT_CHARS) -> str:
+def message_text(
+    m: Message, limit: int = TEXT_CHARS, names: Mapping[str, str] | None = None
+) -> str:
     """A message's content as plain text: texts, calls, results, thinking.
+
+    A tool result is headed by its tool's name: its own, or the one ``names``
+    gives for its call id, else the call id.
 
     Example:
         >>> m = Message.assistant("Reading.", tool_calls=[ToolCall("c1", "read", "{}")])
@@ -118,7 +123,8 @@ def message_text(m: Message, limit: int = TEXT_CHARS) -> str:
             out.append(f"→ {p.name}({p.arguments})")
         elif isinstance(p, ToolResult):
             head = "← error" if p.is_error else "←"
-            out.append(f"{head} {p.name or p.call_id}\n{p.text}")
+            tool = p.name or (names or {}).get(p.call_id) or p.call_id
+            out.append(f"{head} {tool}\n{p.text}")
         elif isinstance(p, Thinking):
             out.append("[thinking, redacted]" if p.redacted else f"[thinking] {p.text}")
         elif isinstance(p, Image):
@@ -138,7 +144,13 @@ def side(
     messages: Sequence[Message], counter: TokenCounter, tools: Sequence[ToolSpec]
 ) -> Side:
     """Sizes, previews and texts of ``messages``."""
-    texts = tuple(message_text(m) for m in messages)
+    names: dict[str, str] = {}
+    texts_: list[str] = []
+    for m in messages:
+        for c in m.tool_calls:
+            names[c.id] = c.name  # a result names the call it answers
+        texts_.append(message_text(m, names=names))
+    texts = tuple(texts_)
     return Side(
         roles=tuple(m.role for m in messages),
         tokens=tuple(counter.message(m) for m in messages),
