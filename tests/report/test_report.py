@@ -66,6 +66,20 @@ class TestAlignFit:
             if r.after is None:
                 assert r.fate in ("dropped", "summarized")
 
+    def test_summary_is_added(self) -> None:
+        """A summary is a new row; the messages it stands for are summarised."""
+        from contextwindow.strategies.names import parse_strategy
+
+        conv = list(read_transcript(EXAMPLE).messages)
+        fitted = fit(
+            conv, limit=900, tokenizer=TOK, strategy=parse_strategy("summarize")
+        )
+        rows = align_fit(conv, fitted.messages, fitted.report.changes)
+        check_rows(rows, len(conv), len(fitted.messages))
+        added = [r for r in rows if r.before is None]
+        assert [r.fate for r in added] == ["added"]
+        assert any(r.fate == "summarized" and r.after is None for r in rows)
+
 
 class TestAlignView:
     def test_summary_and_later(self) -> None:

@@ -285,7 +285,9 @@ def align_fit(
     for j, m in enumerate(after):
         k = index.get(m.id)
         if k is None or k < nxt:
-            rows.append(Row(None, j, fate_of.get(m.id, "added")))
+            # New to the conversation: a summary, or a turn a repair inserted.
+            new = "repaired" if fate_of.get(m.id) == "repaired" else "added"
+            rows.append(Row(None, j, new))
             continue
         for gone in range(nxt, k):
             rows.append(Row(gone, None, fate_of.get(before[gone].id, "dropped")))
