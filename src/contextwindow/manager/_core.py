@@ -12,8 +12,13 @@ Contract:
 - ``prepare`` repairs what no provider accepts, fires the handlers of each
   threshold that usage has crossed upward (in increasing order; once, until
   usage falls below it again), compacts when the policy or the window asks,
-  applies the cap, and returns the request. A request never exceeds the
-  window less the reserve: ``BudgetError`` says what could not be removed.
+  applies the cap, checks and repairs the view again (whatever changed it
+  meanwhile: a handler's push, messages landing while a strategy ran), and
+  returns the request: it always passes ``problems`` for the provider.
+- A trailing tool exchange still awaiting results is kept in the view for
+  them, out of every strategy's reach, and left out of the request.
+- A request never exceeds the window less the reserve: ``BudgetError`` says
+  what could not be removed.
 - Work that may wait (a handler, a strategy calling an LLM) is yielded as a
   step, so the sync and async classes share every rule and differ only in
   how they run a step.
@@ -107,7 +112,7 @@ class Core(State):
         self, strategy: Strategy, limit: int, trigger: Trigger, reason: str
     ) -> Compaction:
         """Run ``strategy`` on the view under ``limit`` and keep what it made."""
-        view = list(self._view)
+        view = self._view[: self._settled()]
         fitted = strategy(view, self._budget(limit))
         return self._keep(fitted, trigger, reason, len(view))
 
@@ -120,6 +125,22 @@ class Core(State):
         if len(out) == base and all(a is b for a, b in zip(out, view, strict=False)):
             return Compaction(trigger, False, fitted.report, 0, f"{reason}: no change")
         return self._install(fitted, trigger, reason, base)
+
+    def _settled(self) -> int:
+        """The view's length less a trailing tool exchange awaiting its results.
+
+        Strategies get the view up to there, and the exchange is kept after
+        their output: a strategy would repair its call away, and the results
+        still to come would answer nothing. The request leaves it out.
+        """
+        view = self._view
+        i = len(view) - 1
+        while i >= 0 and view[i].role == "tool":
+            i -= 1
+        if i < 0 or not view[i].tool_calls:
+            return len(view)
+        last = units(view[i:])[0]
+        return i if last.unanswered else len(view)
 
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
@@ -235,19 +256,27 @@ class Core(State):
         return "watermark", target, f"usage {usage:.1f}% >= {policy.at:g}%"
 
     def _repair(self) -> Compaction | None:
-        """Fix in the view what no provider accepts, except a call awaiting results."""
+        """Fix in the view what no provider accepts, except a call awaiting results.
+
+        Whatever changed the view (a handler's push or edit, messages pushed
+        while a strategy ran, a restored history), every problem is found
+        from where the view is known valid, and repaired in the view
+        (reported) but a trailing tool exchange still awaiting its results,
+        which the request leaves out. Afterwards the view is known valid up
+        to its last unit, or up to the exchange awaiting results.
+        """
         view = self._view
         if not view:
             return None
         start = min(self._valid_upto, len(view))
         found = problems(view, self._provider, start=start)
-        if not found:
-            return None
         last = units(view[start:])[-1]
+        settled = start + last.start  # a unit starts there
         pending = last.kind == "tool_exchange" and bool(last.unanswered)
-        cut = start + last.start if pending else len(view)
+        cut = settled if pending else len(view)
         if all(p.index >= cut for p in found):
-            return None  # only the pending call: left out of the request alone
+            self._valid_upto = settled
+            return None  # nothing, or only the pending call: left out alone
         head = view[:cut]
         budget = self._budget(self._window)
         fixed = finish("ensure_valid", head, head, (), budget, start=start)
@@ -260,7 +289,10 @@ class Core(State):
             ("ensure_valid",),
         )
         reason = "messages no provider accepts were removed from the view"
-        return self._install(Fitted(tuple(new), report), "repair", reason)
+        done = self._install(Fitted(tuple(new), report), "repair", reason)
+        if pending:  # known valid up to the exchange awaiting results
+            self._valid_upto = len(fixed.messages)
+        return done
 
     # -- the steps of prepare and force_compress -------------------------------------
 
@@ -296,7 +328,7 @@ class Core(State):
         if plan is not None:
             trigger, target, reason = plan
             self._turn_compactions += 1
-            view = list(self._view)
+            view = self._view[: self._settled()]
             work = partial(self._fit_view, view, target, hard, trigger, query)
             fitted = yield Run(work)
             done.append(
@@ -320,7 +352,7 @@ class Core(State):
         else:
             limit = target
         reason = f"forced ({stage_name(strategy)}, target {limit:,} tokens)"
-        view = list(self._view)
+        view = self._view[: self._settled()]
         fitted = yield Run(partial(strategy, view, self._budget(limit)))
         return self._keep(fitted, "forced", reason, len(view))
 
@@ -340,6 +372,12 @@ class Core(State):
     def _finish(
         self, done: list[Compaction], fired: list[float], hard: int
     ) -> Prepared:
+        # The view may have changed in any way since the first repair (a
+        # handler pushed a stray result, messages landed while a strategy
+        # ran): check it again, whatever happened, and repair the view.
+        repaired = self._repair()
+        if repaired is not None:
+            done.append(repaired)
         view = self._view
         start = min(self._valid_upto, len(view))
         valid = ensure_valid(view, self._provider, start=start)
