@@ -95,7 +95,7 @@ class TestViewChangedDuringPrepare:
 
             first, _ = await asyncio.gather(m.prepare(), land())
             assert any(c.applied for c in first.compactions)
-            found = [problems(first.conversation, "openai")]
+            found: list[tuple[object, ...]] = [problems(first.conversation, "openai")]
             for i in range(3):
                 await m.push_many([Message.assistant(f"ok {i}"), Message.user("q")])
                 found.append(problems((await m.prepare()).conversation, "openai"))
