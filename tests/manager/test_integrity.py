@@ -9,13 +9,26 @@ happen.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from contextwindow import AsyncContextManager, Message, ToolCall
+from contextwindow import (
+    AsyncContextManager,
+    ContextManager,
+    Message,
+    StoreError,
+    ThresholdContext,
+    ToolCall,
+)
+from contextwindow.manager import CompactionPolicy, Event
 from contextwindow.messages import Provider
+from contextwindow.store import SQLiteStore
 from contextwindow.strategies import Budget, DropOldest, Fitted
 from contextwindow.testing import FakeTokenizer
 from contextwindow.validity import problems
@@ -154,3 +167,187 @@ class TestViewChangedDuringPrepare:
         p = m.prepare()
         assert problems(p.conversation, "openai") == ()
         assert p.conversation[-1].text == "a.txt"
+
+
+class Failing:
+    """A real store whose named calls fail while armed (a store outage)."""
+
+    def __init__(self, inner: SQLiteStore) -> None:
+        self._inner = inner
+        self.failing: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if name in self.failing:
+                raise StoreError(f"injected: the store is down ({name})")
+            return attr(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture
+def failing(tmp_path: Path) -> Iterator[Failing]:
+    inner = SQLiteStore(tmp_path / "chats.db")
+    yield Failing(inner)
+    inner.close()
+
+
+def stored(store: Failing, **kw: Any) -> ContextManager:
+    kw.setdefault("tokenizer", FakeTokenizer())
+    kw.setdefault("token_limit", 1000)
+    return ContextManager(store=cast("Any", store), conversation_id="c1", **kw)
+
+
+class TestFailedOperations:
+    def test_update_system_that_cannot_be_stored_changes_nothing(
+        self, failing: Failing
+    ) -> None:
+        """A store failure in update_system leaves the view and the store unchanged."""
+        m = stored(failing, system="old")
+        m.push(Message.user("hi"))
+        failing.failing.add("save_view")
+        with pytest.raises(StoreError, match="injected"):
+            m.update_system("new")
+        assert [x.text for x in m.messages] == ["old", "hi"]
+        assert m.prepare().conversation[0].text == "old"
+        failing.failing.clear()
+        m.update_system("new")
+        assert [x.text for x in m.messages] == ["new", "hi"]
+        assert failing.load("c1").current_view[0].text == "new"
+
+    def test_update_system_adding_a_prompt_that_cannot_be_stored(
+        self, failing: Failing
+    ) -> None:
+        """No prompt yet, and the store fails: none is added."""
+        m = stored(failing)
+        m.push(Message.user("hi"))
+        failing.failing.add("save_view")
+        with pytest.raises(StoreError):
+            m.update_system("new")
+        assert [x.role for x in m.messages] == ["user"]
+
+    def test_a_compaction_that_cannot_be_stored_leaves_the_view(
+        self, failing: Failing
+    ) -> None:
+        """prepare fails on saving the compacted view: the view is kept as it was."""
+        m = stored(failing)
+        m.push_many(_fill(12, 85))
+        before = m.messages
+        failing.failing.add("save_view")
+        with pytest.raises(StoreError):
+            m.prepare()
+        assert m.messages == before
+        assert m.token_estimate() > 900
+        failing.failing.clear()
+        p = m.prepare()
+        assert p.tokens <= 1000
+        assert any(c.applied for c in p.compactions)
+
+    def test_a_subscriber_that_raises_does_not_fail_a_push(
+        self, failing: Failing, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The push is stored once and succeeds; the subscriber's error is logged."""
+        m = stored(failing)
+
+        def broken(event: Event) -> None:
+            raise RuntimeError("subscriber bug")
+
+        m.subscribe(broken)
+        with caplog.at_level(logging.ERROR, logger="contextwindow.manager"):
+            m.push(Message.user("once"))
+        assert [x.text for x in m.history] == ["once"]
+        assert [x.text for x in failing.load("c1").messages] == ["once"]
+        [record] = [r for r in caplog.records if "subscriber" in r.getMessage()]
+        assert "broken" in record.getMessage()
+        assert "push happened" in record.getMessage()
+        assert record.exc_info is not None
+        assert "subscriber bug" in str(record.exc_info[1])
+
+    def test_a_subscriber_that_raises_does_not_fail_prepare(self) -> None:
+        """Compaction events reach a broken subscriber; prepare still returns."""
+        m = manager(1000)
+        seen: list[str] = []
+
+        def broken(event: Event) -> None:
+            seen.append(event.kind)
+            raise ValueError("no")
+
+        m.subscribe(broken)
+        m.push_many(_fill(12, 85))
+        p = m.prepare()
+        assert p.tokens <= 1000
+        assert "compaction" in seen
+
+    def test_a_handler_that_raised_runs_again(self) -> None:
+        """A handler that raised is not counted as run: the next prepare runs it,
+        and the handler that returned before it does not run twice."""
+        m = manager(1000, strategy=None)
+        calls: list[str] = []
+
+        @m.on_threshold(50)
+        def first(ctx: ThresholdContext) -> None:
+            calls.append("first")
+
+        @m.on_threshold(50)
+        def flaky(ctx: ThresholdContext) -> None:
+            calls.append("flaky")
+            if calls.count("flaky") == 1:
+                raise RuntimeError("handler bug")
+
+        m.push(Message.user(words(600)))
+        with pytest.raises(RuntimeError, match="handler bug") as caught:
+            m.prepare()
+        if sys.version_info >= (3, 11):
+            assert "next prepare runs it again" in " ".join(
+                getattr(caught.value, "__notes__", [])
+            )
+        p = m.prepare()
+        assert calls == ["first", "flaky", "flaky"]
+        assert p.thresholds == (50, 60)
+        m.prepare()
+        assert calls == ["first", "flaky", "flaky"]  # fired now: once per crossing
+
+    def test_an_async_handler_that_raised_runs_again(self) -> None:
+        """The same for a coroutine handler of an AsyncContextManager."""
+        calls: list[int] = []
+
+        async def main() -> None:
+            m = AsyncContextManager(
+                token_limit=1000, tokenizer=FakeTokenizer(), strategy=None
+            )
+
+            @m.on_threshold(50)
+            async def flaky(ctx: object) -> None:
+                calls.append(1)
+                if len(calls) == 1:
+                    raise RuntimeError("handler bug")
+
+            await m.push(Message.user(words(600)))
+            with pytest.raises(RuntimeError):
+                await m.prepare()
+            await m.prepare()
+            await m.prepare()
+
+        asyncio.run(main())
+        assert calls == [1, 1]
+
+    def test_a_failed_strategy_does_not_use_up_the_turn(self) -> None:
+        """A strategy that raised is not counted among the turn's compactions."""
+        broken = [True]
+
+        def flaky(messages: Sequence[Message], budget: Budget, /) -> Fitted:
+            if broken[0]:
+                raise RuntimeError("strategy bug")
+            return DropOldest()(messages, budget)
+
+        m = manager(1000, strategy=flaky, policy=CompactionPolicy(max_per_turn=1))
+        m.push_many(_fill(10, 85))
+        with pytest.raises(RuntimeError):
+            m.prepare()
+        broken[0] = False
+        p = m.prepare()
+        assert [c.trigger for c in p.compactions if c.applied] == ["watermark"]

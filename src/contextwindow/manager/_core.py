@@ -93,10 +93,11 @@ class Core(State):
         if base is not None and len(old) > base:
             new.extend(old[base:])
         k = _common_prefix(old, new)
+        report = fitted.report
+        # Stored first: a failed write leaves the view as it was.
+        self._save_view({"trigger": trigger, "reason": reason, **report.to_dict()}, new)
         self._set_view(new)
         prefix = self._running[k]
-        report = fitted.report
-        self._save_view({"trigger": trigger, "reason": reason, **report.to_dict()})
         self._emit(
             "compaction",
             trigger=trigger,
@@ -312,7 +313,6 @@ class Core(State):
                 break
             if t in self._fired:
                 continue
-            self._fired.add(t)
             fired.append(t)
             self._emit(
                 "threshold",
@@ -321,16 +321,23 @@ class Core(State):
                 tokens=tokens,
                 context_limit=self._window,
             )
-            for handler in tuple(self._handlers[t]):
-                yield Call(handler, self._context(t, done))
+            # A handler counts as run once it has returned: one that raises
+            # (its error ends prepare, the generator is not resumed) runs
+            # again on the next prepare, and those before it do not.
+            handlers = self._handlers[t]
+            while self._ran.get(t, 0) < len(handlers):
+                yield Call(handlers[self._ran.get(t, 0)], self._context(t, done))
+                self._ran[t] = self._ran.get(t, 0) + 1
+            self._ran.pop(t, None)
+            self._fired.add(t)
             tokens = self._count()
         plan = self._plan(tokens, hard)
         if plan is not None:
             trigger, target, reason = plan
-            self._turn_compactions += 1
             view = self._view[: self._settled()]
             work = partial(self._fit_view, view, target, hard, trigger, query)
             fitted = yield Run(work)
+            self._turn_compactions += 1  # counted once it ran: a failure is not
             done.append(
                 self._settle(trigger, fitted, tokens, target, reason, len(view))
             )
@@ -408,6 +415,9 @@ class Core(State):
         for t in tuple(self._fired):
             if self._percent(tokens) < t:
                 self._fired.discard(t)  # re-armed: it fires on the next crossing
+        for t in tuple(self._ran):
+            if self._percent(tokens) < t:
+                del self._ran[t]  # a crossing cut short: the next one starts over
         shared = self._shared(sent, kept)
         prefix = self._running[min(shared, kept)] + sum(
             self._counter.message(m) for m in sent[kept:shared]
