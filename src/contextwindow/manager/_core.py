@@ -43,12 +43,14 @@ from contextwindow.manager._state import State, checked_messages
 from contextwindow.manager._types import Compaction, Prepared, Trigger
 from contextwindow.messages import Message, units
 from contextwindow.strategies.base import (
+    Budget,
     Change,
     Fitted,
     Report,
     Strategy,
     finish,
     stage_name,
+    verify,
 )
 from contextwindow.strategies.drop import MaxMessages, SlidingWindow
 from contextwindow.strategies.summarize import Summarize
@@ -114,7 +116,8 @@ class Core(State):
     ) -> Compaction:
         """Run ``strategy`` on the view under ``limit`` and keep what it made."""
         view = self._view[: self._settled()]
-        fitted = strategy(view, self._budget(limit))
+        budget = self._budget(limit)
+        fitted = verify(strategy, view, strategy(view, budget), budget)
         return self._keep(fitted, trigger, reason, len(view))
 
     def _keep(
@@ -360,7 +363,8 @@ class Core(State):
             limit = target
         reason = f"forced ({stage_name(strategy)}, target {limit:,} tokens)"
         view = self._view[: self._settled()]
-        fitted = yield Run(partial(strategy, view, self._budget(limit)))
+        budget = self._budget(limit)
+        fitted = yield Run(partial(_checked_run, strategy, view, budget))
         return self._keep(fitted, "forced", reason, len(view))
 
     def _summarize_strategy(self, keep_recent: int) -> Strategy:
@@ -452,6 +456,11 @@ class Core(State):
         # Appends only since: the last request's unchanged part is still
         # there; what follows it is compared (a short tail).
         return _common_prefix(prev, sent, start=min(self._stable, kept, len(prev)))
+
+
+def _checked_run(strategy: Strategy, view: list[Message], budget: Budget) -> Fitted:
+    """Run ``strategy`` (on any thread) and check what it returned."""
+    return verify(strategy, view, strategy(view, budget), budget)
 
 
 def _common_prefix(
