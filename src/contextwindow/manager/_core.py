@@ -15,8 +15,9 @@ Contract:
   applies the cap, checks and repairs the view again (whatever changed it
   meanwhile: a handler's push, messages landing while a strategy ran), and
   returns the request: it always passes ``problems`` for the provider.
-- A trailing tool exchange still awaiting results is kept in the view for
-  them, out of every strategy's reach, and left out of the request.
+- A trailing tool exchange still awaiting results keeps its calls in the view
+  for them, whatever a strategy's repair removed; the request leaves the
+  unanswered calls out.
 - A request never exceeds the window less the reserve: ``BudgetError`` says
   what could not be removed.
 - Work that may wait (a handler, a strategy calling an LLM) is yielded as a
@@ -59,6 +60,10 @@ from contextwindow.validity import ensure_valid, problems
 
 __all__ = ["Call", "Core", "Run", "Step"]
 
+MAX_ROUNDS = 3
+"""Compactions one ``prepare`` runs at most when messages keep landing while
+its strategy runs (the last one runs where none can land)."""
+
 
 @dataclass(slots=True)
 class Call:
@@ -89,11 +94,14 @@ class Core(State):
         """Make ``fitted`` the view and describe the change.
 
         ``base`` is the length of the view the strategy was given: messages
-        pushed while it ran (an async manager's) are kept after its output.
+        pushed while it ran (an async manager's) are kept after its output,
+        and a tool exchange that was awaiting results keeps its calls.
         """
         old, new = self._view, list(fitted.messages)
-        if base is not None and len(old) > base:
-            new.extend(old[base:])
+        if base is not None:
+            _restore_pending(new, old, base)
+            if len(old) > base:
+                new.extend(old[base:])
         k = _common_prefix(old, new)
         report = fitted.report
         # Stored first: a failed write leaves the view as it was.
@@ -115,7 +123,7 @@ class Core(State):
         self, strategy: Strategy, limit: int, trigger: Trigger, reason: str
     ) -> Compaction:
         """Run ``strategy`` on the view under ``limit`` and keep what it made."""
-        view = self._view[: self._settled()]
+        view = list(self._view)
         budget = self._budget(limit)
         fitted = verify(strategy, view, strategy(view, budget), budget)
         return self._keep(fitted, trigger, reason, len(view))
@@ -124,27 +132,12 @@ class Core(State):
         self, fitted: Fitted, trigger: Trigger, reason: str, base: int
     ) -> Compaction:
         """Install a strategy's output when it changed anything."""
-        out = fitted.messages
+        out = list(fitted.messages)
         view = self._view
+        _restore_pending(out, view, base)
         if len(out) == base and all(a is b for a, b in zip(out, view, strict=False)):
             return Compaction(trigger, False, fitted.report, 0, f"{reason}: no change")
         return self._install(fitted, trigger, reason, base)
-
-    def _settled(self) -> int:
-        """The view's length less a trailing tool exchange awaiting its results.
-
-        Strategies get the view up to there, and the exchange is kept after
-        their output: a strategy would repair its call away, and the results
-        still to come would answer nothing. The request leaves it out.
-        """
-        view = self._view
-        i = len(view) - 1
-        while i >= 0 and view[i].role == "tool":
-            i -= 1
-        if i < 0 or not view[i].tool_calls:
-            return len(view)
-        last = units(view[i:])[0]
-        return i if last.unanswered else len(view)
 
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
@@ -335,15 +328,26 @@ class Core(State):
             self._fired.add(t)
             tokens = self._count()
         plan = self._plan(tokens, hard)
-        if plan is not None:
+        rounds = 0
+        while plan is not None:
             trigger, target, reason = plan
-            view = self._view[: self._settled()]
+            view = list(self._view)
             work = partial(self._fit_view, view, target, hard, trigger, query)
-            fitted = yield Run(work)
+            rounds += 1
+            before = len(self._view)
+            # Messages pushed while a strategy runs on a thread (an async
+            # manager's) go after its output and may not fit: fit again; the
+            # last round runs here, where nothing can land meanwhile.
+            fitted = (yield Run(work)) if rounds < MAX_ROUNDS else work()
+            landed = len(self._view) > before
             self._turn_compactions += 1  # counted once it ran: a failure is not
             done.append(
                 self._settle(trigger, fitted, tokens, target, reason, len(view))
             )
+            tokens = self._count()
+            if not landed or tokens <= hard:
+                break  # nothing landed, or what did fits
+            plan = self._plan(tokens, hard)
         if self._max_messages is not None and self._nonsystem > self._max_messages:
             cap = MaxMessages(self._max_messages)
             why = f"more than {self._max_messages} messages"
@@ -362,7 +366,7 @@ class Core(State):
         else:
             limit = target
         reason = f"forced ({stage_name(strategy)}, target {limit:,} tokens)"
-        view = self._view[: self._settled()]
+        view = list(self._view)
         budget = self._budget(limit)
         fitted = yield Run(partial(_checked_run, strategy, view, budget))
         return self._keep(fitted, "forced", reason, len(view))
@@ -456,6 +460,27 @@ class Core(State):
         # Appends only since: the last request's unchanged part is still
         # there; what follows it is compared (a short tail).
         return _common_prefix(prev, sent, start=min(self._stable, kept, len(prev)))
+
+
+def _restore_pending(out: list[Message], view: Sequence[Message], base: int) -> None:
+    """Give back, at the end of ``out``, an exchange that awaited results.
+
+    ``view[:base]`` is what a strategy was given and ``out`` what it made.
+    When the given view ended in a tool exchange awaiting results, the
+    strategy kept it (the final unit is pinned) less its unanswered calls,
+    which its repair removed (with the message, when it held nothing else).
+    The view keeps them for the results to come (the request leaves them
+    out), so the exchange as it was goes back at the end.
+    """
+    i = base - 1
+    while i >= 0 and view[i].role == "tool":
+        i -= 1
+    if i < 0 or not view[i].tool_calls or not units(view[i:base])[0].unanswered:
+        return
+    pending = view[i:base]
+    ids = {m.id for m in pending}
+    out[:] = [m for m in out if m.id not in ids]
+    out.extend(pending)
 
 
 def _checked_run(strategy: Strategy, view: list[Message], budget: Budget) -> Fitted:
