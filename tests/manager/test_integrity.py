@@ -351,3 +351,21 @@ class TestFailedOperations:
         broken[0] = False
         p = m.prepare()
         assert [c.trigger for c in p.compactions if c.applied] == ["watermark"]
+
+    def test_a_request_whose_state_cannot_be_stored_is_not_the_last_one_sent(
+        self, failing: Failing
+    ) -> None:
+        """prepare fails storing its state: the next request's prefix is counted
+        against the request before, the one that was returned."""
+        m = stored(failing, strategy=None)
+        m.push(Message.user(words(100)))
+        first = m.prepare()
+        m.push_many([Message.assistant("a"), Message.user(words(500, "x"))])
+        failing.failing.add("update_meta")  # the 60% threshold fires: state changes
+        with pytest.raises(StoreError):
+            m.prepare()
+        failing.failing.clear()
+        m.push_many([Message.assistant("b"), Message.user("c")])
+        p = m.prepare()
+        counter = m._counter  # the manager's own counts
+        assert p.prefix_tokens == counter.running(list(first.conversation))[-1]

@@ -426,13 +426,15 @@ class Core(State):
         for t in tuple(self._ran):
             if self._percent(tokens) < t:
                 del self._ran[t]  # a crossing cut short: the next one starts over
+        # Stored before this request counts as the last one sent: when the
+        # store fails, the next request is compared with the one before.
+        self._save_state()
         shared = self._shared(sent, kept)
         prefix = self._running[min(shared, kept)] + sum(
             self._counter.message(m) for m in sent[kept:shared]
         )
         self._stable = kept
         self._last_sent = sent
-        self._save_state()
         messages, system = self._writer.write(sent, shared=shared)
         joined: Report | None = None
         for c in done:
