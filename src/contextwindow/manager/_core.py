@@ -259,14 +259,16 @@ class Core(State):
         while a strategy ran, a restored history), every problem is found
         from where the view is known valid, and repaired in the view
         (reported) but a trailing tool exchange still awaiting its results,
-        which the request leaves out. Afterwards the view is known valid up
-        to its last unit, or up to the exchange awaiting results.
+        which the request leaves out (the view is then known valid up to
+        that exchange).
         """
         view = self._view
         if not view:
             return None
         start = min(self._valid_upto, len(view))
         found = problems(view, self._provider, start=start)
+        if not found:
+            return None  # _finish moves where the view is known valid
         last = units(view[start:])[-1]
         settled = start + last.start  # a unit starts there
         pending = last.kind == "tool_exchange" and bool(last.unanswered)
@@ -303,6 +305,7 @@ class Core(State):
         repaired = self._repair()
         if repaired is not None:
             done.append(repaired)
+        checked = self._edits
         tokens = self._count()
         for t in sorted(self._handlers):
             if self._percent(tokens) < t:
@@ -352,7 +355,7 @@ class Core(State):
             cap = MaxMessages(self._max_messages)
             why = f"more than {self._max_messages} messages"
             done.append(self._apply(cap, hard, "max_messages", why))
-        return self._finish(done, fired, hard)
+        return self._finish(done, fired, hard, checked)
 
     def _force_steps(
         self, strategy: Strategy, target: int | None
@@ -385,14 +388,15 @@ class Core(State):
         raise NotImplementedError
 
     def _finish(
-        self, done: list[Compaction], fired: list[float], hard: int
+        self, done: list[Compaction], fired: list[float], hard: int, checked: int
     ) -> Prepared:
         # The view may have changed in any way since the first repair (a
         # handler pushed a stray result, messages landed while a strategy
         # ran): check it again, whatever happened, and repair the view.
-        repaired = self._repair()
-        if repaired is not None:
-            done.append(repaired)
+        if self._edits != checked:
+            repaired = self._repair()
+            if repaired is not None:
+                done.append(repaired)
         view = self._view
         start = min(self._valid_upto, len(view))
         valid = ensure_valid(view, self._provider, start=start)

@@ -118,6 +118,9 @@ class State:
         """What a request adds to its messages: reply priming and tools."""
         self._valid_upto = 0
         """``_view[:_valid_upto]`` is known valid, and a unit starts there."""
+        self._edits = 0
+        """Changes to the view so far (appends included): ``prepare`` checks
+        the view again when any happened during the turn."""
         self._stable: int | None = 0
         """Leading view messages the last request sent as they are (``None``:
         unknown, the view changed)."""
@@ -431,6 +434,7 @@ class State:
             self._emit("push", logging.DEBUG, role=m.role, id=m.id)
 
     def _extend(self, added: Sequence[Message], counts: Sequence[int]) -> None:
+        self._edits += 1
         running = self._running
         system = False
         for m, n in zip(added, counts, strict=True):
@@ -485,6 +489,7 @@ class State:
 
     def _set_view(self, view: Sequence[Message]) -> None:
         """Any change but appends: what was kept incrementally is computed again."""
+        self._edits += 1
         self._view = list(view)
         self._nonsystem = sum(1 for m in self._view if m.role != "system")
         self._running = list(self._counter.running(self._view))
