@@ -147,6 +147,10 @@ class TestWrongTypes:
                 r"strategy 'bad' returned messages\[2\] of type dict, not a Message",
             ),
             (
+                lambda m: Fitted(m, Report(0, 0, 0, ("dropped",))),  # type: ignore[arg-type]  # on purpose
+                r"strategy 'bad' returned report.changes\[0\] of type str",
+            ),
+            (
                 lambda m: Fitted(3, Report(0, 0, 0)),  # type: ignore[arg-type]  # on purpose
                 r"strategy 'bad' returned messages of type int",
             ),

@@ -605,9 +605,16 @@ def verify(
             f"{type(report).__name__}, not a Report"
         )
     out = _checked_output(name, fitted.messages)
+    given_changes = tuple(cast("Iterable[object]", report.changes))
+    for k, c in enumerate(given_changes):
+        if not isinstance(c, Change):
+            raise ContextWindowError(
+                f"strategy {name!r} returned report.changes[{k}] of type "
+                f"{type(c).__name__}, not a Change"
+            )
+    changes = cast("tuple[Change, ...]", given_changes)
     before = budget.count(given) if counted is None else counted
     after = budget.count(out)
-    changes = report.changes
     unaccounted = before - sum(c.saved for c in changes) - after
     if unaccounted:
         changes = (*changes, _unreported(name, given, out, unaccounted))
@@ -615,7 +622,15 @@ def verify(
         fixed = finish("ensure_valid", out, out, (), budget, counted=after)
         changes = (*changes, *relocate(fixed.report, given, out).changes)
         out, after = fixed.messages, fixed.report.tokens_after
-    checked = Report(before, after, budget.limit, changes, report.stages or (name,))
+    # ``replace`` keeps whatever else the report carries.
+    checked = replace(
+        report,
+        tokens_before=before,
+        tokens_after=after,
+        limit=budget.limit,
+        changes=changes,
+        stages=report.stages or (name,),
+    )
     if checked == report and out is fitted.messages:
         return fitted
     return Fitted(out, checked)
