@@ -9,6 +9,11 @@ Contract:
 - The input is first repaired by ``ensure_valid`` (reported). When it then
   fits, it comes back unchanged. Otherwise the strategy runs; if its output
   still does not fit, ``DropOldest`` finishes the job (reported as a stage).
+- A strategy is any callable, so nothing it returns is trusted: each stage's
+  output is checked (``strategies.base.verify``): a wrong type is a
+  ``ContextWindowError`` naming the strategy, an invalid output is repaired
+  (reported), its tokens are counted again, and changes it did not report
+  are accounted for it. Whether the budget is met is decided on that count.
 - System messages, pinned messages, messages holding a protected marker and
   the final message are kept as they are. The input is never mutated.
 - The report's change indices point into the input.

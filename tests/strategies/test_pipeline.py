@@ -163,7 +163,15 @@ class TestPipeline:
         fitted = Pipeline(keep_last)(conv, budget(20))
         assert list(fitted.messages) == conv[-1:]
         assert fitted.report.stages == ("keep_last",)
-        assert fitted.report.changes == ()
+        # It reported no change: what it dropped is accounted for it.
+        [change] = fitted.report.changes
+        assert (change.kind, change.stage, change.ids) == (
+            "dropped",
+            "keep_last",
+            tuple(m.id for m in conv[:-1]),
+        )
+        report = fitted.report
+        assert report.tokens_before - change.saved == report.tokens_after
 
     def test_nested_pipeline(self) -> None:
         """A pipeline is a stage like any other."""

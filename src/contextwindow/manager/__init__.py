@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import threading
 from collections.abc import Generator, Iterable
 from typing import Any, TypeVar
@@ -478,7 +479,11 @@ def _run(steps: Generator[Step, Any, T]) -> T:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the generator's return value
         if isinstance(step, Call):
-            value = step.fn(step.arg)
+            try:
+                value = step.fn(step.arg)
+            except Exception as exc:
+                _note_handler_error(exc, step)
+                raise
             if inspect.isawaitable(value):
                 if inspect.iscoroutine(value):
                     value.close()  # never awaited: say so without a warning
@@ -499,8 +504,31 @@ async def _arun(steps: Generator[Step, Any, T]) -> T:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the generator's return value
         if isinstance(step, Call):
-            value = step.fn(step.arg)
-            if inspect.isawaitable(value):
-                value = await value
+            try:
+                value = step.fn(step.arg)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as exc:
+                _note_handler_error(exc, step)
+                raise
         else:
             value = await asyncio.to_thread(step.fn)
+
+
+def _note_handler_error(exc: Exception, step: Call) -> None:
+    """Say, on a handler's own error, what ``prepare`` did and will do.
+
+    The error is the handler's and goes up as it is; the note (Python
+    3.11+) says the handler is not counted as run, so the next ``prepare``
+    runs it again, and that the view keeps what was changed before it.
+    """
+    if sys.version_info < (3, 11):  # pragma: no cover  # notes came in 3.11
+        return
+    name = getattr(step.fn, "__qualname__", type(step.fn).__name__)
+    threshold = getattr(step.arg, "threshold", None)
+    at = f" at {threshold:g}%" if isinstance(threshold, int | float) else ""
+    exc.add_note(
+        f"contextwindow: threshold handler {name}{at} raised during prepare; "
+        "it is not counted as run and the next prepare runs it again; what "
+        "handlers changed in the view before it is kept (compaction events)"
+    )

@@ -12,8 +12,14 @@ Contract:
 - ``prepare`` repairs what no provider accepts, fires the handlers of each
   threshold that usage has crossed upward (in increasing order; once, until
   usage falls below it again), compacts when the policy or the window asks,
-  applies the cap, and returns the request. A request never exceeds the
-  window less the reserve: ``BudgetError`` says what could not be removed.
+  applies the cap, checks and repairs the view again (whatever changed it
+  meanwhile: a handler's push, messages landing while a strategy ran), and
+  returns the request: it always passes ``problems`` for the provider.
+- A trailing tool exchange still awaiting results keeps its calls in the view
+  for them, whatever a strategy's repair removed; the request leaves the
+  unanswered calls out.
+- A request never exceeds the window less the reserve: ``BudgetError`` says
+  what could not be removed.
 - Work that may wait (a handler, a strategy calling an LLM) is yielded as a
   step, so the sync and async classes share every rule and differ only in
   how they run a step.
@@ -38,12 +44,14 @@ from contextwindow.manager._state import State, checked_messages
 from contextwindow.manager._types import Compaction, Prepared, Trigger
 from contextwindow.messages import Message, units
 from contextwindow.strategies.base import (
+    Budget,
     Change,
     Fitted,
     Report,
     Strategy,
     finish,
     stage_name,
+    verify,
 )
 from contextwindow.strategies.drop import MaxMessages, SlidingWindow
 from contextwindow.strategies.summarize import Summarize
@@ -51,6 +59,10 @@ from contextwindow.tokens.counting import TokenCounter
 from contextwindow.validity import ensure_valid, problems
 
 __all__ = ["Call", "Core", "Run", "Step"]
+
+MAX_ROUNDS = 3
+"""Compactions one ``prepare`` runs at most when messages keep landing while
+its strategy runs (the last one runs where none can land)."""
 
 
 @dataclass(slots=True)
@@ -82,16 +94,20 @@ class Core(State):
         """Make ``fitted`` the view and describe the change.
 
         ``base`` is the length of the view the strategy was given: messages
-        pushed while it ran (an async manager's) are kept after its output.
+        pushed while it ran (an async manager's) are kept after its output,
+        and a tool exchange that was awaiting results keeps its calls.
         """
         old, new = self._view, list(fitted.messages)
-        if base is not None and len(old) > base:
-            new.extend(old[base:])
+        if base is not None:
+            _restore_pending(new, old, base)
+            if len(old) > base:
+                new.extend(old[base:])
         k = _common_prefix(old, new)
+        report = fitted.report
+        # Stored first: a failed write leaves the view as it was.
+        self._save_view({"trigger": trigger, "reason": reason, **report.to_dict()}, new)
         self._set_view(new)
         prefix = self._running[k]
-        report = fitted.report
-        self._save_view({"trigger": trigger, "reason": reason, **report.to_dict()})
         self._emit(
             "compaction",
             trigger=trigger,
@@ -108,15 +124,17 @@ class Core(State):
     ) -> Compaction:
         """Run ``strategy`` on the view under ``limit`` and keep what it made."""
         view = list(self._view)
-        fitted = strategy(view, self._budget(limit))
+        budget = self._budget(limit)
+        fitted = verify(strategy, view, strategy(view, budget), budget)
         return self._keep(fitted, trigger, reason, len(view))
 
     def _keep(
         self, fitted: Fitted, trigger: Trigger, reason: str, base: int
     ) -> Compaction:
         """Install a strategy's output when it changed anything."""
-        out = fitted.messages
+        out = list(fitted.messages)
         view = self._view
+        _restore_pending(out, view, base)
         if len(out) == base and all(a is b for a, b in zip(out, view, strict=False)):
             return Compaction(trigger, False, fitted.report, 0, f"{reason}: no change")
         return self._install(fitted, trigger, reason, base)
@@ -235,19 +253,29 @@ class Core(State):
         return "watermark", target, f"usage {usage:.1f}% >= {policy.at:g}%"
 
     def _repair(self) -> Compaction | None:
-        """Fix in the view what no provider accepts, except a call awaiting results."""
+        """Fix in the view what no provider accepts, except a call awaiting results.
+
+        Whatever changed the view (a handler's push or edit, messages pushed
+        while a strategy ran, a restored history), every problem is found
+        from where the view is known valid, and repaired in the view
+        (reported) but a trailing tool exchange still awaiting its results,
+        which the request leaves out (the view is then known valid up to
+        that exchange).
+        """
         view = self._view
         if not view:
             return None
         start = min(self._valid_upto, len(view))
         found = problems(view, self._provider, start=start)
         if not found:
-            return None
+            return None  # _finish moves where the view is known valid
         last = units(view[start:])[-1]
+        settled = start + last.start  # a unit starts there
         pending = last.kind == "tool_exchange" and bool(last.unanswered)
-        cut = start + last.start if pending else len(view)
+        cut = settled if pending else len(view)
         if all(p.index >= cut for p in found):
-            return None  # only the pending call: left out of the request alone
+            self._valid_upto = settled
+            return None  # nothing, or only the pending call: left out alone
         head = view[:cut]
         budget = self._budget(self._window)
         fixed = finish("ensure_valid", head, head, (), budget, start=start)
@@ -260,7 +288,10 @@ class Core(State):
             ("ensure_valid",),
         )
         reason = "messages no provider accepts were removed from the view"
-        return self._install(Fitted(tuple(new), report), "repair", reason)
+        done = self._install(Fitted(tuple(new), report), "repair", reason)
+        if pending:  # known valid up to the exchange awaiting results
+            self._valid_upto = len(fixed.messages)
+        return done
 
     # -- the steps of prepare and force_compress -------------------------------------
 
@@ -274,13 +305,13 @@ class Core(State):
         repaired = self._repair()
         if repaired is not None:
             done.append(repaired)
+        checked = self._edits
         tokens = self._count()
         for t in sorted(self._handlers):
             if self._percent(tokens) < t:
                 break
             if t in self._fired:
                 continue
-            self._fired.add(t)
             fired.append(t)
             self._emit(
                 "threshold",
@@ -289,24 +320,42 @@ class Core(State):
                 tokens=tokens,
                 context_limit=self._window,
             )
-            for handler in tuple(self._handlers[t]):
-                yield Call(handler, self._context(t, done))
+            # A handler counts as run once it has returned: one that raises
+            # (its error ends prepare, the generator is not resumed) runs
+            # again on the next prepare, and those before it do not.
+            handlers = self._handlers[t]
+            while self._ran.get(t, 0) < len(handlers):
+                yield Call(handlers[self._ran.get(t, 0)], self._context(t, done))
+                self._ran[t] = self._ran.get(t, 0) + 1
+            self._ran.pop(t, None)
+            self._fired.add(t)
             tokens = self._count()
         plan = self._plan(tokens, hard)
-        if plan is not None:
+        rounds = 0
+        while plan is not None:
             trigger, target, reason = plan
-            self._turn_compactions += 1
             view = list(self._view)
             work = partial(self._fit_view, view, target, hard, trigger, query)
-            fitted = yield Run(work)
+            rounds += 1
+            before = len(self._view)
+            # Messages pushed while a strategy runs on a thread (an async
+            # manager's) go after its output and may not fit: fit again; the
+            # last round runs here, where nothing can land meanwhile.
+            fitted = (yield Run(work)) if rounds < MAX_ROUNDS else work()
+            landed = len(self._view) > before
+            self._turn_compactions += 1  # counted once it ran: a failure is not
             done.append(
                 self._settle(trigger, fitted, tokens, target, reason, len(view))
             )
+            tokens = self._count()
+            if not landed or tokens <= hard:
+                break  # nothing landed, or what did fits
+            plan = self._plan(tokens, hard)
         if self._max_messages is not None and self._nonsystem > self._max_messages:
             cap = MaxMessages(self._max_messages)
             why = f"more than {self._max_messages} messages"
             done.append(self._apply(cap, hard, "max_messages", why))
-        return self._finish(done, fired, hard)
+        return self._finish(done, fired, hard, checked)
 
     def _force_steps(
         self, strategy: Strategy, target: int | None
@@ -321,7 +370,8 @@ class Core(State):
             limit = target
         reason = f"forced ({stage_name(strategy)}, target {limit:,} tokens)"
         view = list(self._view)
-        fitted = yield Run(partial(strategy, view, self._budget(limit)))
+        budget = self._budget(limit)
+        fitted = yield Run(partial(_checked_run, strategy, view, budget))
         return self._keep(fitted, "forced", reason, len(view))
 
     def _summarize_strategy(self, keep_recent: int) -> Strategy:
@@ -338,8 +388,15 @@ class Core(State):
         raise NotImplementedError
 
     def _finish(
-        self, done: list[Compaction], fired: list[float], hard: int
+        self, done: list[Compaction], fired: list[float], hard: int, checked: int
     ) -> Prepared:
+        # The view may have changed in any way since the first repair (a
+        # handler pushed a stray result, messages landed while a strategy
+        # ran): check it again, whatever happened, and repair the view.
+        if self._edits != checked:
+            repaired = self._repair()
+            if repaired is not None:
+                done.append(repaired)
         view = self._view
         start = min(self._valid_upto, len(view))
         valid = ensure_valid(view, self._provider, start=start)
@@ -370,13 +427,18 @@ class Core(State):
         for t in tuple(self._fired):
             if self._percent(tokens) < t:
                 self._fired.discard(t)  # re-armed: it fires on the next crossing
+        for t in tuple(self._ran):
+            if self._percent(tokens) < t:
+                del self._ran[t]  # a crossing cut short: the next one starts over
+        # Stored before this request counts as the last one sent: when the
+        # store fails, the next request is compared with the one before.
+        self._save_state()
         shared = self._shared(sent, kept)
         prefix = self._running[min(shared, kept)] + sum(
             self._counter.message(m) for m in sent[kept:shared]
         )
         self._stable = kept
         self._last_sent = sent
-        self._save_state()
         messages, system = self._writer.write(sent, shared=shared)
         joined: Report | None = None
         for c in done:
@@ -404,6 +466,32 @@ class Core(State):
         # Appends only since: the last request's unchanged part is still
         # there; what follows it is compared (a short tail).
         return _common_prefix(prev, sent, start=min(self._stable, kept, len(prev)))
+
+
+def _restore_pending(out: list[Message], view: Sequence[Message], base: int) -> None:
+    """Give back, at the end of ``out``, an exchange that awaited results.
+
+    ``view[:base]`` is what a strategy was given and ``out`` what it made.
+    When the given view ended in a tool exchange awaiting results, the
+    strategy kept it (the final unit is pinned) less its unanswered calls,
+    which its repair removed (with the message, when it held nothing else).
+    The view keeps them for the results to come (the request leaves them
+    out), so the exchange as it was goes back at the end.
+    """
+    i = base - 1
+    while i >= 0 and view[i].role == "tool":
+        i -= 1
+    if i < 0 or not view[i].tool_calls or not units(view[i:base])[0].unanswered:
+        return
+    pending = view[i:base]
+    ids = {m.id for m in pending}
+    out[:] = [m for m in out if m.id not in ids]
+    out.extend(pending)
+
+
+def _checked_run(strategy: Strategy, view: list[Message], budget: Budget) -> Fitted:
+    """Run ``strategy`` (on any thread) and check what it returned."""
+    return verify(strategy, view, strategy(view, budget), budget)
 
 
 def _common_prefix(

@@ -105,6 +105,9 @@ class State:
         for t in thresholds:
             self._handlers.setdefault(_threshold_checked(t), [])
         self._fired: set[float] = set()
+        self._ran: dict[float, int] = {}
+        """For a threshold whose handlers are part way through (one raised):
+        how many of them have returned."""
         self._subscribers: list[Callable[[Event], None]] = []
         self._history: list[Message] = []
         self._view: list[Message] = []
@@ -115,6 +118,9 @@ class State:
         """What a request adds to its messages: reply priming and tools."""
         self._valid_upto = 0
         """``_view[:_valid_upto]`` is known valid, and a unit starts there."""
+        self._edits = 0
+        """Changes to the view so far (appends included): ``prepare`` checks
+        the view again when any happened during the turn."""
         self._stable: int | None = 0
         """Leading view messages the last request sent as they are (``None``:
         unknown, the view changed)."""
@@ -327,6 +333,11 @@ class State:
         and runs once per crossing, before automatic compaction; handlers of
         lower thresholds run first. A threshold not watched yet is added.
 
+        A handler that raises ends ``prepare`` with its own error. It does
+        not count as run: the next ``prepare`` runs it again (handlers that
+        returned before it do not run twice), and what handlers changed in
+        the view before it is kept, as their ``compaction`` events say.
+
         Raises:
             ContextWindowError: A threshold outside (0, 100].
 
@@ -351,6 +362,12 @@ class State:
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Send every event to ``callback``; returns a function that unsubscribes.
+
+        An event reports what has happened: a callback that raises cannot
+        undo it, so its error is logged (logger ``contextwindow.manager``,
+        with the traceback) and the operation goes on, as if the callback
+        had returned. A ``push`` whose subscriber raised is stored: do not
+        push it again.
 
         Example:
             >>> from contextwindow import ContextManager, Message
@@ -417,6 +434,7 @@ class State:
             self._emit("push", logging.DEBUG, role=m.role, id=m.id)
 
     def _extend(self, added: Sequence[Message], counts: Sequence[int]) -> None:
+        self._edits += 1
         running = self._running
         system = False
         for m, n in zip(added, counts, strict=True):
@@ -441,6 +459,7 @@ class State:
         self._history = list(log)
         self._set_view(view)
         self._fired.clear()
+        self._ran.clear()
         self._emit("restore", messages=len(view), history=len(log))
 
     def _clear(self) -> None:
@@ -448,6 +467,7 @@ class State:
         self._history = []
         self._set_view([])
         self._fired.clear()
+        self._ran.clear()
         self._turn_compactions = 0
         self._refused_at = None
         self._emit("clear")
@@ -458,21 +478,18 @@ class State:
                 f"update_system takes the prompt's text, got {type(text).__name__}"
             )
         # A stored log is append-only: the prompt changes in the view alone.
-        logs = (
-            (self._view,) if self._persist is not None else (self._history, self._view)
-        )
-        for seq in logs:
-            k = next((i for i, m in enumerate(seq) if m.role == "system"), None)
-            if k is None:
-                seq.insert(0, Message.system(text))
-            else:
-                seq[k] = Message.system(text, id=seq[k].id, meta=seq[k].meta)
-        self._set_view(self._view)
-        self._save_view(None)
+        # The new view is stored before anything here changes, so a failed
+        # write leaves the manager as it was.
+        view = _with_system(self._view, text)
+        self._save_view(None, view)
+        if self._persist is None:
+            self._history = _with_system(self._history, text)
+        self._set_view(view)
         self._emit("system", length=len(text))
 
     def _set_view(self, view: Sequence[Message]) -> None:
         """Any change but appends: what was kept incrementally is computed again."""
+        self._edits += 1
         self._view = list(view)
         self._nonsystem = sum(1 for m in self._view if m.role != "system")
         self._running = list(self._counter.running(self._view))
@@ -518,16 +535,22 @@ class State:
                 "delete this one with store.delete(conversation_id)"
             )
 
-    def _save_view(self, report: Mapping[str, Any] | None) -> None:
-        """Keep the view in the store (with summaries' pointers), if there is one."""
+    def _save_view(
+        self, report: Mapping[str, Any] | None, view: Sequence[Message]
+    ) -> None:
+        """Keep ``view`` in the store (with summaries' pointers), if there is one.
+
+        Callers store a new view before making it theirs: when the store
+        fails, the manager keeps the view it had.
+        """
         if self._persist is None:
             return
         sources: dict[str, list[str]] = {}
-        for m in self._view:
+        for m in view:
             found = summary_sources(m)
             if found:
                 sources[m.id] = list(found)
-        self._persist.save_view(self._view, sources, report or {})
+        self._persist.save_view(view, sources, report or {})
 
     def _save_state(self) -> None:
         if self._persist is not None:
@@ -584,7 +607,30 @@ class State:
                 extra={"contextwindow_event": kind, "contextwindow_data": data},
             )
         for callback in tuple(self._subscribers):
-            callback(event)
+            # What the event reports has happened (a push is stored, a view
+            # installed): a subscriber's error must not make the operation
+            # look failed, or a retry would do it twice. It is logged.
+            try:
+                callback(event)
+            except Exception:
+                logger.exception(
+                    "subscriber %s raised on a %s event (the %s happened; "
+                    "the error is only logged)",
+                    getattr(callback, "__qualname__", type(callback).__name__),
+                    kind,
+                    kind,
+                )
+
+
+def _with_system(seq: Sequence[Message], text: str) -> list[Message]:
+    """``seq`` with its first system message's text replaced, or one added first."""
+    out = list(seq)
+    k = next((i for i, m in enumerate(out) if m.role == "system"), None)
+    if k is None:
+        out.insert(0, Message.system(text))
+    else:
+        out[k] = Message.system(text, id=out[k].id, meta=out[k].meta)
+    return out
 
 
 def checked_messages(items: Iterable[Message], name: str) -> list[Message]:

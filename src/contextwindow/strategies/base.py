@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
@@ -56,6 +56,7 @@ __all__ = [
     "finish",
     "pinned_flags",
     "stage_name",
+    "verify",
 ]
 
 ChangeKind = Literal[
@@ -535,6 +536,147 @@ def finish(
         tokens_after = counted - sum(c.saved for c in found)
     report = Report(tokens_before, tokens_after, budget.limit, tuple(found), (stage,))
     return Fitted(out, report)
+
+
+def verify(
+    stage: object,
+    given: Sequence[Message],
+    fitted: object,
+    budget: Budget,
+    *,
+    counted: int | None = None,
+) -> Fitted:
+    """A stage's output as ``fit`` and ``Pipeline`` can rely on it.
+
+    A strategy is any callable, so its output is checked, not trusted: it
+    must be a ``Fitted`` of messages; it is made valid for the budget's
+    provider (``ensure_valid``, each repair reported); its tokens are
+    counted again (the counter's cache makes that a sum for messages seen
+    before); and when its report does not add up to the recount
+    (``tokens_before - saved != tokens_after``), a ``rewritten`` change
+    naming the messages it touched carries the difference, so the report
+    stays consistent. A built-in strategy's output passes unchanged.
+
+    Args:
+        stage: The strategy, for its name.
+        given: What it was given.
+        fitted: What it returned.
+        budget: The budget it worked to.
+        counted: The request tokens of ``given``, when the caller knows them.
+
+    Returns:
+        The valid output, its report recounted, indices into ``given``.
+
+    Raises:
+        ContextWindowError: The strategy returned something other than a
+            ``Fitted`` of messages and a ``Report`` (naming the strategy).
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> from contextwindow.messages import ToolCall
+        >>> budget = Budget(100, TokenCounter(FakeTokenizer()))
+        >>> conv = [Message.user("hi"),
+        ...         Message.assistant(tool_calls=[ToolCall("a", "ls")]),
+        ...         Message.tool("a", "x y z"), Message.user("and?")]
+        >>> def sloppy(messages, budget, /):  # drops a call, says it saved nothing
+        ...     out = (messages[0], *messages[2:])
+        ...     return Fitted(out, Report(0, 0, budget.limit))
+        >>> fitted = verify(sloppy, conv, sloppy(conv, budget), budget)
+        >>> [m.text for m in fitted.messages], fitted.report.tokens_after
+        (['hi', 'and?'], 13)
+        >>> [(c.kind, c.stage) for c in fitted.report.changes]
+        [('dropped', 'sloppy'), ('repaired', 'ensure_valid')]
+        >>> try:
+        ...     verify(sloppy, conv, list(conv), budget)
+        ... except ContextWindowError as e:
+        ...     print(e)
+        strategy 'sloppy' returned list, not a Fitted(messages, report)
+    """
+    name = stage_name(stage)
+    if not isinstance(fitted, Fitted):
+        raise ContextWindowError(
+            f"strategy {name!r} returned {type(fitted).__name__}, not a Fitted"
+            "(messages, report)"
+        )
+    report = fitted.report
+    if not isinstance(report, Report):  # pyright: ignore[reportUnnecessaryIsInstance]  # a user's strategy may return anything
+        raise ContextWindowError(
+            f"strategy {name!r} returned a Fitted whose report is "
+            f"{type(report).__name__}, not a Report"
+        )
+    out = _checked_output(name, fitted.messages)
+    given_changes = tuple(cast("Iterable[object]", report.changes))
+    for k, c in enumerate(given_changes):
+        if not isinstance(c, Change):
+            raise ContextWindowError(
+                f"strategy {name!r} returned report.changes[{k}] of type "
+                f"{type(c).__name__}, not a Change"
+            )
+    changes = cast("tuple[Change, ...]", given_changes)
+    before = budget.count(given) if counted is None else counted
+    after = budget.count(out)
+    unaccounted = before - sum(c.saved for c in changes) - after
+    if unaccounted:
+        changes = (*changes, _unreported(name, given, out, unaccounted))
+    if ensure_valid(out, budget.provider).problems:
+        fixed = finish("ensure_valid", out, out, (), budget, counted=after)
+        changes = (*changes, *relocate(fixed.report, given, out).changes)
+        out, after = fixed.messages, fixed.report.tokens_after
+    # ``replace`` keeps whatever else the report carries.
+    checked = replace(
+        report,
+        tokens_before=before,
+        tokens_after=after,
+        limit=budget.limit,
+        changes=changes,
+        stages=report.stages or (name,),
+    )
+    if checked == report and out is fitted.messages:
+        return fitted
+    return Fitted(out, checked)
+
+
+def _checked_output(name: str, messages: object) -> tuple[Message, ...]:
+    """A strategy's messages as a tuple, or an error naming the first bad item."""
+    if isinstance(messages, tuple):
+        out = cast("tuple[object, ...]", messages)
+    elif isinstance(messages, Iterable) and not isinstance(messages, str | bytes):
+        out = tuple(cast("Iterable[object]", messages))
+    else:
+        raise ContextWindowError(
+            f"strategy {name!r} returned messages of type "
+            f"{type(messages).__name__}, not a sequence of Message"
+        )
+    for k, m in enumerate(out):
+        if not isinstance(m, Message):
+            raise ContextWindowError(
+                f"strategy {name!r} returned messages[{k}] of type "
+                f"{type(m).__name__}, not a Message"
+            )
+    return cast("tuple[Message, ...]", out)
+
+
+def _unreported(
+    name: str, given: Sequence[Message], out: Sequence[Message], tokens: int
+) -> Change:
+    """The change a strategy made and did not report: what it touched, by id."""
+    kept = {m.id: m for m in out}
+    touched = [(i, m.id) for i, m in enumerate(given) if kept.get(m.id) is not m]
+    known = {m.id for m in given}
+    added = [m.id for m in out if m.id not in known]
+    dropped = not added and all(i not in kept for _, i in touched)
+    n = len(touched) + len(added)
+    kind: ChangeKind = "dropped" if dropped else "rewritten"
+    return Change(
+        kind,
+        name,
+        (*(i for _, i in touched), *added),
+        touched[0][0] if touched else len(given),
+        max(tokens, 0),
+        max(-tokens, 0),
+        f"{n} message{'' if n == 1 else 's'} {kind} that its report does not "
+        f"account for ({tokens:,} tokens saved)",
+    )
 
 
 def relocate(

@@ -3,7 +3,9 @@
 Contract: a pipeline is itself a strategy. Its output is valid for the
 budget's provider even when no stage runs (a fitting input is only repaired),
 its report joins its stages' reports, and each change's index points into the
-pipeline's own input.
+pipeline's own input. A stage is any callable, so each stage's output is
+checked (``verify``): repaired when invalid, its tokens recounted, its report
+made to add up; whether the budget is met is decided on the recount.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from contextwindow.strategies.base import (
     Strategy,
     finish,
     relocate,
-    stage_name,
+    verify,
 )
 
 __all__ = ["Pipeline"]
@@ -79,10 +81,15 @@ class Pipeline:
         for stage in self.stages:
             if report.fits:
                 break
-            step = stage(current, budget)
-            later = step.report
-            if not later.stages:  # a plain function's report
-                later = replace(later, stages=(stage_name(stage),))
-            report = report.then(relocate(later, messages, current))
+            # Any callable is a stage: its output is checked and recounted,
+            # so the next decision (stop, or run the next stage) is sound.
+            step = verify(
+                stage,
+                current,
+                stage(current, budget),
+                budget,
+                counted=report.tokens_after,
+            )
+            report = report.then(relocate(step.report, messages, current))
             current = step.messages
         return Fitted(current, report)
