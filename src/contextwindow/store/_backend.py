@@ -4,8 +4,15 @@ Contract: a backend implements the abstract methods below; each runs
 atomically (one transaction, one Lua script, one lock) and moves rows in the
 forms of ``_codec`` without interpreting them, except for the version check
 of ``_append`` and ``_write_view``. Everything else (argument checks,
-encoding, decoding and validation, resolving a view's pointers) happens here,
-so every backend behaves the same.
+encoding, decoding and validation, resolving a view's pointers, recognising
+a retried append) happens here, so every backend behaves the same.
+
+Appends are idempotent by message id: when the version check fails and the
+log already holds the batch's messages (same ids, same bodies) at the
+expected place, the append was made before and its reply was lost; it is
+acknowledged (the version after the batch) and nothing is written again.
+Rows below a version never change, so reading them after the failed check
+is as sound as reading them inside it.
 """
 
 from __future__ import annotations
@@ -18,12 +25,13 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, cast
 
-from contextwindow.errors import StoreError
+from contextwindow.errors import ConflictError, StoreError
 from contextwindow.messages import Message
 from contextwindow.store._codec import (
     InfoRow,
     LogRow,
     ViewRow,
+    body_part,
     check_id,
     decode_info,
     decode_log,
@@ -150,7 +158,35 @@ class RowStore(ABC):
         expected = _count(expected_version, "expected_version")
         now = time.time()
         rows = encode_log(cid, messages, tokens, expected, now)
-        return self._append(cid, expected, rows, now)
+        try:
+            return self._append(cid, expected, rows, now)
+        except ConflictError as exc:
+            if exc.actual_version >= expected + len(rows) > expected and (
+                self._holds(cid, rows)
+            ):
+                return expected + len(rows)
+            raise
+
+    def _holds(self, cid: str, rows: Sequence[LogRow]) -> bool:
+        """Whether the log holds ``rows`` at their positions (a retried append).
+
+        Raises ``StoreError`` when a row's place holds its id with another body:
+        an id names one message.
+        """
+        positions = [r[0] for r in rows]
+        found = {
+            r[0]: r for r in self._rows_at(cid, positions) if isinstance(r[0], int)
+        }
+        for row in rows:
+            there = found.get(row[0])
+            if there is None or there[1] != row[1]:
+                return False
+            if body_part(there[5]) != body_part(row[5]):
+                raise StoreError(
+                    f"conversation {cid!r}: message {row[0]} has id {row[1]!r}, "
+                    "as a message appended again now, but other content"
+                )
+        return True
 
     def version(self, conversation_id: str) -> int:
         """The conversation's version (0 when it does not exist)."""
