@@ -95,6 +95,11 @@ class Tamper:
     def future_schema(self) -> None:
         raise NotImplementedError
 
+    def past_schema(self) -> None:
+        """Make the rows and the schema what the release before digests
+        covered token counts wrote."""
+        raise NotImplementedError
+
 
 def _digest(body: str, tokens: str = "{}") -> str:
     from contextwindow.store._codec import row_digest
@@ -167,6 +172,15 @@ class _SQLTamper(Tamper):
             (version, cid),
         )
 
+    def past_schema(self) -> None:
+        self.execute(
+            self._q("DELETE FROM cw_migrations WHERE name = ?"),
+            ("0002_counts_in_digest",),
+        )
+        self.execute("UPDATE cw_messages SET digest = substr(digest, 1, 32)", ())
+        if self.dialect == "sqlite":
+            self.execute("PRAGMA user_version = 1", ())
+
     def future_schema(self) -> None:
         if self.dialect == "sqlite":
             self.execute("PRAGMA user_version = 99", ())
@@ -210,6 +224,15 @@ class _RedisTamper(Tamper):
 
     def future_schema(self) -> None:
         self.client.set(f"{self.prefix}schema", 99)
+
+    def past_schema(self) -> None:
+        self.client.set(f"{self.prefix}schema", 1)
+        for cid in self.client.smembers(f"{self.prefix}ids"):
+            key = self._k("head", cid)
+            for k, text in enumerate(self.client.lrange(key, 0, -1)):
+                head = json.loads(text)
+                head[5] = head[5][:32]
+                self.client.lset(key, k, json.dumps(head))
 
 
 @dataclass

@@ -109,6 +109,20 @@ class TestCorruptRows:
 
 
 class TestSchema:
+    def test_a_schema_from_before_counts_were_digested(self, durable: Backend) -> None:
+        """Opened, older storage is upgraded: its unprotected counts are dropped."""
+        store = durable.open()
+        msgs = [Message.user(f"message {i}", id=f"m{i}") for i in range(3)]
+        store.append("c", msgs, expected_version=0, tokens=[{"k": 5}] * 3)
+        assert durable.tamper is not None
+        durable.tamper.past_schema()
+        upgraded = open_store(durable.url)
+        conv = upgraded.load("c")
+        assert conv.messages == tuple(msgs)
+        assert [dict(e.tokens) for e in conv.entries] == [{}, {}, {}]
+        upgraded.append("c", [Message.user("x")], expected_version=3, tokens=[{"k": 1}])
+        assert open_store(durable.url).load("c").entries[3].tokens == {"k": 1}
+
     def test_a_schema_from_the_future(self, durable: Backend) -> None:
         """Storage laid out by a newer contextwindow is refused when opened."""
         _, tamper = written(durable)

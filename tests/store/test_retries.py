@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 
 from contextwindow import ContextManager, Message, StoreError
@@ -230,3 +231,28 @@ def test_redis_crash_mid_append(tmp_path: Path) -> None:
             check.close()
     finally:
         server.stop()
+
+
+def test_postgres_pooled_connections_after_a_restart(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Connections a restart broke are replaced at checkout: no operation fails."""
+    backend = make_backend("postgres", request, tmp_path)
+    store = PostgresStore(backend.url, max_connections=3)
+    try:
+        store.append("c", [msg("a1")], expected_version=0)
+        with store._pool.connection(), store._pool.connection():
+            pass  # the pool now holds more than one idle connection
+        server = request.getfixturevalue("postgres_server")
+        with psycopg.connect(server, autocommit=True) as admin:
+            # What a restart does to every client: its server process ends.
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            )
+        assert ids(store) == ["a1"]
+        assert store.append("c", [msg("a2")], expected_version=1) == 2
+        assert store.version("c") == 2
+        assert [c.id for c in store.list_conversations()] == ["c"]
+    finally:
+        store.close()

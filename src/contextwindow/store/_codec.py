@@ -106,10 +106,10 @@ def check_id(cid: object) -> str:
         Traceback (most recent call last):
         ...
         contextwindow.errors.StoreError: a conversation id must be a non-empty ...
-        >>> check_id("a\\ud800b")
+        >>> check_id("a\ud800b")
         Traceback (most recent call last):
         ...
-        contextwindow.errors.StoreError: conversation id 'a\\ud800b': character 1 ...
+        contextwindow.errors.StoreError: conversation id 'a\ud800b': character 1 ...
     """
     rule = f"printable text of 1 to {MAX_ID} characters"
     if not isinstance(cid, str) or not cid:
@@ -281,11 +281,17 @@ def _counts(cid: str, where: str, text: object) -> Mapping[str, int]:
     return cast("dict[str, int]", counts)
 
 
-def decode_row(cid: str, row: Sequence[Any]) -> StoredMessage:
-    """One log row as a ``StoredMessage``, every field checked."""
+def decode_row(cid: str, row: Sequence[Any], legacy: bool = False) -> StoredMessage:
+    """One log row as a ``StoredMessage``, every field checked.
+
+    ``legacy``: the schema predates digests covering counts (a database read
+    without being upgraded); counts a digest does not cover are left out.
+    """
     if len(row) != 7:
         raise StoreError(f"{_conv(cid)}: a log row has {len(row)} fields, not 7")
     position, ident, agent, when, counts, digest, body = row
+    if legacy and isinstance(digest, str) and "." not in digest:
+        counts = "{}"
     where = f"message {_int(cid, 'a log row position', position)}"
     msg = _message(cid, where, body, digest, counts)
     if ident != msg.id or agent != msg.agent:
@@ -301,13 +307,17 @@ def decode_row(cid: str, row: Sequence[Any]) -> StoredMessage:
 
 
 def decode_log(
-    cid: str, rows: Iterable[Sequence[Any]], since: int, version: int
+    cid: str,
+    rows: Iterable[Sequence[Any]],
+    since: int,
+    version: int,
+    legacy: bool = False,
 ) -> tuple[StoredMessage, ...]:
     """Rows ``since`` to ``version - 1``, in order: all of them, nothing else."""
     out: list[StoredMessage] = []
     expect = since
     for row in rows:
-        entry = decode_row(cid, row)
+        entry = decode_row(cid, row, legacy)
         if entry.position != expect:
             what = "missing" if entry.position > expect else "repeated"
             raise StoreError(
