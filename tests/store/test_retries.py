@@ -28,7 +28,7 @@ from contextwindow.store.servers import free_port, redis_bin
 from contextwindow.testing import FakeTokenizer
 
 from ._faults import FaultyStore, cutting_proxy, once
-from .conftest import Backend, make_backend
+from .conftest import Backend, _unavailable, make_backend
 
 
 def managed(store: Store, cid: str = "c") -> ContextManager:
@@ -161,7 +161,8 @@ class _Redis:
     def __init__(self, folder: Path) -> None:
         program = redis_bin()
         if program is None:
-            pytest.skip("redis-server not found")
+            _unavailable("redis-server")
+            return
         self.argv = [
             program,
             "--port",
