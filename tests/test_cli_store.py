@@ -99,7 +99,16 @@ class TestInspectStored:
         assert "no such file (nor a store URL" in err
         code, _, err = run("inspect", f"sqlite:///{tmp_path / 'empty.db'}")
         assert code == 1
-        assert "holds no conversations" in err
+        assert "no such file (reading creates none)" in err
+
+    def test_reading_creates_nothing(self, tmp_path: Path) -> None:
+        """inspect of a mistyped database names it, and leaves no file behind."""
+        typo = tmp_path / "typo.db"
+        code, _, err = run("inspect", f"sqlite:///{typo}#c1")
+        assert code == 1
+        assert "typo.db" in err
+        assert "no such file" in err
+        assert list(tmp_path.iterdir()) == []
 
 
 class TestFitStored:

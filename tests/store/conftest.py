@@ -80,7 +80,10 @@ class Tamper:
     def set_body(self, cid: str, position: int, body: str, *, digest: bool) -> None:
         raise NotImplementedError
 
-    def set_tokens(self, cid: str, position: int, text: str) -> None:
+    def set_tokens(
+        self, cid: str, position: int, text: str, *, digest: bool = False
+    ) -> None:
+        """Change a row's counts; ``digest``: make its digest match them."""
         raise NotImplementedError
 
     def drop(self, cid: str, position: int) -> None:
@@ -92,18 +95,23 @@ class Tamper:
     def future_schema(self) -> None:
         raise NotImplementedError
 
+    def past_schema(self) -> None:
+        """Make the rows and the schema what the release before digests
+        covered token counts wrote."""
+        raise NotImplementedError
 
-def _digest(body: str) -> str:
-    import hashlib
 
-    return hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
+def _digest(body: str, tokens: str = "{}") -> str:
+    from contextwindow.store._codec import row_digest
+
+    return row_digest(body, tokens)
 
 
 @dataclass
 class _SQLTamper(Tamper):
     """Statements against the SQL tables, through a connection of our own."""
 
-    execute: Callable[[str, tuple[Any, ...]], None]
+    execute: Callable[[str, tuple[Any, ...]], list[Any]]
     dialect: str
 
     def _q(self, sql: str) -> str:
@@ -126,7 +134,9 @@ class _SQLTamper(Tamper):
                 (_digest(body), cid, position),
             )
 
-    def set_tokens(self, cid: str, position: int, text: str) -> None:
+    def set_tokens(
+        self, cid: str, position: int, text: str, *, digest: bool = False
+    ) -> None:
         self.execute(
             self._q(
                 "UPDATE cw_messages SET tokens = ? "
@@ -134,6 +144,21 @@ class _SQLTamper(Tamper):
             ),
             (text, cid, position),
         )
+        if digest:
+            ((body,),) = self.execute(
+                self._q(
+                    "SELECT body FROM cw_messages "
+                    "WHERE conversation = ? AND position = ?"
+                ),
+                (cid, position),
+            )
+            self.execute(
+                self._q(
+                    "UPDATE cw_messages SET digest = ? "
+                    "WHERE conversation = ? AND position = ?"
+                ),
+                (_digest(body, text), cid, position),
+            )
 
     def drop(self, cid: str, position: int) -> None:
         self.execute(
@@ -146,6 +171,15 @@ class _SQLTamper(Tamper):
             self._q("UPDATE cw_conversations SET version = ? WHERE id = ?"),
             (version, cid),
         )
+
+    def past_schema(self) -> None:
+        self.execute(
+            self._q("DELETE FROM cw_migrations WHERE name = ?"),
+            ("0002_counts_in_digest",),
+        )
+        self.execute("UPDATE cw_messages SET digest = substr(digest, 1, 32)", ())
+        if self.dialect == "sqlite":
+            self.execute("PRAGMA user_version = 1", ())
 
     def future_schema(self) -> None:
         if self.dialect == "sqlite":
@@ -169,9 +203,14 @@ class _RedisTamper(Tamper):
             head[5] = _digest(body)
             self.client.lset(self._k("head", cid), position, json.dumps(head))
 
-    def set_tokens(self, cid: str, position: int, text: str) -> None:
+    def set_tokens(
+        self, cid: str, position: int, text: str, *, digest: bool = False
+    ) -> None:
         head = json.loads(self.client.lindex(self._k("head", cid), position))
         head[4] = text
+        if digest:
+            body = self.client.lindex(self._k("body", cid), position)
+            head[5] = _digest(body, text)
         self.client.lset(self._k("head", cid), position, json.dumps(head))
 
     def drop(self, cid: str, position: int) -> None:
@@ -185,6 +224,15 @@ class _RedisTamper(Tamper):
 
     def future_schema(self) -> None:
         self.client.set(f"{self.prefix}schema", 99)
+
+    def past_schema(self) -> None:
+        self.client.set(f"{self.prefix}schema", 1)
+        for cid in self.client.smembers(f"{self.prefix}ids"):
+            key = self._k("head", cid)
+            for k, text in enumerate(self.client.lrange(key, 0, -1)):
+                head = json.loads(text)
+                head[5] = head[5][:32]
+                self.client.lset(key, k, json.dumps(head))
 
 
 @dataclass
@@ -211,9 +259,9 @@ class Backend:
 def _sqlite_backend(tmp_path: Path) -> Backend:
     path = tmp_path / "store.db"
 
-    def execute(sql: str, params: tuple[Any, ...]) -> None:
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with sqlite3.connect(path) as conn:
-            conn.execute(sql, params)
+            return conn.execute(sql, params).fetchall()
 
     return Backend("sqlite", f"sqlite:///{path}", _SQLTamper(execute, "sqlite"))
 
@@ -225,9 +273,10 @@ def _postgres_backend(server: str) -> Backend:
         conn.execute(f"CREATE SCHEMA {name}")
     url = f"{server}?options=-csearch_path%3D{name}"
 
-    def execute(sql: str, params: tuple[Any, ...]) -> None:
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Any]:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql, params)
+            cur = conn.execute(sql, params)
+            return cur.fetchall() if cur.description else []
 
     return Backend("postgres", url, _SQLTamper(execute, "postgres"))
 

@@ -58,10 +58,29 @@ class TestCorruptRows:
     def test_a_field_of_the_wrong_type(self, durable: Backend) -> None:
         """Token counts that are not counts name the position and the field."""
         store, tamper = written(durable)
-        tamper.set_tokens("c", 0, '"many"')
+        tamper.set_tokens("c", 0, '"many"', digest=True)
         with pytest.raises(
             StoreError, match=r"'c', message 0: tokens: expected counts"
         ):
+            store.load("c")
+
+    def test_a_changed_count(self, durable: Backend) -> None:
+        """A count edited behind the store's back fails the digest, as a body does."""
+        store = durable.open()
+        msgs = [Message.user(f"message {i}", id=f"m{i}") for i in range(3)]
+        store.append("c", msgs, expected_version=0, tokens=[{"k": 5}] * 3)
+        assert durable.tamper is not None
+        durable.tamper.set_tokens("c", 1, '{"k":4}')
+        with pytest.raises(
+            StoreError, match=r"'c', message 1: token counts do not match the digest"
+        ):
+            store.load("c")
+
+    def test_counts_added_to_a_row_without(self, durable: Backend) -> None:
+        """Counts put on a row stored without any are damage too."""
+        store, tamper = written(durable)
+        tamper.set_tokens("c", 2, '{"k":1}')
+        with pytest.raises(StoreError, match=r"message 2: token counts do not match"):
             store.load("c")
 
     def test_a_gap_in_positions(self, durable: Backend) -> None:
@@ -90,6 +109,20 @@ class TestCorruptRows:
 
 
 class TestSchema:
+    def test_a_schema_from_before_counts_were_digested(self, durable: Backend) -> None:
+        """Opened, older storage is upgraded: its unprotected counts are dropped."""
+        store = durable.open()
+        msgs = [Message.user(f"message {i}", id=f"m{i}") for i in range(3)]
+        store.append("c", msgs, expected_version=0, tokens=[{"k": 5}] * 3)
+        assert durable.tamper is not None
+        durable.tamper.past_schema()
+        upgraded = open_store(durable.url)
+        conv = upgraded.load("c")
+        assert conv.messages == tuple(msgs)
+        assert [dict(e.tokens) for e in conv.entries] == [{}, {}, {}]
+        upgraded.append("c", [Message.user("x")], expected_version=3, tokens=[{"k": 1}])
+        assert open_store(durable.url).load("c").entries[3].tokens == {"k": 1}
+
     def test_a_schema_from_the_future(self, durable: Backend) -> None:
         """Storage laid out by a newer contextwindow is refused when opened."""
         _, tamper = written(durable)

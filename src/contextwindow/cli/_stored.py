@@ -1,6 +1,7 @@
 """Stored conversations as the commands read them: transcripts, and listings.
 
-Contract: a store is opened for one command and closed before it returns.
+Contract: a store is opened for one command, only to read (a SQLite file
+read-only: nothing is created or changed), and closed before it returns.
 ``URL#ID`` is one conversation, ``URL`` every conversation of the store (by
 id). A conversation becomes a ``Transcript`` of format ``store``, titled by
 its id, whose model is the ``model`` key of its metadata and whose shape
@@ -31,7 +32,7 @@ __all__ = ["list_conversations", "stored_transcripts", "stored_view"]
 def stored_transcripts(url: str, *, view: bool = False) -> list[Transcript]:
     """The conversation ``URL#ID`` names, or all of the store's."""
     base, cid = split_url(url)
-    store = open_store(base)
+    store = open_store(base, readonly=True)
     try:
         ids = [cid] if cid is not None else [i.id for i in store.list_conversations()]
         if not ids:
@@ -56,7 +57,7 @@ def stored_view(url: str) -> tuple[Transcript, StoredView | None]:
 
 def list_conversations(url: str) -> list[ConversationInfo]:
     """Every conversation of the store ``url`` names (its ``#ID`` ignored)."""
-    store = open_store(split_url(url)[0])
+    store = open_store(split_url(url)[0], readonly=True)
     try:
         return store.list_conversations()
     finally:

@@ -90,26 +90,42 @@ class Persistence:
     def append(
         self, messages: Sequence[Message], counts: Sequence[int]
     ) -> list[Message]:
-        """Append ``messages``; return what other writers appended before them."""
+        """Append ``messages``; return what other writers appended before them.
+
+        The version moves only when this returns, together with the messages
+        it returns: after any failure it is where it was, so what other
+        writers appended is read again by the next append, never skipped.
+        Messages of ours found in the log (an earlier try was written, and
+        its reply lost) are recognised by id, not read back as another's.
+        """
+        cid = self.conversation_id
         others: list[Message] = []
+        version = self.version
+        pending = list(messages)
         tokens = [{self._key: n} for n in counts]
         for _ in range(MAX_RETRIES):
             try:
-                self.version = self.store.append(
-                    self.conversation_id,
-                    messages,
-                    expected_version=self.version,
-                    tokens=tokens,
+                version = self.store.append(
+                    cid, pending, expected_version=version, tokens=tokens
                 )
-                return others
             except ConflictError:
-                caught = self.store.load(
-                    self.conversation_id, since=self.version, view=False
-                )
-                others.extend(caught.messages)
-                self.version = caught.version
+                tail = self.store.load(cid, since=version, view=False).messages
+                k, done = _ours(cid, version, tail, pending)
+                if 0 < done < len(pending) and k + done < len(tail):
+                    raise StoreError(
+                        f"conversation {cid!r}: messages[:{done}] are in the log "
+                        f"from position {version + k}, apart from the rest of "
+                        "this batch; push the rest alone"
+                    ) from None
+                others.extend(tail[:k])
+                version += k + done
+                del pending[:done], tokens[:done]
+                if pending:
+                    continue
+            self.version = version
+            return others
         raise StoreError(
-            f"conversation {self.conversation_id!r}: could not append after "
+            f"conversation {cid!r}: could not append after "
             f"{MAX_RETRIES} conflicts with other writers"
         )
 
@@ -135,3 +151,26 @@ class Persistence:
         if state != self._saved_state:
             self.store.update_meta(self.conversation_id, {STATE_KEY: dict(state)})
             self._saved_state = dict(state)
+
+
+def _ours(
+    cid: str, since: int, tail: Sequence[Message], pending: Sequence[Message]
+) -> tuple[int, int]:
+    """Where ``pending`` begins in ``tail`` (read from ``since``), and how much of it.
+
+    ``(len(tail), 0)`` when none of it is there. A message of ``pending`` is
+    in the log when its id is; the same id with other content is damage.
+    """
+    first = pending[0].id
+    k = next((i for i, m in enumerate(tail) if m.id == first), len(tail))
+    done = 0
+    for got, mine in zip(tail[k:], pending, strict=False):
+        if got.id != mine.id:
+            break
+        if got != mine:
+            raise StoreError(
+                f"conversation {cid!r}: message {since + k + done} has id "
+                f"{mine.id!r}, as a message pushed again now, but other content"
+            )
+        done += 1
+    return k, done

@@ -7,12 +7,18 @@ Contract:
   and refuses the same faults.
 - A log row is ``(position, id, agent, time, tokens, digest, body)``: ``body``
   is the message in ``contextwindow.wire``'s JSON form (compact, UTF-8, key
-  order kept), ``digest`` its BLAKE2b-128 in hex, ``tokens`` a JSON object of
-  counts. ``id`` and ``agent`` repeat the body's, for queries; reads check
+  order kept), ``tokens`` a JSON object of counts, ``digest`` covers both:
+  the body's BLAKE2b-128 in hex, then (when there are counts) ``.`` and the
+  BLAKE2b-128 of that and the counts, so a changed count is damage like a
+  changed body, and a view can still point at a body by its digest's first
+  part. ``id`` and ``agent`` repeat the body's, for queries; reads check
   that they agree.
 - A view row is ``(index, ref, kind, origins, digest, body)``: an ``original``
   has ``ref`` (the log position of the message it is) and no body; the others
   have a body. ``origins`` is a JSON array of log positions.
+- A conversation id is printable Unicode (no control character, no lone
+  surrogate, no separator but the space), 1 to ``MAX_ID`` characters: one
+  rule for every backend, checked before any of them sees it.
 - Reading checks types, JSON, digests, positions (a gap or a surplus is an
   error) and the wire form; every fault is a ``StoreError`` naming the
   conversation, the position and what is wrong. Nothing is skipped.
@@ -52,9 +58,12 @@ from contextwindow.store.base import (
 from contextwindow.wire import message_from_dict, message_to_dict
 
 __all__ = [
+    "MAX_ID",
     "InfoRow",
     "LogRow",
     "ViewRow",
+    "body_digest",
+    "body_part",
     "check_id",
     "decode_info",
     "decode_log",
@@ -64,6 +73,7 @@ __all__ = [
     "encode_meta",
     "encode_view",
     "meta_value",
+    "row_digest",
 ]
 
 LogRow = tuple[int, str, str | None, float, str, str, str]
@@ -77,8 +87,9 @@ key's JSON value."""
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _KINDS: frozenset[str] = frozenset(("original", "rewritten", "new"))
-MAX_ID = 1024
-"""Longest conversation id, in characters."""
+MAX_ID = 256
+"""Longest conversation id, in characters (at most 1 KiB of UTF-8, within
+every backend's key and index limits)."""
 
 
 def _conv(cid: str) -> str:
@@ -86,7 +97,7 @@ def _conv(cid: str) -> str:
 
 
 def check_id(cid: object) -> str:
-    """Return ``cid`` if it can name a conversation, else raise ``StoreError``.
+    r"""Return ``cid`` if it can name a conversation, else raise ``StoreError``.
 
     Example:
         >>> check_id("support-42")
@@ -95,13 +106,52 @@ def check_id(cid: object) -> str:
         Traceback (most recent call last):
         ...
         contextwindow.errors.StoreError: a conversation id must be a non-empty ...
+        >>> check_id("a\ud800b")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.StoreError: conversation id 'a\ud800b': character 1 ...
     """
-    if not isinstance(cid, str) or not cid or len(cid) > MAX_ID or "\0" in cid:
+    rule = f"printable text of 1 to {MAX_ID} characters"
+    if not isinstance(cid, str) or not cid:
         raise StoreError(
-            f"a conversation id must be a non-empty string, got {cid!r}"[:200]
-            + (f" (at most {MAX_ID} characters, no NUL)" if cid else "")
+            f"a conversation id must be a non-empty string ({rule}), got "
+            + repr(cid)[:100]
+        )
+    if len(cid) > MAX_ID:
+        raise StoreError(
+            f"conversation id {cid[:40]!r}...: {len(cid)} characters; an id is {rule}"
+        )
+    if not cid.isprintable():
+        k = next(i for i, c in enumerate(cid) if not c.isprintable())
+        raise StoreError(
+            f"conversation id {cid[:100]!r}: character {k} ({cid[k]!r}) is not "
+            f"printable; an id is {rule}"
         )
     return cid
+
+
+def body_digest(body: str) -> str:
+    """The BLAKE2b-128 of a body, in hex: what a view's pointer compares."""
+    return hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def row_digest(body: str, counts: str) -> str:
+    """A log row's digest: the body's, then the counts' when there are any.
+
+    Example:
+        >>> len(row_digest("{}", "{}")), len(row_digest("{}", '{"a":1}'))
+        (32, 65)
+    """
+    digest = body_digest(body)
+    if counts == "{}":
+        return digest
+    tail = hashlib.blake2b(f"{digest}\n{counts}".encode(), digest_size=16)
+    return f"{digest}.{tail.hexdigest()}"
+
+
+def body_part(digest: object) -> str:
+    """The body's digest within a row's digest (what ``body_digest`` gives)."""
+    return str(digest).partition(".")[0]
 
 
 def encode_json(cid: str, what: str, value: object) -> str:
@@ -122,7 +172,7 @@ def _body(cid: str, msg: object, where: str) -> tuple[str, str]:
         if value is not None and "\0" in value:
             raise StoreError(f"{_conv(cid)}: {where}.{name}: holds a NUL character")
     body = encode_json(cid, where, message_to_dict(msg))
-    return body, hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+    return body, body_digest(body)
 
 
 def encode_log(
@@ -139,10 +189,11 @@ def encode_log(
         )
     rows: list[LogRow] = []
     for i, msg in enumerate(messages):
-        body, digest = _body(cid, msg, f"messages[{i}]")
+        body, _ = _body(cid, msg, f"messages[{i}]")
         counts = "{}"
         if tokens is not None and tokens[i]:
             counts = _counts_text(cid, i, tokens[i])
+        digest = row_digest(body, counts)
         rows.append((start + i, msg.id, msg.agent, now, counts, digest, body))
     return rows
 
@@ -200,12 +251,17 @@ def _number(cid: str, where: str, value: object) -> float:
     return float(value)
 
 
-def _message(cid: str, where: str, body: object, digest: object) -> Message:
+def _message(
+    cid: str, where: str, body: object, digest: object, counts: object = "{}"
+) -> Message:
     if not isinstance(body, str):
         raise _corrupt(cid, where, f"body: expected JSON text, got {body!r}"[:300])
-    got = hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
-    if got != digest:
+    if body_digest(body) != body_part(digest):
         raise _corrupt(cid, where, "body does not match its digest (changed or cut)")
+    if not isinstance(counts, str) or row_digest(body, counts) != digest:
+        raise _corrupt(
+            cid, where, "token counts do not match the digest (changed or cut)"
+        )
     data = _load_json(cid, f"{where} body", body)
     try:
         return message_from_dict(data, path="message")
@@ -225,13 +281,19 @@ def _counts(cid: str, where: str, text: object) -> Mapping[str, int]:
     return cast("dict[str, int]", counts)
 
 
-def decode_row(cid: str, row: Sequence[Any]) -> StoredMessage:
-    """One log row as a ``StoredMessage``, every field checked."""
+def decode_row(cid: str, row: Sequence[Any], legacy: bool = False) -> StoredMessage:
+    """One log row as a ``StoredMessage``, every field checked.
+
+    ``legacy``: the schema predates digests covering counts (a database read
+    without being upgraded); counts a digest does not cover are left out.
+    """
     if len(row) != 7:
         raise StoreError(f"{_conv(cid)}: a log row has {len(row)} fields, not 7")
     position, ident, agent, when, counts, digest, body = row
+    if legacy and isinstance(digest, str) and "." not in digest:
+        counts = "{}"
     where = f"message {_int(cid, 'a log row position', position)}"
-    msg = _message(cid, where, body, digest)
+    msg = _message(cid, where, body, digest, counts)
     if ident != msg.id or agent != msg.agent:
         raise _corrupt(
             cid,
@@ -245,13 +307,17 @@ def decode_row(cid: str, row: Sequence[Any]) -> StoredMessage:
 
 
 def decode_log(
-    cid: str, rows: Iterable[Sequence[Any]], since: int, version: int
+    cid: str,
+    rows: Iterable[Sequence[Any]],
+    since: int,
+    version: int,
+    legacy: bool = False,
 ) -> tuple[StoredMessage, ...]:
     """Rows ``since`` to ``version - 1``, in order: all of them, nothing else."""
     out: list[StoredMessage] = []
     expect = since
     for row in rows:
-        entry = decode_row(cid, row)
+        entry = decode_row(cid, row, legacy)
         if entry.position != expect:
             what = "missing" if entry.position > expect else "repeated"
             raise StoreError(
@@ -312,7 +378,7 @@ def encode_view(
     """
     by_id: dict[str, list[tuple[int, str]]] = {}
     for position, ident, digest in index:
-        by_id.setdefault(ident, []).append((position, digest))
+        by_id.setdefault(ident, []).append((position, body_part(digest)))
     named = dict(sources or {})
     view_ids = {getattr(m, "id", None) for m in messages}
     for key in named:
@@ -406,7 +472,7 @@ def _view_entry(
             raise _corrupt(
                 cid, where, f"points to message {position}, which the log lacks"
             )
-        if original[1] != digest:
+        if body_part(original[1]) != digest:
             raise _corrupt(cid, where, f"points to message {position}, which differs")
         msg = original[0]
     return ViewMessage(msg, cast(ViewKind, kind), tuple(cast("list[int]", origins)))

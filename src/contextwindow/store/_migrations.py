@@ -13,7 +13,7 @@ Contract:
 
 Example:
     >>> [m.name for m in MIGRATIONS]
-    ['0001_log_views_metadata']
+    ['0001_log_views_metadata', '0002_counts_in_digest']
     >>> "version BIGINT NOT NULL" in MIGRATIONS[0].statements("postgres")[0]
     True
 """
@@ -27,6 +27,7 @@ from typing import Literal
 from contextwindow.errors import StoreError
 
 __all__ = [
+    "COUNTS_IN_DIGEST",
     "MIGRATIONS",
     "TABLE",
     "Dialect",
@@ -62,6 +63,9 @@ class Migration:
         """The statements in ``dialect``'s words."""
         return [s.format(**_TYPES[dialect]) for s in self.sql]
 
+
+COUNTS_IN_DIGEST = "0002_counts_in_digest"
+"""The migration after which digests cover token counts."""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -101,6 +105,15 @@ MIGRATIONS: tuple[Migration, ...] = (
                 body TEXT,
                 PRIMARY KEY (conversation, idx)
             )""",
+        ),
+    ),
+    Migration(
+        COUNTS_IN_DIGEST,
+        (
+            # Digests now cover token counts; older rows' digests cover the
+            # body alone, so their counts are dropped (a cache: recounted).
+            "UPDATE cw_messages SET tokens = '{{}}' "
+            "WHERE tokens <> '{{}}' AND length(digest) = 32",
         ),
     ),
 )

@@ -15,6 +15,15 @@ Contract:
   it returns the new version (the old one plus the batch's length). So
   concurrent writers never lose or duplicate a message, and the message at
   position ``p`` is the one whose append returned a version above ``p``.
+- **Retries.** Appends are idempotent by message id: when the log already
+  holds the batch (the same ids, the same bodies) at ``expected_version``,
+  an earlier try was written and its reply lost; the append returns
+  ``expected_version`` plus the batch's length and writes nothing. The same
+  id there with another body is a ``StoreError``. So a caller may retry any
+  append that failed, whatever the failure.
+- **Ids.** A conversation id is printable text (no control character, lone
+  surrogate or separator but the space) of 1 to 256 characters; every store
+  refuses others alike, with a ``StoreError`` saying why.
 - **Creation.** ``append`` with ``expected_version=0`` creates a conversation
   that does not exist yet (so does ``update_meta``); ``create`` is the explicit
   form and refuses an existing id. ``delete`` removes the log, the view and the
@@ -29,7 +38,8 @@ Contract:
   they come back equal, with their ``id`` and ``meta``. Each body carries a
   digest that reads check. Per message the store also keeps its ``id``,
   ``agent``, the time of its append, and the token counts the caller passes
-  (an opaque mapping such as ``{"o200k_base/openai": 12}``).
+  (an opaque mapping such as ``{"o200k_base/openai": 12}``), which the
+  digest covers too: a changed count is damage, never trusted.
 - **Views.** ``save_view`` keeps one view per conversation (the latest): the
   compacted messages a manager sends, made from the log at some version. A
   view message equal to a log message is kept as a pointer to it (no second
@@ -48,7 +58,9 @@ For a manager (``ContextManager(store=..., conversation_id=...)``):
 - push: ``version = store.append(cid, [msg], expected_version=version,
   tokens=[{"o200k_base/openai": n}])``; on ``ConflictError`` another worker
   wrote first: ``tail = store.load(cid, since=version, view=False)``, add
-  ``tail.messages`` to the history, take ``tail.version`` and append again;
+  ``tail.messages`` to the history, take ``tail.version`` and append again
+  (messages of its own found in the tail, written by a try whose reply was
+  lost, are acknowledged there, not added twice);
 - compaction: ``store.save_view(cid, view, version=version, sources={s.id:
   ids_it_summarises}, report=report_as_json)``; the model name and the like
   go in ``store.update_meta(cid, {"model": ...})``.

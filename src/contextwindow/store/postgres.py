@@ -5,7 +5,10 @@ Contract:
 - Needs ``pip install 'contextwindow[postgres]'`` (psycopg 3 and
   psycopg_pool), imported when a store is made; without them the constructor
   raises ``StoreError`` saying what to install.
-- Connections come from a pool (thread-safe; one pool per process). The
+- Connections come from a pool (thread-safe; one pool per process), each
+  checked when taken out, so one a server restart broke is replaced, not
+  used; a transaction whose first statement fails on a broken connection
+  (nothing of it reached the server) is tried again on another. The
   schema's named migrations are applied when the store opens, under an
   advisory lock, so workers starting together do not race; a schema newer
   than this code raises ``StoreError``.
@@ -129,6 +132,7 @@ class PostgresStore(SQLStore):
         self._url = url
         psycopg, pools = _driver()
         self._errors: type[Exception] = psycopg.Error
+        self._broken: type[Exception] = psycopg.OperationalError
         try:
             # A direct connection first: it fails with the server's own reason,
             # where a pool would only time out.
@@ -140,7 +144,9 @@ class PostgresStore(SQLStore):
                 kwargs={"autocommit": True},
                 timeout=timeout,
                 open=False,
+                check=pools.ConnectionPool.check_connection,
             )
+            self._retries = max(1, max_connections) + 1
             self._pool.open(wait=True, timeout=timeout)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self!r}: {exc}") from exc
@@ -165,8 +171,7 @@ class PostgresStore(SQLStore):
     @contextmanager
     def _transaction(self, write: bool) -> Generator[Cursor, None, None]:
         try:
-            with self._pool.connection() as conn, conn.cursor() as cur:
-                cur.execute("BEGIN" if write else _READ)
+            with self._checked_out("BEGIN" if write else _READ) as cur:
                 done = False
                 try:
                     yield cur
@@ -175,6 +180,24 @@ class PostgresStore(SQLStore):
                     cur.execute("COMMIT" if done else "ROLLBACK")
         except self._errors as exc:
             raise StoreError(f"{self!r}: {exc}") from exc
+
+    @contextmanager
+    def _checked_out(self, first: str) -> Generator[Cursor, None, None]:
+        """A cursor on a pooled connection, ``first`` run on it.
+
+        When ``first`` fails because the connection is broken, nothing of the
+        work has reached the server: it is tried on another connection.
+        """
+        for attempt in range(self._retries):
+            with self._pool.connection() as conn, conn.cursor() as cur:
+                try:
+                    cur.execute(first)
+                except self._broken:
+                    if not conn.broken or attempt + 1 == self._retries:
+                        raise
+                    continue  # the pool drops the broken connection
+                yield cur
+                return
 
     @contextmanager
     def _statement(self) -> Generator[Cursor, None, None]:

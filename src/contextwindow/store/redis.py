@@ -35,8 +35,10 @@ from contextwindow.store.postgres import redact
 
 __all__ = ["SCHEMA", "RedisStore"]
 
-SCHEMA = 1
-"""The version of the key layout this code writes and reads."""
+SCHEMA = 2
+"""The version of the key layout this code writes and reads (2: digests
+cover token counts; a layout-1 store is upgraded when opened, its counts,
+which no digest covers, dropped)."""
 
 _APPEND = """
 local v = redis.call('HGET', KEYS[1], 'version')
@@ -186,12 +188,34 @@ class RedisStore(RowStore):
             key = self._key("schema")
             self._client.set(key, SCHEMA, nx=True)
             found = self._client.get(key)
+            if _number(found) == 1:
+                self._drop_old_counts()
+                self._client.set(key, SCHEMA)
+                found = str(SCHEMA)
         if _number(found) != SCHEMA:
             newer = isinstance(_number(found), int) and int(found) > SCHEMA
             raise StoreError(
                 f"{self!r}: key {key!r} says layout {found!r}; this contextwindow "
                 f"reads layout {SCHEMA}" + ("; upgrade contextwindow" if newer else "")
             )
+
+    def _drop_old_counts(self) -> None:
+        """Layout 1 to 2: counts its digests do not cover are dropped (recounted)."""
+        for cid in self._client.smembers(self._key("ids")):
+            key = self._key("head", cid)
+            for k, text in enumerate(self._client.lrange(key, 0, -1)):
+                try:
+                    fields = json.loads(text)
+                except ValueError:
+                    continue  # damage that reading names
+                if (
+                    isinstance(fields, list)
+                    and len(fields) == 6  # pyright: ignore[reportUnknownArgumentType]  # JSON
+                    and fields[4] != "{}"
+                    and "." not in str(fields[5])
+                ):
+                    fields[4] = "{}"
+                    self._client.lset(key, k, json.dumps(fields, ensure_ascii=False))
 
     def __repr__(self) -> str:
         return f"RedisStore({redact(self._url)!r})" + (

@@ -16,6 +16,14 @@ Contract:
   a power cut may undo the last appends (never corrupt the file).
 - One connection per store, shared by threads under a lock; each process
   opens its own store.
+- ``readonly=True`` opens an existing file read-only (a ``mode=ro`` URI),
+  so reading never creates or changes anything and a read-only mount can
+  be read; ``immutable=True`` also tells SQLite the file cannot change
+  (no locks, no ``-wal``/``-shm`` files: for media nothing writes to). Such
+  a store refuses writes, and reads a schema older than this code without
+  upgrading it. A missing file is an error then, not a new database.
+- A file of zero bytes is damage (a truncated database), never read as an
+  empty store.
 """
 
 from __future__ import annotations
@@ -25,9 +33,11 @@ import sqlite3
 import threading
 from collections.abc import Generator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Literal
 
 from contextwindow.errors import StoreError
+from contextwindow.store._migrations import COUNTS_IN_DIGEST, TABLE, check_applied
 from contextwindow.store._sql import Cursor, SQLStore
 
 __all__ = ["SQLiteStore"]
@@ -40,10 +50,13 @@ class SQLiteStore(SQLStore):
         path: The database file (created when missing), or ``":memory:"``.
         timeout: Seconds a writer waits for another process's write lock.
         synchronous: ``"FULL"`` or ``"NORMAL"`` (see the module's contract).
+        readonly: Open an existing file for reading only.
+        immutable: Read-only, and the file never changes (see the contract).
 
     Raises:
-        StoreError: The file cannot be opened, is not a database, or holds a
-            schema newer than this code.
+        StoreError: The file cannot be opened, is not a database (or is
+            empty), holds a schema newer than this code, or (read-only) is
+            missing.
 
     Example:
         >>> from contextwindow import Message
@@ -65,25 +78,84 @@ class SQLiteStore(SQLStore):
         *,
         timeout: float = 30.0,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        readonly: bool = False,
+        immutable: bool = False,
     ) -> None:
         self._path = os.fspath(path)
+        self._readonly = readonly or immutable
         if synchronous not in ("FULL", "NORMAL"):
             raise StoreError(f"synchronous must be FULL or NORMAL, got {synchronous!r}")
         self._lock = threading.Lock()
-        try:
-            self._conn = sqlite3.connect(
-                self._path,
-                timeout=timeout,
-                isolation_level=None,
-                check_same_thread=False,
+        memory = self._path == ":memory:"
+        file = Path(self._path)
+        if not memory and file.is_file() and file.stat().st_size == 0:
+            raise StoreError(
+                f"cannot open {self!r}: the file is empty (0 bytes), not a "
+                "database; was it truncated?"
             )
-            if self._path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
-            (user_version,) = self._conn.execute("PRAGMA user_version").fetchone()
+        if self._readonly and (memory or not file.is_file()):
+            raise StoreError(
+                f"cannot read {self!r}: no such file (reading creates none)"
+            )
+        try:
+            try:
+                user_version = self._connect(timeout, synchronous, immutable)
+            except sqlite3.OperationalError:
+                if not self._unwritable() or immutable:
+                    raise
+                # A WAL database on a read-only mount: no writer can be at
+                # work (it would need a -wal file here), so nothing changes.
+                user_version = self._connect(timeout, synchronous, True)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self!r}: {exc}") from exc
-        self._migrate(user_version)
+        if not self._readonly:
+            self._migrate(user_version)
+
+    def _connect(self, timeout: float, synchronous: str, immutable: bool) -> int:
+        """Open the connection; return the file's ``user_version``."""
+        target, uri = self._path, False
+        if self._readonly:
+            mode = "immutable=1" if immutable else "mode=ro"
+            target, uri = f"{Path(self._path).resolve().as_uri()}?{mode}", True
+        self._conn = sqlite3.connect(
+            target,
+            timeout=timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=uri,
+        )
+        try:
+            if not self._readonly:
+                if self._path != ":memory:":
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            (user_version,) = self._conn.execute("PRAGMA user_version").fetchone()
+            if self._readonly:
+                self._check_schema(user_version)
+        except BaseException:
+            self._conn.close()
+            raise
+        return int(user_version)
+
+    def _unwritable(self) -> bool:
+        """Read-only, with no -wal file, in a folder that cannot be written."""
+        folder = Path(self._path).resolve().parent
+        wal = Path(f"{self._path}-wal")
+        return self._readonly and not wal.exists() and not os.access(folder, os.W_OK)
+
+    def _check_schema(self, user_version: int) -> None:
+        """Read-only: the schema must be one this code reads; nothing is upgraded."""
+        cur = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
+        )
+        if cur.fetchone() is None:
+            raise StoreError(f"{self!r} holds no contextwindow conversations")
+        names = [
+            str(r[0])
+            for r in self._conn.execute(f"SELECT name FROM {TABLE} ORDER BY name")
+        ]
+        check_applied(repr(self), names, user_version)
+        self._legacy_counts = COUNTS_IN_DIGEST not in names
 
     @property
     def path(self) -> str:
@@ -91,7 +163,9 @@ class SQLiteStore(SQLStore):
         return self._path
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({self._path!r})"
+        return f"SQLiteStore({self._path!r}" + (
+            ", readonly=True)" if self._readonly else ")"
+        )
 
     def close(self) -> None:
         """Close the connection."""
@@ -100,6 +174,8 @@ class SQLiteStore(SQLStore):
 
     @contextmanager
     def _transaction(self, write: bool) -> Generator[Cursor, None, None]:
+        if write and self._readonly:
+            raise StoreError(f"{self!r} is open read-only; it takes no writes")
         with self._lock:
             conn = self._conn
             try:

@@ -6,7 +6,10 @@ Contract:
   ``sqlite:////var/lib/chats.db`` an absolute one (SQLAlchemy's rule: the
   path is what follows the third slash); ``sqlite://`` and
   ``sqlite:///:memory:`` are in memory; ``?synchronous=NORMAL`` trades
-  durability across a power cut for speed (see ``SQLiteStore``).
+  durability across a power cut for speed, ``?mode=ro`` opens the file
+  read-only and ``?immutable=1`` read-only on media nothing writes to (see
+  ``SQLiteStore``); ``open_store(url, readonly=True)`` is ``?mode=ro``.
+  Reading never creates: a read-only store of a missing file is an error.
 - ``postgresql://`` (or ``postgres://``) URLs go to ``PostgresStore`` as they
   are; ``redis://``, ``rediss://`` and ``unix://`` to ``RedisStore``, with an
   optional ``?prefix=`` for its keys; ``memory://`` is a new ``MemoryStore``.
@@ -64,8 +67,13 @@ def split_url(url: str) -> tuple[str, str | None]:
     return base, (unquote(fragment) or None) if sep else None
 
 
-def open_store(url: str) -> RowStore:
+def open_store(url: str, *, readonly: bool = False) -> RowStore:
     """The store a URL names (see the module's contract).
+
+    Args:
+        url: The store's URL; a ``#fragment`` is ignored.
+        readonly: Only to read (a SQLite file is opened read-only, and must
+            exist); the other stores create nothing when read.
 
     Raises:
         StoreError: An unknown scheme, a missing driver, or a store that
@@ -90,13 +98,23 @@ def open_store(url: str) -> RowStore:
         path = path[1:] if path.startswith("/") else path
         options = dict(parse_qsl(options_text, keep_blank_values=True))
         sync = options.pop("synchronous", "FULL").upper()
-        if options or sync not in ("FULL", "NORMAL"):
+        mode = options.pop("mode", "ro" if readonly else "rwc")
+        immutable = options.pop("immutable", "0")
+        if (
+            options
+            or sync not in ("FULL", "NORMAL")
+            or mode not in ("ro", "rwc")
+            or immutable not in ("0", "1")
+        ):
             raise StoreError(
-                f"{base!r}: a sqlite URL takes only ?synchronous=FULL|NORMAL"
+                f"{base!r}: a sqlite URL takes only ?synchronous=FULL|NORMAL, "
+                "?mode=ro and ?immutable=1"
             )
         return SQLiteStore(
             unquote(path) or ":memory:",
             synchronous="NORMAL" if sync == "NORMAL" else "FULL",
+            readonly=readonly or mode == "ro",
+            immutable=immutable == "1",
         )
     if scheme in ("postgresql", "postgres"):
         return PostgresStore(base)
