@@ -7,7 +7,8 @@ Contract:
   cached per message, keyed by the ``Message`` itself (messages are frozen and
   compare by content, ids excluded), so equal messages share one entry; the
   same object found again is looked up by identity first, which skips hashing
-  its content. The cache is bounded (oldest entry evicted first).
+  its content. The cache is bounded (least recently used entry evicted
+  first, in constant time however long it runs).
 - ``messages(msgs)`` and ``running(msgs)`` also remember the running totals of
   the last few sequences: when a call extends one (the same messages first,
   then new ones), only the new messages are looked at. Recounting a
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from contextwindow._images import data_uri_bytes, image_size
+from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
     Image,
@@ -136,7 +138,6 @@ class TokenCounter:
         "_cache",
         "_framing",
         "_last",
-        "_max",
         "_provider",
         "_texts",
         "_tok",
@@ -156,13 +157,12 @@ class TokenCounter:
         self._tok = tokenizer
         self._provider: Provider = provider
         self._framing = framing
-        self._max = cache_size
-        self._cache: dict[Message, int] = {}
+        self._cache: LRU[Message, int] = LRU(cache_size)
         # The same message object is looked up again on every re-count; by
         # identity that costs one int hash instead of hashing the content (a
         # Python call per part). Entries hold the message, so ids stay unique.
-        self._by_id: dict[int, tuple[Message, int]] = {}
-        self._texts: dict[str, int] = {}
+        self._by_id: LRU[int, tuple[Message, int]] = LRU(cache_size)
+        self._texts: LRU[str, int] = LRU(cache_size)
         self._last: list[tuple[list[Message], tuple[int, ...]]] = []
 
     @property
@@ -197,11 +197,8 @@ class TokenCounter:
             >>> counter.message(m)
             6
         """
-        cache = self._cache
         try:
-            if msg not in cache and len(cache) >= self._max:
-                del cache[next(iter(cache))]
-            cache[msg] = tokens
+            self._cache.put(msg, tokens)
         except TypeError:  # unhashable content: it is counted when asked
             return
 
@@ -221,18 +218,13 @@ class TokenCounter:
             return hit[1]
         cache = self._cache
         try:
-            n = cache[msg]
-        except KeyError:
-            n = sum(self.breakdown(msg).values())
-            if len(cache) >= self._max:
-                del cache[next(iter(cache))]
-            cache[msg] = n
+            n = cache.get(msg)
         except TypeError:  # a part holds something unhashable (a list)
             return sum(self.breakdown(msg).values())
-        by_id = self._by_id
-        if len(by_id) >= self._max:
-            del by_id[next(iter(by_id))]
-        by_id[id(msg)] = (msg, n)
+        if n is None:
+            n = sum(self.breakdown(msg).values())
+            cache.put(msg, n)
+        self._by_id.put(id(msg), (msg, n))
         return n
 
     def messages(
@@ -352,9 +344,7 @@ class TokenCounter:
         n = texts.get(text)
         if n is None:
             n = self._tok.count(text)
-            if len(texts) >= self._max:
-                del texts[next(iter(texts))]
-            texts[text] = n
+            texts.put(text, n)
         return n
 
     # -- parts ----------------------------------------------------------------

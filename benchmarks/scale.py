@@ -1,0 +1,163 @@
+"""Cost per message of counting, ``inspect`` and ``fit``, from 10^3 to 10^6 messages.
+
+Usage::
+
+    python benchmarks/scale.py [--sizes 1000,10000,100000,1000000]
+                               [--tokenizer heuristic|o200k] [--repeat 1]
+
+Builds conversations of each size from the tau-bench trajectories (one system
+prompt, then every trajectory's messages; each later pass re-labels ids and
+texts, so no message repeats an earlier one and every count is a cache miss,
+as in a long agent run). For each size, with a fresh ``TokenCounter`` each
+time: counting (``TokenCounter.messages``), ``inspect_messages``, and ``fit``
+to a quarter of the tokens with ``DropOldest`` and with the default
+pipeline. Prints microseconds per message, and the ratio of each size's cost
+per message to that at 10,000 messages. Acceptance: at 10^6 messages each is
+within 2x of its cost at 10^4.
+
+Why it can fail: a bounded cache evicting with ``del d[next(iter(d))]`` walks
+the dead slots its earlier deletions left at the front of the dict, so each
+eviction costs more the longer it runs (past 100,000 entries, the default
+cache size, every new message evicts one). ``contextwindow._lru.LRU`` evicts
+in constant time.
+
+The peer is the same code at 10^4 messages, in the same run: a ratio, since
+the machine may be loaded. Best of ``--repeat`` runs per size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _data import data_dir
+
+from contextwindow import fit, inspect_messages
+from contextwindow.messages import Message, ToolCall
+from contextwindow.strategies import DropOldest
+from contextwindow.tokens import BPETokenizer, HeuristicTokenizer, TokenCounter
+from contextwindow.tokens.base import Tokenizer
+
+PEER = 10_000
+
+
+def convert(msg: dict[str, Any], tag: str) -> Message:
+    """One tau-bench (OpenAI chat) message; ``tag`` makes texts and ids unique."""
+    role = msg["role"]
+    text = f"{tag}{msg['content']}" if msg.get("content") else ""
+    if role == "tool":
+        return Message.tool(f"{tag}{msg['tool_call_id']}", text, name=msg.get("name"))
+    if role == "assistant":
+        calls = [
+            ToolCall(
+                f"{tag}{c['id']}", c["function"]["name"], c["function"]["arguments"]
+            )
+            for c in msg.get("tool_calls") or ()
+        ]
+        return Message.assistant(text, tool_calls=calls)
+    return Message.user(text)
+
+
+def conversation(size: int) -> list[Message]:
+    """``size`` messages, no two alike."""
+    trajectories = json.loads(
+        (data_dir() / "tau-bench_gpt-4o-airline.json").read_text()
+    )
+    out = [Message.system(trajectories[0]["traj"][0]["content"])]
+    rounds = 0
+    while len(out) < size:
+        tag = f"[{rounds}] "
+        for traj in trajectories:
+            out.extend(convert(m, tag) for m in traj["traj"] if m["role"] != "system")
+            if len(out) >= size:
+                break
+        rounds += 1
+    conv = out[:size]
+    while conv[-1].role != "user" or conv[-2].tool_calls:  # end on a whole turn
+        conv.pop()
+    return conv
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(tok: Tokenizer, conv: list[Message], repeat: int) -> dict[str, float]:
+    """Seconds per task on ``conv``, each with a fresh counter."""
+    quarter = TokenCounter(tok).messages(conv) // 4
+
+    def count() -> None:
+        TokenCounter(tok).messages(conv)
+
+    def inspect() -> None:
+        inspect_messages(conv, tokenizer=TokenCounter(tok).tokenizer)
+
+    def fit_drop() -> None:
+        fit(conv, limit=quarter, strategy=DropOldest(), tokenizer=TokenCounter(tok))
+
+    def fit_default() -> None:
+        fit(conv, limit=quarter, tokenizer=TokenCounter(tok))
+
+    tasks = {
+        "count": count,
+        "inspect": inspect,
+        "fit DropOldest": fit_drop,
+        "fit default": fit_default,
+    }
+    return {name: timed(fn, repeat) for name, fn in tasks.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
+    parser.add_argument(
+        "--tokenizer", choices=("heuristic", "o200k"), default="heuristic"
+    )
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    sizes = sorted({int(s) for s in args.sizes.split(",")} | {PEER})
+    tok: Tokenizer = (
+        HeuristicTokenizer()
+        if args.tokenizer == "heuristic"
+        else BPETokenizer("o200k_base")
+    )
+    per: dict[int, dict[str, float]] = {}
+    for size in sizes:
+        conv = conversation(size)
+        seconds = measure(tok, conv, args.repeat)
+        per[size] = {k: v / len(conv) * 1e6 for k, v in seconds.items()}
+        shown = ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())
+        print(f"{len(conv):>9,} messages: {shown}", flush=True)
+        del conv
+    tasks = list(per[PEER])
+    print(f"\nmicroseconds per message ({args.tokenizer}; ratio to {PEER:,} messages)")
+    print(f"{'messages':>10} " + " ".join(f"{t:>22}" for t in tasks))
+    worst = 0.0
+    for size in sizes:
+        cells = []
+        for t in tasks:
+            ratio = per[size][t] / per[PEER][t]
+            if size > PEER:
+                worst = max(worst, ratio)
+            cells.append(f"{per[size][t]:>12.1f} ({ratio:4.2f}x)")
+        print(f"{size:>10,} " + " ".join(f"{c:>22}" for c in cells))
+    if max(sizes) > PEER:
+        verdict = "ok" if worst <= 2 else "FAILED"
+        print(
+            f"\nworst ratio above {PEER:,} messages: {worst:.2f}x "
+            f"(goal <= 2x): {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()
