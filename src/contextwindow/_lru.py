@@ -92,6 +92,10 @@ class LRU(Generic[K, V]):
         if len(data) > self._max:
             data.popitem(last=False)
 
+    def grow(self, size: int) -> None:
+        """Keep up to ``size`` entries from now on (never fewer than before)."""
+        self._max = max(self._max, size)
+
     def clear(self) -> None:
         """Forget every entry."""
         self._data.clear()

@@ -3,7 +3,10 @@
 Contract: a pipeline is itself a strategy. Its output is valid for the
 budget's provider even when no stage runs (a fitting input is only repaired),
 its report joins its stages' reports, and each change's index points into the
-pipeline's own input.
+pipeline's own input. A stage whose summarizer fails (``SummarizerError``: an
+LLM endpoint down, slow or refusing) changes nothing: the pipeline goes on
+with the next stage, and the report's ``warnings`` say which stage was
+skipped and why.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ContextWindowError, SummarizerError
 from contextwindow.messages import Message
 from contextwindow.strategies.base import (
     Budget,
@@ -79,7 +82,16 @@ class Pipeline:
         for stage in self.stages:
             if report.fits:
                 break
-            step = stage(current, budget)
+            try:
+                step = stage(current, budget)
+            except SummarizerError as exc:
+                name = stage_name(stage)
+                report = replace(
+                    report,
+                    stages=(*report.stages, name),
+                    warnings=(*report.warnings, f"{name} skipped: {exc}"),
+                )
+                continue
             later = step.report
             if not later.stages:  # a plain function's report
                 later = replace(later, stages=(stage_name(stage),))

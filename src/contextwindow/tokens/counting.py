@@ -8,7 +8,9 @@ Contract:
   compare by content, ids excluded), so equal messages share one entry; the
   same object found again is looked up by identity first, which skips hashing
   its content. The cache is bounded (least recently used entry evicted
-  first, in constant time however long it runs).
+  first, in constant time however long it runs); by default it grows to
+  hold the longest sequence counted, so a conversation counted again is
+  never recounted.
 - ``messages(msgs)`` and ``running(msgs)`` also remember the running totals of
   the last few sequences: when a call extends one (the same messages first,
   then new ones), only the new messages are looked at. Recounting a
@@ -106,7 +108,8 @@ _RECENT = 4
 output, a manager's history and view)."""
 
 DEFAULT_CACHE_SIZE = 100_000
-"""Messages remembered per counter before the oldest entries are evicted."""
+"""Messages remembered per counter before the least recently used are evicted
+(more when a longer sequence is counted, unless ``cache_size`` was given)."""
 
 
 class TokenCounter:
@@ -115,7 +118,11 @@ class TokenCounter:
     Args:
         tokenizer: Counts text (exact BPE, heuristic, HF ...).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
-        cache_size: How many messages to remember (at least 1).
+        cache_size: How many messages to remember (at least 1). By default
+            ``DEFAULT_CACHE_SIZE``, or the length of the longest sequence
+            counted when that is more: a strategy counts its input, then its
+            output made of the same messages, and a cache smaller than the
+            conversation would count each message again.
 
     Raises:
         ContextWindowError: Unknown provider, or a cache size below 1.
@@ -137,6 +144,7 @@ class TokenCounter:
         "_by_id",
         "_cache",
         "_framing",
+        "_grows",
         "_last",
         "_provider",
         "_texts",
@@ -148,12 +156,15 @@ class TokenCounter:
         tokenizer: Tokenizer,
         provider: Provider = "openai",
         *,
-        cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_size: int | None = None,
     ) -> None:
         check_provider(provider)
         framing = _FRAMING[provider]
-        if cache_size < 1:
+        if cache_size is not None and cache_size < 1:
             raise ContextWindowError(f"cache_size must be at least 1, got {cache_size}")
+        self._grows = cache_size is None
+        if cache_size is None:
+            cache_size = DEFAULT_CACHE_SIZE
         self._tok = tokenizer
         self._provider: Provider = provider
         self._framing = framing
@@ -268,6 +279,9 @@ class TokenCounter:
         """
         seq = msgs if isinstance(msgs, list) else list(msgs)
         n = len(seq)
+        if self._grows and n > self._cache.size:
+            for cache in (self._cache, self._by_id, self._texts):
+                cache.grow(n + n // 4)
         sums: list[int] | None = None
         k = 0
         # ``==`` on lists compares by identity first, so an unchanged prefix of
