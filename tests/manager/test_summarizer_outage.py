@@ -87,7 +87,7 @@ def conversation(turns: int) -> list[Message]:
 
 class TestOutage:
     def test_prepare_goes_on_without_the_summary(self, unreachable: str) -> None:
-        """Endpoint down: later stages meet the budget; an event and the report say so."""
+        """Endpoint down: later stages meet the budget; event and report say so."""
         m = manager(1000, strategy=Pipeline(Summarize(llm(unreachable)), DropOldest()))
         events: list[Event] = []
         m.subscribe(events.append)
