@@ -22,7 +22,8 @@ cache size, every new message evicts one). ``contextwindow._lru.LRU`` evicts
 in constant time.
 
 The peer is the same code at 10^4 messages, in the same run: a ratio, since
-the machine may be loaded. Best of ``--repeat`` runs per size.
+the machine may be loaded; it is measured first and again last, and the
+better of the two is used. Best of ``--repeat`` runs per size.
 """
 
 from __future__ import annotations
@@ -139,6 +140,16 @@ def main() -> None:
         shown = ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())
         print(f"{len(conv):>9,} messages: {shown}", flush=True)
         del conv
+    # The peer again, last: on a loaded machine the load drifts over a long run.
+    conv = conversation(PEER)
+    again = measure(tok, conv, args.repeat)
+    for k, v in again.items():
+        per[PEER][k] = min(per[PEER][k], v / len(conv) * 1e6)
+    print(
+        f"{len(conv):>9,} messages, again: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in again.items()),
+        flush=True,
+    )
     tasks = list(per[PEER])
     print(f"\nmicroseconds per message ({args.tokenizer}; ratio to {PEER:,} messages)")
     print(f"{'messages':>10} " + " ".join(f"{t:>22}" for t in tasks))
