@@ -22,8 +22,9 @@ cache size, every new message evicts one). ``contextwindow._lru.LRU`` evicts
 in constant time.
 
 The peer is the same code at 10^4 messages, in the same run: a ratio, since
-the machine may be loaded; it is measured first and again last, and the
-better of the two is used. Best of ``--repeat`` runs per size.
+the machine may be loaded. Each task at each size is timed between two runs
+of that task at 10^4 messages, and compared with the better of the two. Best
+of ``--repeat`` runs each.
 """
 
 from __future__ import annotations
@@ -93,29 +94,17 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def measure(tok: Tokenizer, conv: list[Message], repeat: int) -> dict[str, float]:
-    """Seconds per task on ``conv``, each with a fresh counter."""
+def tasks(tok: Tokenizer, conv: list[Message]) -> dict[str, Callable[[], object]]:
+    """The tasks timed on ``conv``, each with a fresh counter."""
     quarter = TokenCounter(tok).messages(conv) // 4
-
-    def count() -> None:
-        TokenCounter(tok).messages(conv)
-
-    def inspect() -> None:
-        inspect_messages(conv, tokenizer=TokenCounter(tok).tokenizer)
-
-    def fit_drop() -> None:
-        fit(conv, limit=quarter, strategy=DropOldest(), tokenizer=TokenCounter(tok))
-
-    def fit_default() -> None:
-        fit(conv, limit=quarter, tokenizer=TokenCounter(tok))
-
-    tasks = {
-        "count": count,
-        "inspect": inspect,
-        "fit DropOldest": fit_drop,
-        "fit default": fit_default,
+    return {
+        "count": lambda: TokenCounter(tok).messages(conv),
+        "inspect": lambda: inspect_messages(conv, tokenizer=tok),
+        "fit DropOldest": lambda: fit(
+            conv, limit=quarter, strategy=DropOldest(), tokenizer=TokenCounter(tok)
+        ),
+        "fit default": lambda: fit(conv, limit=quarter, tokenizer=TokenCounter(tok)),
     }
-    return {name: timed(fn, repeat) for name, fn in tasks.items()}
 
 
 def main() -> None:
@@ -126,43 +115,52 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    sizes = sorted({int(s) for s in args.sizes.split(",")} | {PEER})
+    sizes = sorted({int(s) for s in args.sizes.split(",")} - {PEER})
     tok: Tokenizer = (
         HeuristicTokenizer()
         if args.tokenizer == "heuristic"
         else BPETokenizer("o200k_base")
     )
-    per: dict[int, dict[str, float]] = {}
+    peer_conv = conversation(PEER)
+    peer = tasks(tok, peer_conv)
+    names = list(peer)
+    # Each task at each size runs between two runs of the same task at the
+    # peer size: on a loaded machine the load drifts, and the ratio compares
+    # like with like. The better of the two peer runs is the reference.
+    rows: list[tuple[int, dict[str, float], dict[str, float]]] = []
     for size in sizes:
         conv = conversation(size)
-        seconds = measure(tok, conv, args.repeat)
-        per[size] = {k: v / len(conv) * 1e6 for k, v in seconds.items()}
-        shown = ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())
-        print(f"{len(conv):>9,} messages: {shown}", flush=True)
-        del conv
-    # The peer again, last: on a loaded machine the load drifts over a long run.
-    conv = conversation(PEER)
-    again = measure(tok, conv, args.repeat)
-    for k, v in again.items():
-        per[PEER][k] = min(per[PEER][k], v / len(conv) * 1e6)
+        mine = tasks(tok, conv)
+        cost: dict[str, float] = {}
+        ref: dict[str, float] = {}
+        for name in names:
+            before = timed(peer[name], args.repeat)
+            took = timed(mine[name], args.repeat)
+            after = timed(peer[name], args.repeat)
+            cost[name] = took / len(conv) * 1e6
+            ref[name] = min(before, after) / len(peer_conv) * 1e6
+            print(
+                f"{len(conv):>9,} messages, {name}: {took:.2f} s "
+                f"(peer {before:.2f} s / {after:.2f} s)",
+                flush=True,
+            )
+        rows.append((len(conv), cost, ref))
+        del conv, mine
     print(
-        f"{len(conv):>9,} messages, again: "
-        + ", ".join(f"{k} {v:.1f} s" for k, v in again.items()),
-        flush=True,
+        f"\nmicroseconds per message ({args.tokenizer}); in brackets, the ratio to "
+        f"{PEER:,} messages timed just before and after"
     )
-    tasks = list(per[PEER])
-    print(f"\nmicroseconds per message ({args.tokenizer}; ratio to {PEER:,} messages)")
-    print(f"{'messages':>10} " + " ".join(f"{t:>22}" for t in tasks))
+    print(f"{'messages':>10} " + " ".join(f"{t:>22}" for t in names))
     worst = 0.0
-    for size in sizes:
+    for n, cost, ref in rows:
         cells = []
-        for t in tasks:
-            ratio = per[size][t] / per[PEER][t]
-            if size > PEER:
+        for t in names:
+            ratio = cost[t] / ref[t]
+            if n > PEER:
                 worst = max(worst, ratio)
-            cells.append(f"{per[size][t]:>12.1f} ({ratio:4.2f}x)")
-        print(f"{size:>10,} " + " ".join(f"{c:>22}" for c in cells))
-    if max(sizes) > PEER:
+            cells.append(f"{cost[t]:>12.1f} ({ratio:4.2f}x)")
+        print(f"{n:>10,} " + " ".join(f"{c:>22}" for c in cells))
+    if any(n > PEER for n, _, _ in rows):
         verdict = "ok" if worst <= 2 else "FAILED"
         print(
             f"\nworst ratio above {PEER:,} messages: {worst:.2f}x "
