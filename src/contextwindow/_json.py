@@ -125,13 +125,13 @@ def check_tree(value: Any, where: str, text: str | None = None) -> None:
                 if surrogates:
                     _text(k, where, (*path, k))
                 if isinstance(v, (dict, list)):
-                    stack.append((v, depth + 1, (*path, k)))
+                    stack.append((cast("Any", v), depth + 1, (*path, k)))
                 elif surrogates and isinstance(v, str):
                     _text(v, where, (*path, k))
         elif isinstance(node, list):
-            for i, v in enumerate(node):
+            for i, v in enumerate(node):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]  # parsed JSON: any element
                 if isinstance(v, (dict, list)):
-                    stack.append((v, depth + 1, (*path, i)))
+                    stack.append((cast("Any", v), depth + 1, (*path, i)))
                 elif surrogates and isinstance(v, str):
                     _text(v, where, (*path, i))
         elif surrogates and isinstance(node, str):

@@ -30,7 +30,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from contextlib import contextmanager
 from urllib.parse import quote
 
@@ -224,7 +224,7 @@ def _install() -> None:
 
 
 @contextmanager
-def hidden(secret: str | None) -> Iterator[None]:
+def hidden(secret: str | None) -> Generator[None, None, None]:
     """While the block runs, ``secret`` is scrubbed from the HTTP loggers' records."""
     if not secret:
         yield
