@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -56,8 +57,6 @@ class TestLRU:
 
     def test_bad_size(self) -> None:
         """A size below 1 is refused, naming it."""
-        import pytest
-
         from contextwindow.errors import ContextWindowError
 
         with pytest.raises(ContextWindowError, match="at least 1, got 0"):
@@ -116,3 +115,19 @@ class TestUsers:
         out = cache.get(Letters(), ["a", "b", "a"])
         assert asked == ["b"]
         assert out == [(1.0, 0.0), (0.0, 1.0), (1.0, 0.0)]
+
+    def test_default_cache_grows_with_the_conversation(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """By default the cache holds what is counted; a cache_size given is kept."""
+        from contextwindow.tokens import counting
+
+        monkeypatch.setattr(counting, "DEFAULT_CACHE_SIZE", 4)
+        texts = [f"message number {i}" for i in range(10)]
+        for size, recounted in ((None, []), (4, texts)):
+            tok = Counting()
+            counter = TokenCounter(tok, cache_size=size)
+            counter.messages([Message.user(t) for t in texts])
+            tok.seen.clear()
+            counter.messages([Message.user(t) for t in texts])  # equal, not the same
+            assert [t for t in tok.seen if t in texts] == recounted

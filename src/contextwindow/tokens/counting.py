@@ -9,8 +9,8 @@ Contract:
   same object found again is looked up by identity first, which skips hashing
   its content. The cache is bounded (least recently used entry evicted
   first, in constant time however long it runs); by default it grows to
-  hold the longest sequence counted, so a conversation counted again is
-  never recounted.
+  hold twice the longest sequence counted, so a conversation counted again
+  (or a strategy's output) is never recounted.
 - ``messages(msgs)`` and ``running(msgs)`` also remember the running totals of
   the last few sequences: when a call extends one (the same messages first,
   then new ones), only the new messages are looked at. Recounting a
@@ -119,10 +119,10 @@ class TokenCounter:
         tokenizer: Counts text (exact BPE, heuristic, HF ...).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
         cache_size: How many messages to remember (at least 1). By default
-            ``DEFAULT_CACHE_SIZE``, or the length of the longest sequence
-            counted when that is more: a strategy counts its input, then its
-            output made of the same messages, and a cache smaller than the
-            conversation would count each message again.
+            ``DEFAULT_CACHE_SIZE``, or twice the length of the longest
+            sequence counted when that is more: a strategy counts its input,
+            then its output made of the same messages and rewritten ones,
+            and a cache smaller than that would count each message again.
 
     Raises:
         ContextWindowError: Unknown provider, or a cache size below 1.
@@ -279,9 +279,11 @@ class TokenCounter:
         """
         seq = msgs if isinstance(msgs, list) else list(msgs)
         n = len(seq)
-        if self._grows and n > self._cache.size:
+        if self._grows and 2 * n > self._cache.size:
+            # Room for the sequence and as many rewritten messages (a
+            # strategy's output: tool results cut, cleared, summarised).
             for cache in (self._cache, self._by_id, self._texts):
-                cache.grow(n + n // 4)
+                cache.grow(2 * n)
         sums: list[int] | None = None
         k = 0
         # ``==`` on lists compares by identity first, so an unchanged prefix of
