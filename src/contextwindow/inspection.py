@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from contextwindow.messages import Message, Provider, ToolSpec, Unit, units
@@ -156,7 +157,9 @@ def inspect_messages(
         info = replace(info, name=asked)
     tok = tokenizer if tokenizer is not None else get_tokenizer(info)
     counter = TokenCounter(tok, provider)
-    sizes = [counter.message(m) for m in messages]
+    # Running totals first: the counter's cache grows to hold the conversation.
+    run = counter.running(messages)
+    sizes = [b - a for a, b in pairwise(run)]
     schema_tokens = counter.tools(tools) if tools else 0
     total = counter.messages(messages) + schema_tokens
     extra = dict(meta or {})

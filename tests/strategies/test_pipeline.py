@@ -204,3 +204,27 @@ class TestPipeline:
         conv = [Message.system("w " * 50), *turns(2)]
         with pytest.raises(BudgetError):
             Pipeline(SlidingWindow(1), DropOldest())(conv, budget(20))
+
+
+class TestSummarizerFailure:
+    def test_a_failing_summary_skips_its_stage(self) -> None:
+        """SummarizerError: the stage changes nothing, the next one runs, it is said."""
+        from contextwindow.errors import SummarizerError
+        from contextwindow.strategies import Summarize
+
+        class Down:
+            def summarize(self, messages: object, **kw: object) -> str:
+                raise SummarizerError("POST http://llm.test/v1: ConnectError")
+
+        conv = turns(10)
+        fitted = Pipeline(Summarize(Down(), keep_recent=2), DropOldest())(
+            conv, budget(100)
+        )
+        report = fitted.report
+        assert report.fits
+        assert report.stages == ("Summarize", "DropOldest")
+        assert report.warnings == (
+            "Summarize skipped: POST http://llm.test/v1: ConnectError",
+        )
+        assert {c.kind for c in report.changes} == {"dropped"}
+        assert report.to_dict()["warnings"] == list(report.warnings)

@@ -396,9 +396,105 @@ class TestAnthropic:
         s = AnthropicSummarizer("c", base_url=messages_api)
         assert asyncio.run(s.asummarize(CONV)).startswith("The parser")
 
-    def test_answer_without_content(self) -> None:
+    def test_answer_without_content(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A 200 without a content list is a SummarizerError."""
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         script = Script(httpx.Response(200, json={"type": "message"}))
         s = AnthropicSummarizer("c", transport=httpx.MockTransport(script))
         with pytest.raises(SummarizerError, match="no content list"):
             s.summarize(CONV)
+
+
+class TestKeyHandling:
+    """The key's form is checked before use; no piece of it is ever shown."""
+
+    def test_trailing_newline_is_stripped(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A key read from a file, newline and all: sent stripped, never shown."""
+        monkeypatch.setenv("OPENAI_API_KEY", KEY + "\n")
+        script = Script(httpx.Response(401, text=f"invalid key {KEY!r}"))
+        with pytest.raises(SummarizerError) as info:
+            openai(script).summarize(CONV)
+        assert script.requests[0].headers["authorization"] == f"Bearer {KEY}"
+        for text in (str(info.value), repr(info.value)):
+            assert KEY[:8] not in text
+            assert "\\n" not in text
+
+    @pytest.mark.parametrize(
+        "key", ["sk-tëst-0123456789", "sk-test-01\n23456789", "sk-test 0123456789"]
+    )
+    @pytest.mark.parametrize("cls", [OpenAICompatibleSummarizer, AnthropicSummarizer])
+    def test_a_key_no_header_carries_is_refused(
+        self, key: str, cls: type[LLMSummarizer], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Non-ASCII, control characters, inner spaces: refused, naming the variable."""
+        monkeypatch.setenv("CW_KEY", key)
+        script = Script(chat())
+        s = cls("m", base_url="http://llm.test/v1", api_key_env="CW_KEY",
+                transport=httpx.MockTransport(script))  # fmt: skip
+        with pytest.raises(SummarizerError, match="CW_KEY holds a character") as info:
+            s.summarize(CONV)
+        assert script.requests == []
+        shown = str(info.value) + repr(info.value.args) + repr(info.value.__context__)
+        assert "0123456789" not in shown
+        assert "sk-t" not in shown
+
+    def test_scrubbed_before_it_is_cut(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A key echoed across the 300-character cut leaves no prefix behind."""
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        for at in range(280, 301):
+            script = Script(httpx.Response(403, json={"error": "x" * at + KEY}))
+            with pytest.raises(SummarizerError) as info:
+                openai(script).summarize(CONV)
+            assert KEY[:8] not in str(info.value), at
+
+    def test_pieces_of_the_key(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A server masking the key's middle still shows none of its pieces."""
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        said = f"Incorrect API key provided: {KEY[:12]}****{KEY[-8:]}."
+        script = Script(httpx.Response(401, json={"error": {"message": said}}))
+        with pytest.raises(SummarizerError) as info:
+            openai(script).summarize(CONV)
+        assert KEY[:8] not in str(info.value)
+        assert KEY[-8:] not in str(info.value)
+        assert "Incorrect API key provided: [API key]****[API key]." in str(info.value)
+
+    def test_openai_without_a_key_fails_at_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """api.openai.com with no key: an error naming the variable, no request."""
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        script = Script(chat())
+        s = OpenAICompatibleSummarizer(
+            "gpt-4o-mini", transport=httpx.MockTransport(script)
+        )
+        with pytest.raises(SummarizerError, match="OPENAI_API_KEY is not set"):
+            s.summarize(CONV)
+        with pytest.raises(SummarizerError, match="OPENAI_API_KEY is not set"):
+            asyncio.run(s.asummarize(CONV))
+        assert script.requests == []
+
+    def test_a_failed_summarizer_waits_before_trying_again(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After a failure the next call fails at once; after the wait it tries."""
+        now = [1000.0]
+        monkeypatch.setattr(time, "monotonic", lambda: now[0])
+        script = Script(httpx.Response(503), httpx.Response(503), chat())
+        s = openai(script, retries=0, cooldown=10)
+        with pytest.raises(SummarizerError, match="HTTP 503"):
+            s.summarize(CONV)
+        with pytest.raises(SummarizerError, match="not tried: the last 1 call failed"):
+            s.summarize(CONV)
+        assert len(script.requests) == 1
+        now[0] += 10
+        with pytest.raises(SummarizerError, match="HTTP 503"):
+            s.summarize(CONV)
+        now[0] += 10  # the wait has doubled: 20 s
+        with pytest.raises(SummarizerError, match="next attempt in 10 s"):
+            s.summarize(CONV)
+        now[0] += 10
+        assert s.summarize(CONV).startswith("The parser")
+        assert s.summarize(CONV).startswith("The parser")  # reset: no wait
+        assert len(script.requests) == 4

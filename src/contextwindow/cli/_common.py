@@ -11,8 +11,11 @@ modules and by nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
@@ -110,13 +113,51 @@ def provider_json(messages: Sequence[Message], provider: Provider) -> str:
 
 
 def write_text(output: str, text: str) -> None:
-    """Write ``text`` (and a newline) to the file ``output``, or fail clearly."""
+    """Write ``text`` (and a newline) to the file ``output``, or fail clearly.
+
+    Atomic: the bytes go to a temporary file in the same folder, flushed to
+    disk, which then replaces ``output`` (``os.replace``). A failure at any
+    point (text that is not valid Unicode, a full disk) leaves ``output`` as
+    it was, never empty or half-written. A new file gets the usual
+    permissions (umask applied), a replaced one keeps its own.
+    """
     try:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        data = (text + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise click.ClickException(
+            f"cannot write {output}: the text holds a lone surrogate at "
+            f"character {exc.start}, which UTF-8 cannot carry"
+        ) from None
+    target = os.path.realpath(output)  # through a symlink, as open() would
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     except OSError as exc:
         raise click.ClickException(
             f"cannot write {output}: {exc.strerror or exc}"
         ) from exc
+    folder, name = os.path.split(target)
+    tmp, done = "", False
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+        done = True
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot write {output}: {exc.strerror or exc}"
+        ) from exc
+    finally:
+        if tmp and not done:  # interrupted or failed: no stray temporary file
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def choose_transcript(

@@ -29,6 +29,7 @@ Contract:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
@@ -132,6 +133,7 @@ class Core(State):
         self, fitted: Fitted, trigger: Trigger, reason: str, base: int
     ) -> Compaction:
         """Install a strategy's output when it changed anything."""
+        self._warn(fitted.report, trigger)
         out = list(fitted.messages)
         view = self._view
         _restore_pending(out, view, base)
@@ -195,6 +197,8 @@ class Core(State):
         base: int,
     ) -> Compaction:
         """Keep an automatic compaction's output, or refuse it and say why."""
+        if fitted is not None:
+            self._warn(fitted.report, trigger)
         if fitted is None:
             return self._refuse(
                 trigger,
@@ -214,6 +218,18 @@ class Core(State):
             )
         self._refused_at = None
         return self._install(fitted, trigger, reason, base)
+
+    def _warn(self, report: Report, trigger: Trigger) -> None:
+        """A warning event for each thing the strategy could not do.
+
+        A stage whose summarizer failed is skipped and the turn goes on
+        (``Pipeline``); the next compaction calls it again, once its
+        summarizer's cooldown allows.
+        """
+        for warning in report.warnings:
+            self._emit(
+                "compaction_warning", logging.WARNING, trigger=trigger, warning=warning
+            )
 
     def _refuse(
         self, trigger: Trigger, report: Report, tokens: int, reason: str

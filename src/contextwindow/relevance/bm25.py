@@ -12,7 +12,7 @@ Contract:
   answers a question rarely repeats all of its words, but its neighbours do.
 - Statistics (document frequency, average length) are those of the
   documents given, the conversation itself; nothing is trained.
-- Term counts are cached per document text (bounded, oldest first out), so
+- Term counts are cached per document text (bounded, least recently used first out), so
   scoring a conversation again after one new message tokenises that one
   message; a query costs one pass over the documents per query term and
   level. The cache never changes a result.
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.relevance._text import terms
 
@@ -40,7 +41,7 @@ Stats = tuple[dict[str, int], int]
 
 
 class TermCache:
-    """Term counts per document text, bounded (the oldest entry goes first).
+    """Term counts per document text, bounded (least recently used out first).
 
     Example:
         >>> cache = TermCache()
@@ -51,13 +52,10 @@ class TermCache:
         (1, True)
     """
 
-    __slots__ = ("_entries", "_lock", "_max")
+    __slots__ = ("_entries", "_lock")
 
     def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
-        if size < 1:
-            raise ContextWindowError(f"cache size must be at least 1, got {size}")
-        self._max = size
-        self._entries: dict[str, Stats] = {}
+        self._entries: LRU[str, Stats] = LRU(size)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -65,15 +63,14 @@ class TermCache:
 
     def get(self, text: str) -> Stats:
         """The term counts and length of ``text``, computed once."""
-        found = self._entries.get(text)
+        with self._lock:
+            found = self._entries.get(text)
         if found is not None:
             return found
         words = terms(text)
         stats: Stats = (dict(Counter(words)), len(words))
         with self._lock:
-            if len(self._entries) >= self._max:
-                del self._entries[next(iter(self._entries))]
-            self._entries[text] = stats
+            self._entries.put(text, stats)
         return stats
 
 

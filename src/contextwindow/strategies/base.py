@@ -207,6 +207,9 @@ class Report:
     """Every change, in the order made."""
     stages: tuple[str, ...] = field(default=())
     """The strategies that ran, in order (a pipeline stops once the budget is met)."""
+    warnings: tuple[str, ...] = field(default=())
+    """What went wrong without stopping the fit, e.g. a stage skipped because
+    its summarizer failed (``Pipeline`` goes on with the next stage)."""
 
     @property
     def fits(self) -> bool:
@@ -240,6 +243,7 @@ class Report:
             "saved": self.saved,
             "fits": self.fits,
             "stages": list(self.stages),
+            "warnings": list(self.warnings),
             "totals": {
                 k: {"changes": n, "saved": saved}
                 for k, (n, saved) in self.totals().items()
@@ -255,6 +259,7 @@ class Report:
             later.limit,
             self.changes + later.changes,
             self.stages + later.stages,
+            self.warnings + later.warnings,
         )
 
 

@@ -6,6 +6,10 @@ its report joins its stages' reports, and each change's index points into the
 pipeline's own input. A stage is any callable, so each stage's output is
 checked (``verify``): repaired when invalid, its tokens recounted, its report
 made to add up; whether the budget is met is decided on the recount.
+A stage whose summarizer fails (``SummarizerError``: an LLM endpoint
+down, slow or refusing) changes nothing: the pipeline goes on with the
+next stage, and the report's ``warnings`` say which stage was skipped and
+why.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ContextWindowError, SummarizerError
 from contextwindow.messages import Message
 from contextwindow.strategies.base import (
     Budget,
@@ -21,6 +25,7 @@ from contextwindow.strategies.base import (
     Strategy,
     finish,
     relocate,
+    stage_name,
     verify,
 )
 
@@ -81,15 +86,19 @@ class Pipeline:
         for stage in self.stages:
             if report.fits:
                 break
+            try:
+                given = stage(current, budget)
+            except SummarizerError as exc:
+                name = stage_name(stage)
+                report = replace(
+                    report,
+                    stages=(*report.stages, name),
+                    warnings=(*report.warnings, f"{name} skipped: {exc}"),
+                )
+                continue
             # Any callable is a stage: its output is checked and recounted,
             # so the next decision (stop, or run the next stage) is sound.
-            step = verify(
-                stage,
-                current,
-                stage(current, budget),
-                budget,
-                counted=report.tokens_after,
-            )
+            step = verify(stage, current, given, budget, counted=report.tokens_after)
             report = report.then(relocate(step.report, messages, current))
             current = step.messages
         return Fitted(current, report)

@@ -11,8 +11,20 @@ Contract:
 - ``post``/``apost`` send JSON with ``httpx``: a timeout per attempt, retries
   with exponential backoff (or the server's ``Retry-After``) on connection
   errors, timeouts, 429 and 5xx; any other 4xx fails at once. Every failure
-  is a ``SummarizerError`` naming the endpoint and the HTTP status; the API
-  key never appears in an error (it is scrubbed from what the server said).
+  is a ``SummarizerError`` naming the endpoint and the HTTP status, with
+  none of the HTTP stack's exceptions chained to it.
+- The API key is read at each call and checked before use
+  (``contextwindow.summarizers._secret``): stripped, refused with an error
+  naming its variable when no header can carry it. No piece of it appears in
+  an error (what the server said is scrubbed, then cut) or in the HTTP
+  stack's log records while a request runs. An endpoint known to need a key
+  (``KEYED_HOSTS``: OpenAI's, Anthropic's) fails at once, with no request
+  sent, when its variable is unset.
+- After a call fails (every retry spent, or a failure no retry fixes), the
+  next one within ``cooldown`` seconds fails at once, saying so; each
+  failure in a row doubles the wait, up to ``MAX_COOLDOWN``; a success
+  resets it. A caller that compacts again soon (a manager's next turn) does
+  not wait on a dead endpoint every time.
 - ``httpx`` is the optional extra ``llm``: a summarizer built without it
   raises ``SummarizerError`` naming ``pip install 'contextwindow[llm]'``.
 """
@@ -21,15 +33,19 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import functools
 import json
-import os
+import ssl
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, ClassVar, cast
+from urllib.parse import urlsplit
 
 from contextwindow.errors import SummarizerError
 from contextwindow.messages import Image, Message, Text, ToolCall, ToolResult
+from contextwindow.summarizers._secret import hidden, read_key, scrub, shown
 from contextwindow.summarizers.extractive import DEFAULT_MAX_TOKENS
 from contextwindow.summarizers.facts import (
     FactCheck,
@@ -213,10 +229,12 @@ def require_httpx(who: str) -> Any:
 
 
 def api_key(env: str | None) -> str | None:
-    """The key in the environment variable ``env`` (``None`` when unset or empty)."""
-    if env is None:
-        return None
-    return os.environ.get(env) or None
+    """The key in ``env``, stripped (``None`` when unset or blank).
+
+    Raises:
+        SummarizerError: A key no HTTP header can carry (see ``read_key``).
+    """
+    return read_key(env)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,21 +242,45 @@ class Call:
     """One HTTP call's settings."""
 
     url: str
-    headers: Mapping[str, str]
-    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(repr=False)
+    body: Mapping[str, Any] = field(repr=False)
     timeout: float
     retries: int
     backoff: float
-    secret: str | None
+    secret: str | None = field(repr=False)
     key_env: str | None
-    transport: Any = None
+    transport: Any = field(default=None, repr=False)
 
 
 def post(call: Call) -> Any:
     """POST ``call.body`` as JSON; the decoded answer (see the module's contract)."""
+    with hidden(call.secret):
+        return _post(call)
+
+
+async def apost(call: Call) -> Any:
+    """``post`` for async callers (``httpx.AsyncClient``, ``asyncio.sleep``)."""
+    with hidden(call.secret):
+        return await _apost(call)
+
+
+@functools.cache
+def _tls(httpx: Any) -> Any:
+    """One TLS context for every call: loading the CA bundle takes 0.1-0.2 s."""
+    make = getattr(httpx, "create_ssl_context", None)  # public from httpx 0.28
+    if make is not None:
+        return make()
+    import certifi  # a dependency of httpx
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _post(call: Call) -> Any:
     httpx = require_httpx("an LLM summarizer")
     failure = ""
-    with httpx.Client(timeout=call.timeout, transport=call.transport) as client:
+    with httpx.Client(
+        timeout=call.timeout, transport=call.transport, verify=_tls(httpx)
+    ) as client:
         for attempt in range(call.retries + 1):
             try:
                 response = client.post(
@@ -255,12 +297,11 @@ def post(call: Call) -> Any:
     raise _exhausted(call, failure)
 
 
-async def apost(call: Call) -> Any:
-    """``post`` for async callers (``httpx.AsyncClient``, ``asyncio.sleep``)."""
+async def _apost(call: Call) -> Any:
     httpx = require_httpx("an LLM summarizer")
     failure = ""
     async with httpx.AsyncClient(
-        timeout=call.timeout, transport=call.transport
+        timeout=call.timeout, transport=call.transport, verify=_tls(httpx)
     ) as client:
         for attempt in range(call.retries + 1):
             try:
@@ -294,11 +335,11 @@ def _outcome(call: Call, response: Any, attempt: int) -> tuple[Any, str, float]:
     """
     status: int = response.status_code
     if status < 400:
-        try:
-            return response.json(), "", 0.0
-        except ValueError:
-            raise _error(call, status, "the answer is not JSON") from None
-    detail = _detail(response)
+        value, ok = _json(response)
+        if not ok:
+            raise _error(call, status, "the answer is not JSON")
+        return value, "", 0.0
+    detail = _detail(call, response)
     if status == 429 or status >= 500:
         delay = _delay(call, attempt)
         after = response.headers.get("retry-after", "")
@@ -313,21 +354,40 @@ def _outcome(call: Call, response: Any, attempt: int) -> tuple[Any, str, float]:
     )
 
 
-def _detail(response: Any) -> str:
-    """What the server said: its error message, or the start of its text."""
+DETAIL_CHARS = 300
+"""Characters of what the server said shown in an error."""
+
+
+def _json(response: Any) -> tuple[Any, bool]:
+    """The answer's JSON and ``True``, or ``(None, False)``: no exception kept.
+
+    The decoder's exception holds the whole body, which may echo the key.
+    """
     try:
-        data = response.json()
+        return response.json(), True
     except ValueError:
-        data = None
+        return None, False
+
+
+def _detail(call: Call, response: Any) -> str:
+    """What the server said (its error message, or its text), scrubbed, then cut."""
+    data, _ = _json(response)
+    text: str | None = None
     if isinstance(data, dict):
         err = cast("Mapping[str, Any]", data).get("error")
         if isinstance(err, dict):
             message = cast("Mapping[str, Any]", err).get("message")
             if isinstance(message, str):
-                return message[:300]
+                text = message
         if isinstance(err, str):
-            return err[:300]
-    return " ".join(str(response.text).split())[:300]
+            text = err
+    if text is None:
+        text = " ".join(str(response.text).split())
+    return shown(text, _secrets(call), DETAIL_CHARS)
+
+
+def _secrets(call: Call) -> tuple[str, ...]:
+    return (call.secret,) if call.secret else ()
 
 
 def _transport_failure(call: Call, exc: Exception) -> str:
@@ -347,16 +407,60 @@ def _exhausted(call: Call, failure: str) -> SummarizerError:
 
 
 def _error(call: Call, status: int | None, what: str) -> SummarizerError:
-    text = f"POST {call.url}: {what}"
-    if call.secret:
-        text = text.replace(call.secret, "[API key]")
-    return SummarizerError(text, endpoint=call.url, status=status)
+    secrets = _secrets(call)
+    text = scrub(f"POST {call.url}: {what}", secrets)
+    return SummarizerError(text, endpoint=scrub(call.url, secrets), status=status)
 
 
 def parse_error(call: Call, what: str, value: Any) -> SummarizerError:
     """A ``SummarizerError`` for an answer of an unexpected shape."""
-    shown = json.dumps(value, ensure_ascii=False)[:200]
-    return _error(call, 200, f"unexpected answer ({what}): {shown}")
+    answer = shown(json.dumps(value, ensure_ascii=False), _secrets(call), 200)
+    return _error(call, 200, f"unexpected answer ({what}): {answer}")
+
+
+# -- waiting after a failure -----------------------------------------------------
+
+MAX_COOLDOWN = 600.0
+"""The longest wait, in seconds, before a summarizer that failed is tried again."""
+
+
+class Cooldown:
+    """When a summarizer that failed may be tried again (shared by its calls).
+
+    Example:
+        >>> c = Cooldown()
+        >>> c.failed(10.0, now=100.0); c.failed(10.0, now=100.0)
+        >>> (c.failures, c.wait(now=105.0))
+        (2, 15.0)
+        >>> c.succeeded(); c.wait(now=105.0)
+        0.0
+    """
+
+    __slots__ = ("_lock", "failures", "until")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.failures = 0
+        self.until = 0.0
+
+    def wait(self, now: float | None = None) -> float:
+        """Seconds until the next attempt is allowed (0: now)."""
+        now = time.monotonic() if now is None else now
+        return max(0.0, self.until - now)
+
+    def failed(self, cooldown: float, now: float | None = None) -> None:
+        """One more failure in a row: the wait doubles (from ``cooldown``)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self.failures += 1
+            if cooldown > 0:
+                delay = min(cooldown * 2.0 ** (self.failures - 1), MAX_COOLDOWN)
+                self.until = now + delay
+
+    def succeeded(self) -> None:
+        """A call went through: the next one need not wait."""
+        with self._lock:
+            self.failures, self.until = 0, 0.0
 
 
 # -- the summarizers' shared body ------------------------------------------------
@@ -384,7 +488,13 @@ class LLMSummarizer(abc.ABC):
         keep_facts: Re-attach the facts the model dropped.
         tokenizer: Counts tokens for the budget (default: the heuristic).
         transport: An ``httpx`` transport to send through (for tests).
+        cooldown: After a failed call, seconds during which the next ones
+            fail at once (doubled for each failure in a row, up to
+            ``MAX_COOLDOWN``; 0: always try).
     """
+
+    KEYED_HOSTS: ClassVar[frozenset[str]] = frozenset()
+    """Hosts that always need a key: a call there without one fails at once."""
 
     model: str
     base_url: str
@@ -397,6 +507,10 @@ class LLMSummarizer(abc.ABC):
     keep_facts: bool = field(default=True, repr=False)
     tokenizer: Tokenizer | None = field(default=None, repr=False, compare=False)
     transport: Any = field(default=None, repr=False, compare=False)
+    cooldown: float = field(default=30.0, repr=False)
+    _cooldown: Cooldown = field(
+        default_factory=Cooldown, init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         require_httpx(type(self).__name__)
@@ -406,6 +520,8 @@ class LLMSummarizer(abc.ABC):
             raise SummarizerError(f"retries must be >= 0, got {self.retries}")
         if self.backoff < 0:
             raise SummarizerError(f"backoff must be >= 0, got {self.backoff}")
+        if self.cooldown < 0:
+            raise SummarizerError(f"cooldown must be >= 0, got {self.cooldown}")
         check_prompt(self.prompt)
 
     @property
@@ -454,7 +570,12 @@ class LLMSummarizer(abc.ABC):
         """Summarise, and say which facts the model kept and which it dropped."""
         request = prepare(messages, previous, max_tokens, self.prompt)
         call = self._call(request)
-        text = self._answer(call, post(call))
+        try:
+            text = self._answer(call, post(call))
+        except SummarizerError:
+            self._cooldown.failed(self.cooldown)
+            raise
+        self._cooldown.succeeded()
         return conclude(request, text, self.keep_facts, self.tokenizer)
 
     async def acheck(
@@ -467,11 +588,33 @@ class LLMSummarizer(abc.ABC):
         """``check``, without blocking the event loop."""
         request = prepare(messages, previous, max_tokens, self.prompt)
         call = self._call(request)
-        text = self._answer(call, await apost(call))
+        try:
+            text = self._answer(call, await apost(call))
+        except SummarizerError:
+            self._cooldown.failed(self.cooldown)
+            raise
+        self._cooldown.succeeded()
         return conclude(request, text, self.keep_facts, self.tokenizer)
 
     def _call(self, request: Request) -> Call:
+        """The call to make, or ``SummarizerError`` when none should be sent."""
         key = api_key(self.api_key_env)
+        host = urlsplit(self.endpoint).hostname or ""
+        if key is None and self.api_key_env and host in self.KEYED_HOSTS:
+            raise SummarizerError(
+                f"{self.api_key_env} is not set: {host} needs an API key "
+                "(set the variable, or point base_url at a server that needs none)",
+                endpoint=self.endpoint,
+            )
+        wait = self._cooldown.wait()
+        if wait > 0:
+            failures = self._cooldown.failures
+            raise SummarizerError(
+                f"POST {self.endpoint}: not tried: the last {failures} "
+                f"call{'s' if failures > 1 else ''} failed; next attempt in "
+                f"{wait:.0f} s",
+                endpoint=self.endpoint,
+            )
         headers, body = self._shape(request, key)
         return Call(
             self.endpoint,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from contextwindow.summarizers._llm import Call, LLMSummarizer, Request, parse_error
 
@@ -50,6 +50,9 @@ class AnthropicSummarizer(LLMSummarizer):
 
     base_url: str = "https://api.anthropic.com"
     api_key_env: str | None = "ANTHROPIC_API_KEY"
+
+    KEYED_HOSTS: ClassVar[frozenset[str]] = frozenset({"api.anthropic.com"})
+    """A call to api.anthropic.com without a key fails at once, naming it."""
 
     @property
     def endpoint(self) -> str:

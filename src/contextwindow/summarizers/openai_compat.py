@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from contextwindow.summarizers._llm import Call, LLMSummarizer, Request, parse_error
 
@@ -48,6 +48,9 @@ class OpenAICompatibleSummarizer(LLMSummarizer):
 
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
+
+    KEYED_HOSTS: ClassVar[frozenset[str]] = frozenset({"api.openai.com"})
+    """A call to api.openai.com without a key fails at once, naming the variable."""
 
     @property
     def endpoint(self) -> str:

@@ -7,7 +7,10 @@ Contract:
   cached per message, keyed by the ``Message`` itself (messages are frozen and
   compare by content, ids excluded), so equal messages share one entry; the
   same object found again is looked up by identity first, which skips hashing
-  its content. The cache is bounded (oldest entry evicted first).
+  its content. The cache is bounded (least recently used entry evicted
+  first, in constant time however long it runs); by default it grows to
+  hold twice the longest sequence counted, so a conversation counted again
+  (or a strategy's output) is never recounted.
 - ``messages(msgs)`` and ``running(msgs)`` also remember the running totals of
   the last few sequences: when a call extends one (the same messages first,
   then new ones), only the new messages are looked at. Recounting a
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from contextwindow._images import data_uri_bytes, image_size
+from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
     Image,
@@ -104,7 +108,8 @@ _RECENT = 4
 output, a manager's history and view)."""
 
 DEFAULT_CACHE_SIZE = 100_000
-"""Messages remembered per counter before the oldest entries are evicted."""
+"""Messages remembered per counter before the least recently used are evicted
+(more when a longer sequence is counted, unless ``cache_size`` was given)."""
 
 
 class TokenCounter:
@@ -113,7 +118,11 @@ class TokenCounter:
     Args:
         tokenizer: Counts text (exact BPE, heuristic, HF ...).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
-        cache_size: How many messages to remember (at least 1).
+        cache_size: How many messages to remember (at least 1). By default
+            ``DEFAULT_CACHE_SIZE``, or twice the length of the longest
+            sequence counted when that is more: a strategy counts its input,
+            then its output made of the same messages and rewritten ones,
+            and a cache smaller than that would count each message again.
 
     Raises:
         ContextWindowError: Unknown provider, or a cache size below 1.
@@ -135,8 +144,8 @@ class TokenCounter:
         "_by_id",
         "_cache",
         "_framing",
+        "_grows",
         "_last",
-        "_max",
         "_provider",
         "_texts",
         "_tok",
@@ -147,22 +156,24 @@ class TokenCounter:
         tokenizer: Tokenizer,
         provider: Provider = "openai",
         *,
-        cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_size: int | None = None,
     ) -> None:
         check_provider(provider)
         framing = _FRAMING[provider]
-        if cache_size < 1:
+        if cache_size is not None and cache_size < 1:
             raise ContextWindowError(f"cache_size must be at least 1, got {cache_size}")
+        self._grows = cache_size is None
+        if cache_size is None:
+            cache_size = DEFAULT_CACHE_SIZE
         self._tok = tokenizer
         self._provider: Provider = provider
         self._framing = framing
-        self._max = cache_size
-        self._cache: dict[Message, int] = {}
+        self._cache: LRU[Message, int] = LRU(cache_size)
         # The same message object is looked up again on every re-count; by
         # identity that costs one int hash instead of hashing the content (a
         # Python call per part). Entries hold the message, so ids stay unique.
-        self._by_id: dict[int, tuple[Message, int]] = {}
-        self._texts: dict[str, int] = {}
+        self._by_id: LRU[int, tuple[Message, int]] = LRU(cache_size)
+        self._texts: LRU[str, int] = LRU(cache_size)
         self._last: list[tuple[list[Message], tuple[int, ...]]] = []
 
     @property
@@ -197,11 +208,8 @@ class TokenCounter:
             >>> counter.message(m)
             6
         """
-        cache = self._cache
         try:
-            if msg not in cache and len(cache) >= self._max:
-                del cache[next(iter(cache))]
-            cache[msg] = tokens
+            self._cache.put(msg, tokens)
         except TypeError:  # unhashable content: it is counted when asked
             return
 
@@ -221,18 +229,13 @@ class TokenCounter:
             return hit[1]
         cache = self._cache
         try:
-            n = cache[msg]
-        except KeyError:
-            n = sum(self.breakdown(msg).values())
-            if len(cache) >= self._max:
-                del cache[next(iter(cache))]
-            cache[msg] = n
+            n = cache.get(msg)
         except TypeError:  # a part holds something unhashable (a list)
             return sum(self.breakdown(msg).values())
-        by_id = self._by_id
-        if len(by_id) >= self._max:
-            del by_id[next(iter(by_id))]
-        by_id[id(msg)] = (msg, n)
+        if n is None:
+            n = sum(self.breakdown(msg).values())
+            cache.put(msg, n)
+        self._by_id.put(id(msg), (msg, n))
         return n
 
     def messages(
@@ -276,6 +279,11 @@ class TokenCounter:
         """
         seq = msgs if isinstance(msgs, list) else list(msgs)
         n = len(seq)
+        if self._grows and 2 * n > self._cache.size:
+            # Room for the sequence and as many rewritten messages (a
+            # strategy's output: tool results cut, cleared, summarised).
+            for cache in (self._cache, self._by_id, self._texts):
+                cache.grow(2 * n)
         sums: list[int] | None = None
         k = 0
         # ``==`` on lists compares by identity first, so an unchanged prefix of
@@ -352,9 +360,7 @@ class TokenCounter:
         n = texts.get(text)
         if n is None:
             n = self._tok.count(text)
-            if len(texts) >= self._max:
-                del texts[next(iter(texts))]
-            texts[text] = n
+            texts.put(text, n)
         return n
 
     # -- parts ----------------------------------------------------------------

@@ -23,7 +23,10 @@ Contract:
   ``chat.jsonl:2: content[0].type: unknown part type 'foo'``); a JSON
   shape that matches no format names the formats tried. A file that cannot
   be read raises ``InvalidMessageError(path, "cannot read: …")`` from the
-  ``OSError``.
+  ``OSError``. Text that is not UTF-8 (from a file or a stream alike), JSON
+  nested deeper than ``contextwindow._json.MAX_DEPTH``, a number too long to
+  read and a string holding a lone surrogate are refused the same way,
+  naming the path inside the document (``chat.json: [3].content: …``).
 
 Example:
     >>> import io, json
@@ -37,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -45,6 +49,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, cast
 
+from contextwindow._json import check_tree, decode, loads
 from contextwindow._validate import expect_list, expect_mapping, type_name
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats import from_anthropic, from_openai, from_responses
@@ -191,21 +196,25 @@ def _read_source(
             reason = f"cannot read: {exc.strerror or exc}"
             raise InvalidMessageError(os.fspath(source), reason) from exc
     else:
-        data = source.read()
-    if isinstance(data, bytes):
+        # A text stream's bytes, when it has them: decoded as a file is, in
+        # any locale (a C locale reads undecodable stdin as surrogates).
+        raw = getattr(source, "buffer", None)
         try:
-            data = data.decode("utf-8-sig")
+            data = raw.read() if isinstance(raw, io.BufferedIOBase) else source.read()
         except UnicodeDecodeError as exc:
             raise InvalidMessageError(name, f"not UTF-8 text: {exc}") from None
-    return name, data.lstrip("\ufeff")
+    return name, decode(data, name)
 
 
 def _parse(text: str, name: str) -> tuple[str, Any]:
     """Parse JSON, else JSONL: ``("json", value)`` or ``("jsonl", records)``."""
     try:
-        return "json", json.loads(text)
+        value = loads(text, name)
     except json.JSONDecodeError as exc:
         whole = exc
+    else:
+        check_tree(value, name, text)
+        return "json", value
     records: Records = []
     # JSON Lines ends a record at "\n" only: str.splitlines() would also split
     # inside strings at U+2028, U+0085 and other characters JSON leaves as is.
@@ -213,7 +222,7 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
         if not line.strip():
             continue
         try:
-            records.append((n, json.loads(line)))
+            record = loads(line, f"{name}:{n}")
         except json.JSONDecodeError as exc:
             bad = exc if records else whole
             line_no = n if records else whole.lineno
@@ -221,6 +230,8 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
                 f"{name}:{line_no}",
                 f"not valid JSON: {bad.msg} (column {bad.colno})",
             ) from None
+        check_tree(record, f"{name}:{n}", line)
+        records.append((n, record))
     if not records:
         raise InvalidMessageError(name, "empty file")
     return "jsonl", records

