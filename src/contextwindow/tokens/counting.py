@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
@@ -111,12 +112,15 @@ class TokenCounter:
     """Counts messages, requests, tool schemas and images for one provider.
 
     Args:
-        tokenizer: Counts text (exact BPE, heuristic, HF ...).
+        tokenizer: Counts text (exact BPE, heuristic, HF ...), or names what
+            does: a model (``"gpt-4o"``) or an encoding (``"o200k_base"``).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
         cache_size: How many messages to remember (at least 1).
 
     Raises:
-        ContextWindowError: Unknown provider, or a cache size below 1.
+        ArgumentError: Unknown provider, a cache size below 1, or a
+            tokenizer that is not one (a ``str`` naming no model or
+            encoding, an ``int``, an object without ``count``).
 
     Warning:
         A counter is not thread-safe: give each thread its own, or guard a
@@ -144,16 +148,15 @@ class TokenCounter:
 
     def __init__(
         self,
-        tokenizer: Tokenizer,
+        tokenizer: Tokenizer | str,
         provider: Provider = "openai",
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         check_provider(provider)
         framing = _FRAMING[provider]
-        if cache_size < 1:
-            raise ContextWindowError(f"cache_size must be at least 1, got {cache_size}")
-        self._tok = tokenizer
+        check_int(cache_size, "cache_size", low=1)
+        self._tok = as_tokenizer(tokenizer)
         self._provider: Provider = provider
         self._framing = framing
         self._max = cache_size
@@ -446,12 +449,14 @@ class TokenCounter:
 
 def count_messages(
     messages: Iterable[Message],
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | str,
     *,
     provider: Provider = "openai",
     tools: Sequence[ToolSpec] = (),
 ) -> int:
     """Tokens of a request, counted once (no cache kept between calls).
+
+    ``tokenizer`` is a tokenizer or names one, as for ``TokenCounter``.
 
     Example:
         >>> from contextwindow.tokens import BPETokenizer
