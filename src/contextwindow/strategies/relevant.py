@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from contextwindow._args import check_callable, check_int
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Unit
 from contextwindow.relevance.base import Scorer, document
@@ -71,12 +72,8 @@ class SelectRelevant:
     """Ranks the units' texts against the query."""
 
     def __post_init__(self) -> None:
-        if self.keep_recent < 0:
-            raise ContextWindowError(
-                f"keep_recent must be >= 0, got {self.keep_recent}"
-            )
-        if not callable(self.scorer):
-            raise ContextWindowError(f"the scorer is not callable: {self.scorer!r}")
+        check_int(self.keep_recent, "keep_recent", low=0)
+        check_callable(self.scorer, "scorer", "a Scorer (documents, query) -> scores")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop the least relevant older units until the budget is met."""
