@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -37,7 +37,7 @@ from contextwindow.cli._common import (
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
-from contextwindow.models import DEFAULT_MODEL_INFO, ModelInfo, get_model, get_tokenizer
+from contextwindow.models import ModelInfo, get_model, get_tokenizer
 from contextwindow.strategies.base import Change, Fitted
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.tokens import TokenCounter, Tokenizer
@@ -195,9 +195,7 @@ def fit_cmd(
     with cli_errors():
         t = choose_transcript(file, read_source(file, view=view), conversation)
         asked = model or t.model or DEFAULT_MODEL
-        info = get_model(asked)
-        if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
-            info = replace(info, name=asked)
+        info = get_model(asked)  # an unknown model keeps the name asked for
         provider = to or provider_of(t)
         tok = tokenizer_from(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
         counter = TokenCounter(tok, provider)

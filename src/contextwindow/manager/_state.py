@@ -550,6 +550,12 @@ class State:
         if isinstance(store, str):
             url, in_url = split_url(store)
             store, cid = open_store(url), cid or in_url
+        elif not all(
+            callable(getattr(store, m, None)) for m in ("append", "load", "save_view")
+        ):
+            raise ArgumentTypeError(
+                "store", shown(store), "a Store or a store URL (sqlite:///chats.db)"
+            )
         key = f"{self._counter.tokenizer.name}/{self._provider}"
         return Persistence(store, cid or new_id(), key)
 

@@ -27,7 +27,8 @@ from collections.abc import Generator
 from contextlib import contextmanager, suppress
 from typing import Literal
 
-from contextwindow.errors import StoreError
+from contextwindow._args import check_number, shown
+from contextwindow.errors import ArgumentTypeError, ArgumentValueError, StoreError
 from contextwindow.store._sql import Cursor, SQLStore
 
 __all__ = ["SQLiteStore"]
@@ -66,9 +67,16 @@ class SQLiteStore(SQLStore):
         timeout: float = 30.0,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
     ) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
         self._path = os.fspath(path)
+        if not isinstance(self._path, str):
+            raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
+        check_number(timeout, "timeout", low=0, high=1e6)
         if synchronous not in ("FULL", "NORMAL"):
-            raise StoreError(f"synchronous must be FULL or NORMAL, got {synchronous!r}")
+            raise ArgumentValueError(
+                "synchronous", shown(synchronous), "FULL or NORMAL"
+            )
         self._lock = threading.Lock()
         try:
             self._conn = sqlite3.connect(

@@ -74,7 +74,7 @@ from contextwindow.strategies.base import (
     pinned_flags,
     pinned_units,
 )
-from contextwindow.summarizers.base import Summarizer
+from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.summarizers.extractive import ExtractiveSummarizer
 from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
 from contextwindow.summarizers.record import (
@@ -230,10 +230,13 @@ class Summarize:
         # Not the placeholder turn a repair put first: no history holds it.
         sources += [m.id for m in evicted if m.id != CONTINUED_ID]
         summarizer = self.summarizer or _DEFAULT
-        text = summarizer.summarize(
-            evicted,
-            previous="\n\n".join(summary_body(p) for p in previous) or None,
-            max_tokens=target,
+        text = summary_text(
+            summarizer,
+            summarizer.summarize(
+                evicted,
+                previous="\n\n".join(summary_body(p) for p in previous) or None,
+                max_tokens=target,
+            ),
         )
         # What the summarizer left of the target: the facts it dropped go there.
         room = max(0, target - tok.count(text))

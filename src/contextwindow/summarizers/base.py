@@ -19,9 +19,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from contextwindow._args import shown
+from contextwindow.errors import SummarizerError
 from contextwindow.messages import Message
 
-__all__ = ["AsyncSummarizer", "Summarizer"]
+__all__ = ["AsyncSummarizer", "Summarizer", "summary_text"]
+
+
+def summary_text(summarizer: object, value: object) -> str:
+    """``value`` if it is the ``str`` a summarizer returns, else the user's fault named.
+
+    Example:
+        >>> class Broken:
+        ...     def __repr__(self):
+        ...         return "Broken()"
+        >>> summary_text(Broken(), None)
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.SummarizerError: the summarizer Broken() (Broken) returned None, not a str
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    if not isinstance(value, str):
+        raise SummarizerError(
+            f"the summarizer {shown(summarizer)} returned {shown(value)}, not a str"
+        )
+    return value
 
 
 @runtime_checkable
