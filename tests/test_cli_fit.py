@@ -406,8 +406,16 @@ class TestFitOptions:
         _, report = fit_json(str(EXAMPLE), *args)
         assert report["exact"] is exact
 
+    def test_unknown_model_is_refused_without_a_budget(self) -> None:
+        """Without --budget the window matters: an unknown model is exit 2."""
+        code, out, err = run("fit", str(EXAMPLE), "-m", "gtp-4o")
+        assert code == 2
+        assert out == ""
+        assert "unknown model 'gtp-4o' (did you mean gpt-4o" in err
+        assert "--budget" in err
+
     def test_unknown_model_warns(self) -> None:
-        """An unknown model warns on stderr and still fits to its default window."""
+        """With a budget, an unknown model warns on stderr and still fits."""
         code, _, err = run("fit", str(EXAMPLE), "-m", "my-own-llm", "--budget", "90%")
         assert code == 0
         assert "warning: unknown model 'my-own-llm'" in err

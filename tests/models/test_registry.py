@@ -336,7 +336,9 @@ class TestRegister:
     )
     def test_bad_values_raise(self, kwargs: dict[str, Any]) -> None:
         """Non-positive limits and unshipped encodings raise ValueError."""
-        with pytest.raises(ValueError, match=r"context_window|max_output|encoding"):
+        with pytest.raises(
+            (ValueError, TypeError), match=r"context_window|max_output|encoding"
+        ):
             Registry({}).register("x", **kwargs)
 
     def test_empty_name_raises(self) -> None:

@@ -155,6 +155,27 @@ def tokenizer_from(spec: str) -> Tokenizer:
     )
 
 
+def known_model(model: str | None, *, budget: bool | None = None) -> None:
+    """Refuse a ``--model`` the registry does not know: a usage error (exit 2).
+
+    The registry's suggestions are named. With a ``--budget`` the window is
+    not needed, and the model's default serves (with a warning);
+    ``budget=None``: the command takes no budget.
+    """
+    from contextwindow.models import registry
+
+    if model is None or budget or model in registry:
+        return
+    close = registry.suggest(model)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    remedy = "" if budget is None else ", or give --budget in tokens"
+    raise click.BadParameter(
+        f"unknown model {model!r} ({hint}see `contextwindow models`; "
+        f"register it with contextwindow.register_model{remedy})",
+        param_hint="--model",
+    )
+
+
 # -- formatting ------------------------------------------------------------------
 
 

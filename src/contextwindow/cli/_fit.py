@@ -21,6 +21,7 @@ from contextwindow.cli._common import (
     choose_transcript,
     cli_errors,
     conversation_option,
+    known_model,
     num,
     pct,
     provider_json,
@@ -192,6 +193,7 @@ def fit_cmd(
         strategy = parse_strategy(strategy_spec)
     except ContextWindowError as exc:
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    known_model(model, budget=budget is not None)
     with cli_errors():
         t = choose_transcript(file, read_source(file, view=view), conversation)
         asked = model or t.model or DEFAULT_MODEL

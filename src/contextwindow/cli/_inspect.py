@@ -20,6 +20,7 @@ from contextwindow.cli._common import (
     choose_transcript,
     cli_errors,
     conversation_option,
+    known_model,
     num,
     pct,
     provider_of,
@@ -65,6 +66,7 @@ def inspect_cmd(
     FILE is a transcript (- for standard input), or a store's URL: URL#ID one
     stored conversation (e.g. sqlite:///chats.db#support-42), URL all of them.
     """
+    known_model(model)
     with cli_errors():
         transcripts = read_source(file, view=view)
         if conversation is not None:
