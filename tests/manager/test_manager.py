@@ -459,3 +459,38 @@ class TestEvents:
             "restore",
             "clear",
         ]
+
+
+class TestReserve:
+    def test_default_leaves_room_for_the_reply(self) -> None:
+        """The model's output limit is kept free, at most a quarter of the window."""
+        assert ContextManager("gpt-4o").reserve == 16_384
+        assert ContextManager("gpt-4o", token_limit=8_000).reserve == 2_000
+        assert ContextManager("gpt-4o", reserve=0).budget == 128_000
+        assert ContextManager(token_limit=8_000).reserve == 0  # no model
+
+    @pytest.mark.parametrize("reserve", [0, 100, 500])
+    def test_a_90_percent_handler_fires_whatever_the_reserve(
+        self, reserve: int
+    ) -> None:
+        """Usage is a share of what a request may take, so 90 % means 90 % of it."""
+        m = ContextManager(
+            token_limit=1_000,
+            reserve=reserve,
+            tokenizer=FakeTokenizer(),
+            strategy=None,
+            thresholds=(90,),
+        )
+        seen: list[tuple[float, int]] = []
+        m.on_threshold(90)(lambda ctx: seen.append((ctx.usage_percentage, ctx.budget)))
+        budget = 1_000 - reserve
+        m.push(Message.user(words(int(budget * 0.8))))
+        m.prepare()
+        assert seen == []  # about 80 % of the budget
+        m.push(Message.user(words(int(budget * 0.12))))
+        p = m.prepare()
+        assert p.thresholds == (90,)
+        ((usage, seen_budget),) = seen
+        assert seen_budget == p.budget == budget
+        assert 90 <= usage <= 100
+        assert p.usage == pytest.approx(100 * p.tokens / budget)

@@ -226,6 +226,9 @@ CALLS: dict[str, Call] = {
 
 NOT_CALLED = {
     # errors and warnings
+    "ArgumentError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BudgetError",
     "ConflictError",
     "ContextWindowError",
