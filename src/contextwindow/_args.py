@@ -235,13 +235,14 @@ def check_items(
     if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(
         value, Iterable
     ):
-        raise _type_error(name, value, takes)
+        raise _type_error(name, value, takes)  # pyright: ignore[reportUnknownArgumentType]  # any value, shown
+    given = cast("Iterable[object]", value)
     try:
-        items = list(value)  # pyright: ignore[reportUnknownArgumentType]  # checked next
+        items = list(given)
     except (TypeError, ValueError) as exc:  # a generator that fails while read
-        raise _value_error(name, value, takes, f"reading it raised {exc!r}") from exc
+        raise _value_error(name, given, takes, f"reading it raised {exc!r}") from exc
     if check is None:
-        return items  # pyright: ignore[reportUnknownVariableType]  # items of any type
+        return cast("list[T]", items)  # items of any type: the caller's T
     return [check(item, f"{name}[{k}]") for k, item in enumerate(items)]
 
 
@@ -296,7 +297,7 @@ def as_tokenizer(value: object, name: str = "tokenizer") -> Tokenizer:
     if isinstance(value, TokenCounter):
         return value.tokenizer
     if value is None or isinstance(value, (*_NOT_TOKENIZERS, Mapping)):
-        raise _type_error(name, value, _TOKENIZER)
+        raise _type_error(name, cast("object", value), _TOKENIZER)
     count = getattr(value, "count", None)
     if not callable(count):
         raise _type_error(name, value, _TOKENIZER, "it has no count method")

@@ -205,7 +205,7 @@ class ToolCall:
             object.__setattr__(self, "arguments", text)
             return
         takes = "JSON text or a mapping"
-        if not isinstance(args, str):
+        if not isinstance(args, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("arguments", shown(args), takes)
         try:
             json.loads(args)
@@ -327,7 +327,7 @@ class ToolSpec:
     def __post_init__(self) -> None:
         check_str(self.name, "name", empty=False)
         check_str(self.description, "description")
-        if not isinstance(self.parameters, Mapping):
+        if not isinstance(self.parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError(
                 "parameters", shown(self.parameters), "a JSON Schema (a mapping)"
             )
@@ -365,7 +365,7 @@ class Message:
         # checks; the helpers that word an error run only on a bad value.
         role: object = self.role
         if type(role) is not str or role not in ROLES:
-            error = ArgumentValueError if isinstance(role, str) else ArgumentTypeError
+            error = ArgumentValueError if isinstance(role, str) else ArgumentTypeError  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise error("role", shown(role), "system, user, assistant or tool")
         parts: object = self.parts
         if type(parts) is not tuple:

@@ -58,7 +58,6 @@ from typing import Any
 
 from contextwindow._args import check_bool, check_int, check_str, shown
 from contextwindow.errors import (
-    ArgumentTypeError,
     ArgumentValueError,
     UnknownModelError,
     UnknownModelWarning,
@@ -388,11 +387,11 @@ class Registry:
         check_bool(exact, "exact")
         if encoding is None:
             encoding, exact = encoding_for(name)
-        elif not isinstance(encoding, str) or encoding not in ENCODINGS:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+        elif check_str(encoding, "encoding") not in ENCODINGS:
             known = ", ".join(sorted(ENCODINGS))
-            raise (
-                ArgumentValueError if isinstance(encoding, str) else ArgumentTypeError
-            )("encoding", shown(encoding), f"a shipped encoding ({known}) or None")
+            raise ArgumentValueError(
+                "encoding", shown(encoding), f"a shipped encoding ({known}) or None"
+            )
         info = ModelInfo(
             name=name,
             provider=provider,

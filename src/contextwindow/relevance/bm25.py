@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import cast
 
 from contextwindow._args import check_int, check_items, check_number, shown
 from contextwindow.errors import ArgumentTypeError, ContextWindowError
@@ -190,9 +191,11 @@ def _window(values: list[int], width: int) -> list[int]:
 def _context_pair(pair: object, name: str) -> tuple[int, float]:
     """One ``(width, weight)`` context window: a width >= 1, a weight >= 0."""
     takes = "a (width >= 1, weight >= 0) pair"
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2:  # pyright: ignore[reportUnknownArgumentType]  # checked here
+    if not isinstance(pair, (tuple, list)):
         raise ArgumentTypeError(name, shown(pair), takes)
-    width, weight = pair  # pyright: ignore[reportUnknownVariableType]  # checked next
-    check_int(width, f"{name}[0]", low=1)
-    check_number(weight, f"{name}[1]", low=0)
-    return (width, weight)  # pyright: ignore[reportUnknownVariableType]  # checked
+    items = cast("Sequence[object]", pair)
+    if len(items) != 2:
+        raise ArgumentTypeError(name, shown(items), takes)
+    width: int = check_int(items[0], f"{name}[0]", low=1)
+    weight: float = check_number(items[1], f"{name}[1]", low=0)
+    return (width, weight)

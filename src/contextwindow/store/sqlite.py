@@ -67,11 +67,12 @@ class SQLiteStore(SQLStore):
         timeout: float = 30.0,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
     ) -> None:
-        if not isinstance(path, (str, os.PathLike)):
+        if not isinstance(path, (str, os.PathLike)):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
-        self._path = os.fspath(path)
-        if not isinstance(self._path, str):
+        text = os.fspath(path)
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a PathLike of bytes
             raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
+        self._path = text
         check_number(timeout, "timeout", low=0, high=1e6)
         if synchronous not in ("FULL", "NORMAL"):
             raise ArgumentValueError(
