@@ -43,6 +43,8 @@ class SQLiteStore(SQLStore):
         synchronous: ``"FULL"`` or ``"NORMAL"`` (see the module's contract).
 
     Raises:
+        ArgumentError: A path, timeout or ``synchronous`` not of the kind
+            taken, naming it.
         StoreError: The file cannot be opened, is not a database, or holds a
             schema newer than this code.
 
@@ -55,7 +57,7 @@ class SQLiteStore(SQLStore):
         >>> SQLiteStore(":memory:", synchronous="OFF")
         Traceback (most recent call last):
         ...
-        contextwindow.errors.StoreError: synchronous must be FULL or NORMAL, got 'OFF'
+        contextwindow.errors.ArgumentValueError: synchronous: expected FULL or NORMAL, got 'OFF'
     """
 
     _dialect = "sqlite"
