@@ -9,8 +9,10 @@ import contextlib
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -147,6 +149,21 @@ class TestAtomicWrite:
         assert out.read_text() == "short\n"
         assert out.stat().st_mode & 0o777 == 0o640
         assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+    def test_a_pipe_is_written_to_not_replaced(self, tmp_path: Path) -> None:
+        """A FIFO (like /dev/null or /dev/stdout, no regular file) stays what it is."""
+        fifo = tmp_path / "pipe"
+        os.mkfifo(fifo)
+        got: list[bytes] = []
+        reader = threading.Thread(
+            target=lambda: got.append(fifo.read_bytes()), daemon=True
+        )
+        reader.start()
+        write_text(str(fifo), "through")
+        reader.join(timeout=10)
+        assert got == [b"through\n"]
+        assert stat.S_ISFIFO(fifo.stat().st_mode)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
 
     def test_a_folder_that_is_not_there(self, tmp_path: Path) -> None:
         """An unwritable place: a clear error."""

@@ -112,13 +112,13 @@ class TestInspect:
         assert code != 0
         assert "nope.json" in err
 
-    def test_unknown_model_warns(self) -> None:
-        """An unknown model prints a warning and still reports."""
-        code, out, err = run("inspect", str(EXAMPLE), "--model", "my-own-llm")
-        assert code == 0
-        assert "warning:" in err
-        assert "my-own-llm" in err
-        assert "usage" in out
+    def test_unknown_model_is_refused(self) -> None:
+        """An unknown --model is a usage error (exit 2) with suggestions."""
+        code, out, err = run("inspect", str(EXAMPLE), "--model", "gpt4o")
+        assert code == 2
+        assert out == ""
+        assert "unknown model 'gpt4o' (did you mean gpt-4o" in err
+        assert "--budget" not in err  # inspect takes none
 
     def test_incomplete_units_are_warned(self, tmp_path: Path) -> None:
         """A tool result answering no call is flagged above the tables."""
@@ -170,8 +170,14 @@ class TestInspect:
         assert "largest messages" not in out
         assert out.rstrip().splitlines()[-1].startswith("usage")
 
-    def test_repeated_warning_printed_once(self, tmp_path: Path) -> None:
+    def test_repeated_warning_printed_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """The same warning for every conversation of a file is printed once."""
+        # An unknown --model is refused now; let one through to warn per run.
+        monkeypatch.setattr(
+            "contextwindow.cli._inspect.known_model", lambda *a, **k: None
+        )
         runs = [
             {"task_id": k, "traj": [{"role": "user", "content": "hi"}]}
             for k in range(3)
@@ -252,6 +258,12 @@ class TestModels:
         code, _, err = run("models", "zzz-no-such-model-zzz")
         assert code != 0
         assert "zzz-no-such-model-zzz" in err
+
+    def test_no_match_suggests(self) -> None:
+        """A misspelt model name gets the registry's suggestions, exit 2."""
+        code, _, err = run("models", "gpt4o")
+        assert code == 2
+        assert "no model matches 'gpt4o' (did you mean gpt-4o" in err
 
     def test_other_spelling_shows_resolution(self) -> None:
         """A name spelled otherwise than its entry prints `asked -> entry` first."""

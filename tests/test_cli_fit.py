@@ -129,14 +129,23 @@ class TestParseStrategy:
                 ["unknown argument 'keep'", "keep_recent, max_tokens"],
             ),
             ("drop-oldest(3)", ["'3' needs a keyword", "drop-oldest(keep_first=N)"]),
-            ("dedupe(note=1)", ["dedupe takes no arguments"]),
+            ("dedupe(shout=1)", ["unknown argument 'shout'", "dedupe takes note"]),
+            (
+                "relevant(scorer=tfidf)",
+                ["scorer='tfidf' is not one of bm25, embeddings"],
+            ),
+            ("summarize(max_share=nan)", ["max_share='nan' is not a number"]),
+            ("clear(placeholder='x)", ["' without its closing '"]),
             ("truncate(2)", ["'2' needs a keyword", "truncate(keep_recent=N"]),
             ("sliding-window(1,2)", ["needs a keyword"]),
             ("sliding-window(x)", ["keep_last='x' is not an integer"]),
             ("clear(keep_recent=1.5)", ["is not an integer"]),
             ("truncate(keep_recent=1,keep_recent=2)", ["'keep_recent' given twice"]),
             ("truncate(max_tokens=0)", ["'truncate(max_tokens=0)'", "max_tokens"]),
-            ("sliding-window(-1)", ["'sliding-window(-1)'", "keep_last must be >= 0"]),
+            (
+                "sliding-window(-1)",
+                ["'sliding-window(-1)'", "keep_last: expected an int >= 0"],
+            ),
             ("truncate(", ["'(' without ')'"]),
             ("truncate)", ["')' without '('"]),
             ("truncate((1))", ["nested parentheses"]),
@@ -333,8 +342,8 @@ class TestFitOptions:
         assert out == ""
         lines = err.strip().splitlines()
         assert len(lines) == 1
-        assert lines[0].startswith("Error: reserve (200)")
-        assert "limit (100)" in lines[0]
+        assert lines[0].startswith("Error: reserve: expected at most the limit (100)")
+        assert "got 200" in lines[0]
 
     def test_strategy(self) -> None:
         """--strategy runs the stages named, DropOldest finishing if they fall short."""
@@ -397,8 +406,16 @@ class TestFitOptions:
         _, report = fit_json(str(EXAMPLE), *args)
         assert report["exact"] is exact
 
+    def test_unknown_model_is_refused_without_a_budget(self) -> None:
+        """Without --budget the window matters: an unknown model is exit 2."""
+        code, out, err = run("fit", str(EXAMPLE), "-m", "gtp-4o")
+        assert code == 2
+        assert out == ""
+        assert "unknown model 'gtp-4o' (did you mean gpt-4o" in err
+        assert "--budget" in err
+
     def test_unknown_model_warns(self) -> None:
-        """An unknown model warns on stderr and still fits to its default window."""
+        """With a budget, an unknown model warns on stderr and still fits."""
         code, _, err = run("fit", str(EXAMPLE), "-m", "my-own-llm", "--budget", "90%")
         assert code == 0
         assert "warning: unknown model 'my-own-llm'" in err

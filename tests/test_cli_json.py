@@ -150,7 +150,7 @@ class TestErrors:
         [
             (["fit", str(EXAMPLE), "--budget", "lots"], 2, "usage", "lots"),
             (["inspect", "missing.json"], 2, "usage", "missing.json"),
-            (["models", "zzz-none-zzz"], 1, "error", "zzz-none-zzz"),
+            (["models", "zzz-none-zzz"], 2, "usage", "zzz-none-zzz"),
             (["export", str(EXAMPLE)], 2, "usage", "not a store URL"),
             (["report", str(EXAMPLE), "--strategy", "nope"], 2, "usage", "nope"),
             (["inspect", "sqlite:///nowhere/x.db#a"], 1, "error", "x.db"),

@@ -4,7 +4,13 @@ import copy
 
 import pytest
 
-from contextwindow.errors import BudgetError, ContextWindowError, UnknownModelWarning
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    BudgetError,
+    ContextWindowError,
+    UnknownModelWarning,
+)
 from contextwindow.fitting import DEFAULT_STRATEGY, fit, provider_of
 from contextwindow.messages import PROVIDERS, Message, Provider, ToolCall, ToolSpec
 from contextwindow.models import get_model
@@ -17,7 +23,7 @@ from contextwindow.strategies import (
     TruncateToolResults,
 )
 from contextwindow.testing import FakeTokenizer
-from contextwindow.tokens import BPETokenizer, TokenCounter
+from contextwindow.tokens import BPETokenizer, TokenCounter, count_messages
 from contextwindow.validity import CONTINUED, problems
 
 
@@ -44,15 +50,58 @@ def agent(n: int = 6, size: int = 200) -> list[Message]:
 
 class TestLimits:
     def test_model_window(self) -> None:
-        """The model's window is the default limit."""
+        """The model's window less its output limit is the default budget."""
         fitted = fit([Message.user("hello")], model="gpt-4o")
-        assert fitted.report.limit == get_model("gpt-4o").context_window == 128_000
+        info = get_model("gpt-4o")
+        assert (info.context_window, info.max_output_tokens) == (128_000, 16_384)
+        assert fitted.report.limit == 128_000 - 16_384
         assert fitted.report.tokens_after == 8  # o200k_base: 3 + 1 + 1, 3 to prime
 
     def test_model_info(self) -> None:
         """A ``ModelInfo`` serves as the model, without a lookup."""
         fitted = fit([Message.user("hello")], model=get_model("gpt-4o"), limit=100)
-        assert fitted.report.limit == 100
+        assert fitted.report.limit == 75  # a quarter of the limit for the reply
+
+    def test_default_reserve(self) -> None:
+        """The reply's room: the output limit, at most a quarter; 0 without a model."""
+        conv = [Message.user("hello")]
+        assert fit(conv, model="gpt-4o", limit=200_000).report.limit == 183_616
+        assert fit(conv, model="gpt-4o", limit=1_000).report.limit == 750
+        assert fit(conv, limit=1_000, tokenizer="gpt-4o").report.limit == 1_000
+        assert fit(conv, model="gpt-4o", limit=1_000, reserve=0).report.limit == 1_000
+        with pytest.warns(UnknownModelWarning):  # no output limit known: none kept
+            assert fit(conv, model="no-such-model").report.limit == 8192
+
+    def test_tokenizer_by_name(self) -> None:
+        """A model or encoding name counts exactly; a str never counts 0."""
+        conv = [Message.user("hello " * 1000)]
+        exact = TokenCounter(BPETokenizer("o200k_base")).messages(conv)
+        assert exact == 1008
+        for name in ("gpt-4o", "o200k_base", "openai/gpt-4o-2024-08-06"):
+            fitted = fit(conv, limit=100_000, tokenizer=name)
+            assert fitted.report.tokens_before == exact, name
+            assert TokenCounter(name).messages(conv) == exact, name
+        assert count_messages(conv, "cl100k_base") > 1000
+        with pytest.raises(BudgetError):  # counted, so it cannot pass unchanged
+            fit(conv, limit=500, tokenizer="gpt-4o", strategy="drop-oldest")
+
+    @pytest.mark.parametrize(
+        ("tokenizer", "error"),
+        [
+            ("gtp-4o", ArgumentValueError),
+            ("", ArgumentValueError),
+            (5, ArgumentTypeError),
+            ("hello".count, ArgumentTypeError),
+            (["o200k_base"], ArgumentTypeError),
+        ],
+    )
+    def test_not_a_tokenizer(self, tokenizer: object, error: type[Exception]) -> None:
+        """Anything that is not a tokenizer is refused at once, naming the argument."""
+        conv = [Message.user("hello " * 1000)]
+        with pytest.raises(error, match=r"^tokenizer: expected a Tokenizer"):
+            fit(conv, limit=100, tokenizer=tokenizer)  # type: ignore[arg-type]  # on purpose
+        with pytest.raises(error, match=r"^tokenizer: "):
+            TokenCounter(tokenizer)  # type: ignore[arg-type]  # on purpose
 
     def test_limit_and_reserve(self) -> None:
         """The budget is the limit less the reserve."""
@@ -64,7 +113,7 @@ class TestLimits:
 
     def test_reserve_above_limit(self) -> None:
         """A reserve larger than the limit is an error; equal is a zero budget."""
-        with pytest.raises(ContextWindowError, match=r"reserve \(101\) is larger"):
+        with pytest.raises(ArgumentValueError, match=r"reserve: .*at most the limit"):
             fit([], limit=100, reserve=101)
         with pytest.raises(BudgetError) as info:  # the reply priming alone is 3
             fit([], limit=3, reserve=3, tokenizer=FakeTokenizer())
@@ -73,7 +122,7 @@ class TestLimits:
     @pytest.mark.parametrize(("limit", "reserve"), [(-1, 0), (100, -5)])
     def test_negative(self, limit: int, reserve: int) -> None:
         """A negative limit or reserve is an error."""
-        with pytest.raises(ContextWindowError, match="must be >= 0"):
+        with pytest.raises(ArgumentValueError, match="expected an int >= 0, got -"):
             fit([], limit=limit, reserve=reserve)
 
     def test_neither_model_nor_limit(self) -> None:
@@ -113,7 +162,7 @@ class TestProvider:
 
     def test_unknown_provider(self) -> None:
         """An unknown provider is an error."""
-        with pytest.raises(ContextWindowError, match="unknown provider 'gemini'"):
+        with pytest.raises(ArgumentValueError, match=r"^provider: .*got 'gemini'"):
             fit([], limit=10, provider="gemini")  # type: ignore[arg-type]  # the point of the test
 
     @pytest.mark.parametrize(

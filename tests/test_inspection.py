@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from contextwindow.errors import UnknownModelWarning
+from contextwindow.errors import ArgumentValueError, UnknownModelWarning
 from contextwindow.inspection import (
     PREVIEW_CHARS,
     MessageSize,
@@ -91,7 +91,8 @@ class TestInspectMessages:
             MessageSize(1, "user", 10, "Find flights and the time please"),
         )
         assert inspect_messages(CONV, tokenizer=FakeTokenizer(), top=0).largest == ()
-        assert inspect_messages(CONV, tokenizer=FakeTokenizer(), top=-1).largest == ()
+        with pytest.raises(ArgumentValueError, match=r"^top: expected an int >= 0"):
+            inspect_messages(CONV, tokenizer=FakeTokenizer(), top=-1)
 
     def test_long_preview_is_cut(self) -> None:
         """A preview collapses whitespace and is cut to PREVIEW_CHARS, with "…"."""

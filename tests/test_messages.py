@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
+from contextwindow.errors import ArgumentError, ArgumentTypeError, ArgumentValueError
 from contextwindow.messages import (
     Image,
     Message,
@@ -11,8 +13,17 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
+    ToolSpec,
     units,
 )
+
+# Untyped aliases: the tests below pass what the types forbid, on purpose.
+M: Any = Message
+TR: Any = ToolResult
+T: Any = Text
+Img: Any = Image
+TH: Any = Thinking
+TS: Any = ToolSpec
 
 
 def _call(cid: str, name: str = "f") -> ToolCall:
@@ -63,10 +74,54 @@ class TestMessage:
         assert Image("https://x/y.png").media_type is None
 
     def test_tool_call_input(self) -> None:
-        """Arguments parse from JSON; invalid JSON gives an empty dict."""
+        """Arguments parse from JSON; empty arguments are an empty dict."""
         assert ToolCall("c", "f", '{"a": [1]}').input == {"a": [1]}
-        assert ToolCall("c", "f", "{nope").input == {}
         assert ToolCall("c", "f", "").input == {}
+
+    def test_tool_call_arguments_checked(self) -> None:
+        """Invalid JSON is refused when built; a mapping is serialised compactly."""
+        with pytest.raises(ArgumentValueError, match=r"^arguments: expected JSON"):
+            ToolCall("c", "f", "{nope")
+        with pytest.raises(ArgumentTypeError, match=r"^arguments: "):
+            ToolCall("c", "f", 5)  # type: ignore[arg-type]  # on purpose
+        call = ToolCall("c", "f", {"q": "tides", "n": 2})  # type: ignore[arg-type]  # a mapping is taken
+        assert call.arguments == '{"q":"tides","n":2}'
+        assert call.input == {"q": "tides", "n": 2}
+        with pytest.raises(ArgumentValueError, match=r"^arguments: "):
+            ToolCall("c", "f", {"x": object()})  # type: ignore[arg-type]  # on purpose
+
+    @pytest.mark.parametrize(
+        ("build", "argument"),
+        [
+            (lambda: M.user(None), "content"),
+            (lambda: M("bot", ()), "role"),
+            (lambda: M.tool(None, "x"), "call_id"),
+            (lambda: M.system(3), "text"),
+            (lambda: M("user", ("hi",)), "parts[0]"),
+            (lambda: M.user("hi", pinned=1), "pinned"),
+            (lambda: M.user("hi", meta=[]), "meta"),
+            (lambda: M.tool("c", None), "content"),
+            (lambda: TR("c", ("text",)), "content[0]"),
+            (lambda: T(None), "text"),
+            (lambda: Img("u", width=-1), "width"),
+            (lambda: TH("t", redacted="no"), "redacted"),
+            (lambda: TS(""), "name"),
+        ],
+    )
+    def test_bad_parts_refused_when_built(self, build: Any, argument: str) -> None:
+        """A message or part that is not one is refused at once, naming the field."""
+        with pytest.raises(ArgumentError) as info:
+            build()
+        assert info.value.argument == argument
+        assert str(info.value).startswith(f"{argument}: expected ")
+        assert isinstance(info.value, (TypeError, ValueError))
+
+    def test_parts_from_any_iterable(self) -> None:
+        """Parts and tool calls are taken from a generator, stored as a tuple."""
+        m = Message("user", (p for p in (Text("a"), Text("b"))))  # type: ignore[arg-type]  # a generator is taken
+        assert m.parts == (Text("a"), Text("b"))
+        calls = Message.assistant(tool_calls=(ToolCall(str(i), "f") for i in range(2)))
+        assert len(calls.tool_calls) == 2
 
     def test_tool_result_images(self) -> None:
         """A result's images are its image parts; a string result has none."""

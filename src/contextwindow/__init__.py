@@ -19,6 +19,9 @@ Example:
 from __future__ import annotations
 
 from contextwindow.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ArgumentValueError,
     BudgetError,
     ConflictError,
     ContextWindowError,
@@ -123,6 +126,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AnthropicSummarizer",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "AsyncContextManager",
     "AsyncSummarizer",
     "AsyncThresholdContext",

@@ -3,6 +3,9 @@
 The hierarchy::
 
     ContextWindowError
+    ├─ ArgumentError                        .argument .got .takes
+    │  ├─ ArgumentTypeError(…, TypeError)   wrong type (None, a str as a tokenizer)
+    │  └─ ArgumentValueError(…, ValueError) out of range (NaN, -1, unknown name)
     ├─ InvalidMessageError(…, ValueError)   .path .reason     bad input, named location
     ├─ BudgetError                          .budget .required .pinned
     ├─ UnknownModelError(…, KeyError)       only when no default applies
@@ -13,12 +16,18 @@ The hierarchy::
 
 Bad input is reported at the edge (``formats``, ``wire``, transcript readers) with
 the exact place, e.g. ``messages[3].tool_calls[0].function.arguments: not valid
-JSON``; the core trusts its own types.
+JSON``; the core trusts its own types. A bad *argument* to a public call is an
+``ArgumentError`` naming it, what it got and what it takes, e.g. ``limit:
+expected an int >= 0, got -5``; it is also a ``TypeError`` or a ``ValueError``,
+as Python's own checks would be.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BudgetError",
     "ConflictError",
     "ContextWindowError",
@@ -32,6 +41,40 @@ __all__ = [
 
 class ContextWindowError(Exception):
     """Base class of every error raised by contextwindow."""
+
+
+class ArgumentError(ContextWindowError):
+    """An argument of a public call is not one it takes.
+
+    Attributes:
+        argument: The argument's name, e.g. ``limit`` or ``tools[2]``.
+        got: How the value given is shown (a short ``repr``, or only its type
+            for a secret).
+        takes: What the argument takes, e.g. ``an int >= 0``.
+
+    Example:
+        >>> from contextwindow import fit
+        >>> try:
+        ...     fit([], limit=-5)
+        ... except ArgumentError as exc:
+        ...     print(exc, isinstance(exc, ValueError))
+        limit: expected an int >= 0, got -5 True
+    """
+
+    def __init__(self, argument: str, got: str, takes: str, hint: str = "") -> None:
+        self.argument = argument
+        self.got = got
+        self.takes = takes
+        more = f" ({hint})" if hint else ""
+        super().__init__(f"{argument}: expected {takes}, got {got}{more}")
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type: ``None``, a float for an int, a ``str``."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """An argument of the right type but out of range: NaN, a negative count."""
 
 
 class InvalidMessageError(ContextWindowError, ValueError):

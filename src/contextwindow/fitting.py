@@ -6,6 +6,11 @@ Contract:
   counts a request: framing, reply priming, tool schemas) and is valid for the
   provider, or ``fit`` raises ``BudgetError`` listing the pinned content that
   alone exceeds the budget. Never a silent overflow.
+- The reserve leaves room for the reply: by default the model's output limit,
+  at most a quarter of ``limit`` (``reply_reserve``); 0 when no model is given.
+- Every argument is checked before any work (``ArgumentError`` naming it); a
+  tokenizer may be named (``"gpt-4o"``, ``"o200k_base"``), a strategy written
+  as a spec (``"dedupe,drop-oldest"``).
 - The input is first repaired by ``ensure_valid`` (reported). When it then
   fits, it comes back unchanged. Otherwise the strategy runs; if its output
   still does not fit, ``DropOldest`` finishes the job (reported as a stage).
@@ -26,21 +31,31 @@ Example:
     ...              Message.assistant(tool_calls=[ToolCall(f"c{i}", "read", "{}")]),
     ...              Message.tool(f"c{i}", f"part {i}: " + "data " * 400)]
     >>> fitted = fit(conv, model="gpt-4o", limit=4000)
+    >>> fitted.report.limit  # a quarter of the limit is left for the reply
+    3000
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 3685)
+    (12793, 2893)
     >>> fitted.report.stages
     ('Deduplicate', 'TruncateToolResults', 'ClearToolResults')
     >>> fitted.report.totals()
-    {'cleared': (23, 9108)}
+    {'cleared': (25, 9900)}
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import (
+    as_model,
+    as_strategy,
+    as_tokenizer,
+    check_int,
+    check_str,
+    check_strs,
+)
+from contextwindow.errors import ArgumentValueError, ContextWindowError
 from contextwindow.messages import Message, Provider, ToolSpec, check_provider
-from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy
 from contextwindow.strategies.drop import DropOldest
 from contextwindow.strategies.pipeline import Pipeline
@@ -52,7 +67,7 @@ from contextwindow.strategies.tool_results import (
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["DEFAULT_STRATEGY", "fit", "provider_of"]
+__all__ = ["DEFAULT_STRATEGY", "fit", "provider_of", "reply_reserve"]
 
 DEFAULT_STRATEGY: Strategy = Pipeline(
     Deduplicate(), TruncateToolResults(), ClearToolResults(), DropOldest()
@@ -67,6 +82,7 @@ def provider_of(model: ModelInfo) -> Provider:
     """The wire shape a model is served in: ``anthropic`` for Claude, else ``openai``.
 
     Example:
+        >>> from contextwindow.models import get_model
         >>> provider_of(get_model("claude-sonnet-4-5"))
         'anthropic'
         >>> provider_of(get_model("gpt-4o"))
@@ -82,12 +98,12 @@ def fit(
     *,
     model: str | ModelInfo | None = None,
     limit: int | None = None,
-    reserve: int = 0,
-    strategy: Strategy | None = None,
+    reserve: int | None = None,
+    strategy: Strategy | str | None = None,
     provider: Provider | None = None,
-    tokenizer: Tokenizer | TokenCounter | None = None,
+    tokenizer: Tokenizer | TokenCounter | str | None = None,
     tools: Iterable[ToolSpec] = (),
-    protected: Iterable[str] = (),
+    protected: Iterable[str] | str = (),
     query: str | None = None,
 ) -> Fitted:
     """Fit ``messages`` into a model's window (see the module's contract).
@@ -96,12 +112,19 @@ def fit(
         messages: The conversation, in the neutral form.
         model: The model: its window is the default ``limit``, its tokenizer
             the default, its provider the default ``provider``.
-        limit: Most tokens the request may take (default: the model's window).
-        reserve: Tokens kept free within ``limit`` (for the reply, say).
-        strategy: How to make room (default: ``DEFAULT_STRATEGY``).
+        limit: The window in tokens (default: the model's window).
+        reserve: Tokens kept free within ``limit`` for the reply (default:
+            ``reply_reserve(model, limit)``: the model's output limit, at most
+            a quarter of ``limit``; 0 without a model, or for a model whose
+            output limit is not known). The request takes at most
+            ``limit - reserve``.
+        strategy: How to make room (default: ``DEFAULT_STRATEGY``): a
+            strategy, or a spec such as ``"dedupe,truncate,drop-oldest"``
+            (``parse_strategy``).
         provider: Whose rules and framing apply (default: the model's, or
             ``openai``).
-        tokenizer: A tokenizer, or a ``TokenCounter`` to reuse: its cache makes
+        tokenizer: A tokenizer, a model or encoding name (``"gpt-4o"``,
+            ``"o200k_base"``), or a ``TokenCounter`` to reuse: its cache makes
             re-fitting a grown conversation cost only the new messages.
         tools: Tool schemas sent with the request (they take tokens).
         protected: Markers: a message whose text holds one is kept (a
@@ -114,9 +137,12 @@ def fit(
 
     Raises:
         BudgetError: Pinned content alone exceeds the budget.
-        ContextWindowError: Neither ``model`` nor ``limit`` given, a negative
-            ``limit`` or ``reserve``, a ``reserve`` above the limit, an unknown
-            provider, or a counter for another provider.
+        ArgumentError: An argument of the wrong type or out of range (a
+            negative ``limit`` or ``reserve``, a ``reserve`` above the limit,
+            an unknown provider, a tokenizer that is not one, a bad strategy
+            spec), naming it.
+        ContextWindowError: Neither ``model`` nor ``limit`` given, or a
+            counter for another provider.
 
     Example:
         >>> conv = [Message.user("Fix the login bug."),
@@ -127,22 +153,24 @@ def fit(
         >>> [(c.kind, c.what, c.index, c.saved) for c in fitted.report.changes]
         [('dropped', 'assistant message', 1, 105)]
     """
-    info = get_model(model) if isinstance(model, str) else model
+    info = as_model(model)
+    limit = check_int(limit, "limit", low=0, none=True)
+    reserve = check_int(reserve, "reserve", low=0, none=True)
+    markers = check_strs(protected, "protected")
+    query = check_str(query, "query", none=True)
     if limit is None:
         if info is None:
             raise ContextWindowError("fit needs a model or a limit")
         limit = info.context_window
-    if limit < 0 or reserve < 0:
-        raise ContextWindowError(
-            f"limit and reserve must be >= 0, got {limit:,} and {reserve:,}"
-        )
-    if reserve > limit:
-        raise ContextWindowError(
-            f"reserve ({reserve:,}) is larger than the limit ({limit:,})"
+    if reserve is None:
+        reserve = reply_reserve(info, limit)
+    elif reserve > limit:
+        raise ArgumentValueError(
+            "reserve", f"{reserve:,}", f"at most the limit ({limit:,})"
         )
     counter = _counter(tokenizer, info, provider)
-    budget = Budget(limit - reserve, counter, tuple(tools), _markers(protected), query)
-    chosen = DEFAULT_STRATEGY if strategy is None else strategy
+    budget = Budget(limit - reserve, counter, tuple(tools), markers, query)
+    chosen = DEFAULT_STRATEGY if strategy is None else as_strategy(strategy)
     # A pipeline's stages join the fallback's pipeline, so the input is
     # validated once, not once per level of nesting.
     stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
@@ -152,13 +180,31 @@ def fit(
 _FALLBACK = DropOldest()
 
 
-def _markers(protected: Iterable[str]) -> tuple[str, ...]:
-    # A lone string is one marker, not a marker per character.
-    return (protected,) if isinstance(protected, str) else tuple(protected)
+def reply_reserve(model: ModelInfo | None, limit: int) -> int:
+    """The default room left for the reply: ``min(max output, limit // 4)``.
+
+    A reply takes at most the model's output limit, and reserving more than a
+    quarter of the window would starve the conversation (output limits near
+    the whole window exist: a reply that long is rare, and ``reserve=`` says
+    so when it is not). Without a model, or for one whose output limit is not
+    known, nothing is reserved: a bare ``limit`` is what the request may take.
+
+    Example:
+        >>> from contextwindow.models import get_model
+        >>> reply_reserve(get_model("gpt-4o"), 128_000)  # its output limit
+        16384
+        >>> reply_reserve(get_model("gpt-4o"), 4_000)  # a quarter of the limit
+        1000
+        >>> reply_reserve(None, 4_000)
+        0
+    """
+    if model is None or not model.max_output_tokens:
+        return 0
+    return min(model.max_output_tokens, limit // 4)
 
 
 def _counter(
-    tokenizer: Tokenizer | TokenCounter | None,
+    tokenizer: Tokenizer | TokenCounter | str | None,
     info: ModelInfo | None,
     provider: Provider | None,
 ) -> TokenCounter:
@@ -172,4 +218,5 @@ def _counter(
             )
         return tokenizer
     wire = provider or (provider_of(info) if info is not None else "openai")
-    return TokenCounter(tokenizer or get_tokenizer(info), wire)
+    chosen = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
+    return TokenCounter(chosen, wire)

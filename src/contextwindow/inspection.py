@@ -14,13 +14,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from contextwindow._args import as_tokenizer, check_int, check_str, shown
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message, Provider, ToolSpec, Unit, units
 from contextwindow.models import (
-    DEFAULT_MODEL_INFO,
     ModelInfo,
     get_model,
     get_tokenizer,
@@ -151,11 +152,13 @@ def inspect_messages(
     Returns:
         The inspection.
     """
-    asked = model or "gpt-4o"
-    info: ModelInfo = get_model(asked)  # an unknown model warns here, once
-    if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
-        info = replace(info, name=asked)
-    tok = tokenizer if tokenizer is not None else get_tokenizer(info)
+    asked = check_str(model, "model", empty=False, none=True) or "gpt-4o"
+    check_int(top, "top", low=0)
+    check_int(live_from, "live_from", low=0, none=True)
+    if meta is not None and not isinstance(meta, dict):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+        raise ArgumentTypeError("meta", shown(meta), "a dict or None")
+    info: ModelInfo = get_model(asked)  # an unknown one warns, keeping its name
+    tok = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
     counter = TokenCounter(tok, provider)
     # Running totals first: the counter's cache grows to hold the conversation.
     run = counter.running(messages)

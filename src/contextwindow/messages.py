@@ -36,7 +36,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import (
+    check_bool,
+    check_int,
+    check_items,
+    check_str,
+    shown,
+)
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+)
 
 __all__ = [
     "Image",
@@ -65,20 +75,21 @@ Provider = Literal["openai", "anthropic", "responses"]
 PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
 
 
-def check_provider(provider: str) -> None:
-    """Raise ``ContextWindowError`` naming the known providers for any other.
+def check_provider(provider: object, name: str = "provider") -> None:
+    """Raise an ``ArgumentError`` naming the known providers for any other.
 
     Example:
         >>> check_provider("anthropic")
         >>> try:
         ...     check_provider("gemini")
-        ... except ContextWindowError as exc:
-        ...     print(exc)
-        unknown provider 'gemini' (known: openai, anthropic, responses)
+        ... except ArgumentValueError as exc:
+        ...     print(exc.argument, exc.got)
+        provider 'gemini'
     """
     if provider not in PROVIDERS:
-        known = ", ".join(PROVIDERS)
-        raise ContextWindowError(f"unknown provider {provider!r} (known: {known})")
+        error = ArgumentValueError if isinstance(provider, str) else ArgumentTypeError
+        hint = "unknown provider" if isinstance(provider, str) else ""
+        raise error(name, shown(provider), "openai, anthropic or responses", hint)
 
 
 def _empty() -> dict[str, Any]:
@@ -106,6 +117,10 @@ class Text:
     kind: Literal["text"] = field(default="text", init=False, repr=False)
     """Discriminator for serialised forms."""
 
+    def __post_init__(self) -> None:
+        if type(self.text) is not str:
+            check_str(self.text, "text")
+
 
 @dataclass(frozen=True, slots=True)
 class Image:
@@ -127,6 +142,12 @@ class Image:
     kind: Literal["image"] = field(default="image", init=False, repr=False)
     """Discriminator for serialised forms."""
 
+    def __post_init__(self) -> None:
+        check_str(self.url, "url")
+        check_str(self.detail, "detail", none=True)
+        check_int(self.width, "width", low=1, none=True)
+        check_int(self.height, "height", low=1, none=True)
+
     @property
     def media_type(self) -> str | None:
         """The media type of a ``data:`` URI, else ``None``."""
@@ -142,12 +163,21 @@ class ToolCall:
 
     ``arguments`` is the JSON text of the arguments, exactly as the provider sent
     it (OpenAI sends a string; Anthropic's ``input`` object is serialised
-    compactly), so counting and round trips see the same bytes.
+    compactly), so counting and round trips see the same bytes. A mapping is
+    taken too, and serialised compactly as Anthropic's ``input`` is. Text that
+    is not JSON is refused (``""`` is taken: some servers send it for a call
+    without arguments).
 
     Example:
         >>> ToolCall("call_1", "search", '{"q": "tides"}').input
         {'q': 'tides'}
-    """
+        >>> ToolCall("call_2", "search", {"q": "tides"}).arguments
+        '{"q":"tides"}'
+        >>> ToolCall("call_3", "search", "{q: tides}")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentValueError: arguments: expected JSON text or a mapping, got '{q: tides}'
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
 
     id: str
     """The call id; results answer it."""
@@ -157,6 +187,31 @@ class ToolCall:
     """The arguments as JSON text."""
     kind: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
     """Discriminator for serialised forms."""
+
+    def __post_init__(self) -> None:
+        if type(self.id) is not str:
+            check_str(self.id, "id")
+        if type(self.name) is not str:
+            check_str(self.name, "name")
+        args: object = self.arguments
+        if args == "{}" or args == "":  # the common cases, and cheap
+            return
+        if isinstance(args, Mapping):
+            try:
+                text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+            except (TypeError, ValueError) as exc:
+                raise ArgumentValueError(
+                    "arguments", shown(args), "a mapping JSON can hold", str(exc)
+                ) from None
+            object.__setattr__(self, "arguments", text)
+            return
+        takes = "JSON text or a mapping"
+        if not isinstance(args, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError("arguments", shown(args), takes)
+        try:
+            json.loads(args)
+        except ValueError:
+            raise ArgumentValueError("arguments", shown(args), takes) from None
 
     @property
     def input(self) -> Any:
@@ -188,6 +243,27 @@ class ToolResult:
     """The tool's name, when the provider's shape carries it (OpenAI's ``name``)."""
     kind: Literal["tool_result"] = field(default="tool_result", init=False, repr=False)
     """Discriminator for serialised forms."""
+
+    def __post_init__(self) -> None:
+        if type(self.call_id) is not str:
+            check_str(self.call_id, "call_id")
+        content: object = self.content
+        if type(content) is not str:
+            if type(content) is not tuple:
+                if isinstance(content, str):  # a str subclass: taken as it is
+                    return
+                takes = "a str, or Text and Image parts"
+                items: list[Any] = check_items(content, "content", takes=takes)
+                object.__setattr__(self, "content", tuple(items))
+            for k, item in enumerate(self.content):
+                if type(item) is not Text and type(item) is not Image:
+                    raise ArgumentTypeError(
+                        f"content[{k}]", shown(item), "a Text or an Image"
+                    )
+        if self.is_error is not False and self.is_error is not True:
+            check_bool(self.is_error, "is_error")
+        if self.name is not None and type(self.name) is not str:
+            check_str(self.name, "name", none=True)
 
     @property
     def text(self) -> str:
@@ -222,9 +298,15 @@ class Thinking:
     kind: Literal["thinking"] = field(default="thinking", init=False, repr=False)
     """Discriminator for serialised forms."""
 
+    def __post_init__(self) -> None:
+        check_str(self.text, "text")
+        check_str(self.signature, "signature", none=True)
+        check_bool(self.redacted, "redacted")
+
 
 Part = Text | Image | ToolCall | ToolResult | Thinking
 """Any content part of a message."""
+_PART_TYPES = frozenset((Text, Image, ToolCall, ToolResult, Thinking))
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +324,14 @@ class ToolSpec:
     """What the tool does, as shown to the model."""
     parameters: Mapping[str, Any] = field(default_factory=_empty, hash=False)
     """The JSON Schema of the arguments."""
+
+    def __post_init__(self) -> None:
+        check_str(self.name, "name", empty=False)
+        check_str(self.description, "description")
+        if not isinstance(self.parameters, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError(
+                "parameters", shown(self.parameters), "a JSON Schema (a mapping)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +361,42 @@ class Message:
     meta: Mapping[str, Any] = field(default_factory=_empty, compare=False, hash=False)
     """Opaque provider data that must round-trip (e.g. Anthropic cache_control)."""
 
+    def __post_init__(self) -> None:
+        # Every message passes here, so the usual case costs a few type
+        # checks; the helpers that word an error run only on a bad value.
+        role: object = self.role
+        if type(role) is not str or role not in ROLES:
+            error = ArgumentValueError if isinstance(role, str) else ArgumentTypeError  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise error("role", shown(role), "system, user, assistant or tool")
+        parts: object = self.parts
+        if type(parts) is not tuple:
+            items: list[Any] = check_items(parts, "parts", takes="an iterable of parts")
+            object.__setattr__(self, "parts", tuple(items))
+        for k, part in enumerate(self.parts):
+            if type(part) not in _PART_TYPES:
+                raise ArgumentTypeError(
+                    f"parts[{k}]",
+                    shown(part),
+                    "a Text, Image, ToolCall, ToolResult or Thinking",
+                )
+        if self.name is not None and type(self.name) is not str:
+            check_str(self.name, "name", none=True)
+        if self.agent is not None and type(self.agent) is not str:
+            check_str(self.agent, "agent", none=True)
+        if self.pinned is not False and self.pinned is not True:
+            check_bool(self.pinned, "pinned")
+        if type(self.id) is not str:
+            check_str(self.id, "id")
+        if type(self.meta) is not dict and not isinstance(self.meta, Mapping):
+            raise ArgumentTypeError("meta", shown(self.meta), "a mapping")
+
     # -- constructors -------------------------------------------------------
 
     @classmethod
     def system(cls, text: str, **kw: Any) -> Message:
         """A system message with one text part."""
+        if type(text) is not str:
+            check_str(text, "text")
         return cls("system", (Text(text),), **kw)
 
     @classmethod
@@ -292,7 +413,10 @@ class Message:
         **kw: Any,
     ) -> Message:
         """An assistant message: text or parts, then any tool calls."""
-        return cls("assistant", _as_parts(content) + tuple(tool_calls), **kw)
+        calls: Iterable[ToolCall] = (
+            () if tool_calls == () else check_items(tool_calls, "tool_calls")
+        )
+        return cls("assistant", _as_parts(content) + tuple(calls), **kw)
 
     @classmethod
     def tool(
@@ -305,6 +429,8 @@ class Message:
         **kw: Any,
     ) -> Message:
         """A tool message holding one result."""
+        if type(call_id) is not str:
+            check_str(call_id, "call_id")
         result = ToolResult(call_id, content, is_error=is_error, name=name)
         return cls("tool", (result,), **kw)
 
@@ -337,7 +463,8 @@ class Message:
 def _as_parts(content: str | Iterable[Part]) -> tuple[Part, ...]:
     if isinstance(content, str):
         return (Text(content),) if content else ()
-    return tuple(content)
+    takes = "a str or an iterable of parts"
+    return tuple(check_items(content, "content", takes=takes))
 
 
 # -- units ---------------------------------------------------------------------

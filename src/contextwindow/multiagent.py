@@ -32,7 +32,19 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from contextwindow.errors import ContextWindowError, InvalidMessageError
+from contextwindow._args import (
+    as_model,
+    as_strategy,
+    as_tokenizer,
+    check_int,
+    check_str,
+    shown,
+)
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ContextWindowError,
+    InvalidMessageError,
+)
 from contextwindow.fitting import fit, provider_of
 from contextwindow.messages import (
     Message,
@@ -48,7 +60,7 @@ from contextwindow.strategies.base import Fitted, Strategy
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.tool_results import Deduplicate, TruncateToolResults
-from contextwindow.summarizers.base import Summarizer
+from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -145,7 +157,7 @@ class SharedContext:
     ) -> None:
         if provider is not None:
             check_provider(provider)
-        self._info = get_model(model) if isinstance(model, str) else model
+        self._info = as_model(model)
         self._provider: Provider | None = provider
         if isinstance(tokenizer, TokenCounter):
             self._counter = tokenizer
@@ -153,11 +165,24 @@ class SharedContext:
             wire = provider or (
                 provider_of(self._info) if self._info is not None else "openai"
             )
-            self._counter = TokenCounter(tokenizer or get_tokenizer(self._info), wire)
+            chosen = (
+                get_tokenizer(self._info)
+                if tokenizer is None
+                else as_tokenizer(tokenizer)
+            )
+            self._counter = TokenCounter(chosen, wire)
         self._counters: dict[str, TokenCounter] = {}
+        if summarizer is not None and not callable(
+            getattr(summarizer, "summarize", None)
+        ):
+            raise ArgumentTypeError(
+                "summarizer",
+                shown(summarizer),
+                "a Summarizer (with a summarize method)",
+            )
         self._summarizer = summarizer
         self._summaries: dict[str, tuple[int, str]] = {}
-        self._strategy = SLICE_STRATEGY if strategy is None else strategy
+        self._strategy = SLICE_STRATEGY if strategy is None else as_strategy(strategy)
         self._log: list[Message] = []
         self._lock = threading.Lock()
         for k, m in enumerate(messages):
@@ -273,7 +298,10 @@ class SharedContext:
                 budget.
             ContextWindowError: No budget and no model to take a window from.
         """
-        info = (get_model(model) if isinstance(model, str) else model) or self._info
+        check_str(agent, "agent")
+        check_str(task, "task")
+        check_int(budget, "budget", low=0, none=True)
+        info = as_model(model) or self._info
         counter = self._counter_for(model) if model is not None else self._counter
         limit = (
             budget if budget is not None else (info.context_window if info else None)
@@ -308,8 +336,11 @@ class SharedContext:
         if self._summarizer is not None:
             done, text = self._summaries.get(agent, (0, ""))
             if done < len(mine):
-                text = self._summarizer.summarize(
-                    mine[done:], previous=text or None, max_tokens=SUMMARY_TOKENS
+                text = summary_text(
+                    self._summarizer,
+                    self._summarizer.summarize(
+                        mine[done:], previous=text or None, max_tokens=SUMMARY_TOKENS
+                    ),
                 )
                 self._summaries[agent] = (len(mine), text)
             return " ".join(text.split())
@@ -370,6 +401,9 @@ def handoff(
         >>> [m.text for m in sub.messages]
         ['The docs build fails on a broken link.', "Noted, I'll delegate the docs link.", 'Fix the broken docs link']
     """  # noqa: E501 -- doctest output lines cannot be wrapped
+    check_str(task, "task")
+    check_str(system, "system", none=True)
+    check_int(limit, "limit", low=0)
     conv = [m for m in parent if m.role != "system"]
     if system is not None:
         conv.insert(0, Message.system(system))
@@ -417,11 +451,14 @@ def fold_result(
         >>> len(units(done))  # the task, then one exchange
         2
     """
+    check_str(agent, "agent")
+    check_str(task, "task", none=True)
+    check_str(call_id, "call_id", none=True)
     answer = result if isinstance(result, str) else _final_answer(result)
     pending = _pending(parent)
     if call_id is not None and call_id not in pending:
         raise ContextWindowError(
-            f"call {call_id!r} is not pending in the parent's last exchange"
+            f"call_id {call_id!r} is not pending in the parent's last exchange"
         )
     target = call_id or next(iter(pending), None)
     out = list(parent)

@@ -62,6 +62,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from contextwindow._args import check_int
 from contextwindow.messages import (
     Image,
     Message,
@@ -155,6 +156,7 @@ def problems(
         [('messages[1].parts[1]', 'tool call has no result')]
     """
     check_provider(provider)
+    check_int(start, "start", low=0)
     if not start:
         return _problems(messages, provider == "anthropic", 0, opened=False)
     # A turn before ``start`` was checked already: the first-turn rule is met.

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
@@ -337,6 +338,13 @@ def _part_from_dict(value: object, path: str) -> Part:
         return _content_from_dict(d, path)
     if kind == "tool_call":
         arguments = "{}" if d.get("arguments") is None else _str(d, "arguments", path)
+        if arguments:  # as the readers do: ``""`` is a call without arguments
+            try:
+                json.loads(arguments)
+            except ValueError:
+                raise InvalidMessageError(
+                    f"{path}.arguments", "not valid JSON"
+                ) from None
         return ToolCall(_str(d, "id", path), _str(d, "name", path), arguments)
     if kind == "tool_result":
         return ToolResult(

@@ -256,11 +256,6 @@ class TestToAnthropic:
         ("msg", "where", "reason"),
         [
             (
-                Message.assistant(tool_calls=[ToolCall("c", "f", "{bad")]),
-                "messages[1].parts[0].arguments",
-                "not valid JSON",
-            ),
-            (
                 Message.assistant(tool_calls=[ToolCall("c", "f", "[1]")]),
                 "messages[1].parts[0].arguments",
                 "expected a JSON object, got array",

@@ -56,14 +56,18 @@ class TestConstruction:
     @pytest.mark.parametrize(
         ("kw", "match"),
         [
-            ({"token_limit": 0}, "token_limit must be >= 1"),
-            ({"token_limit": 100, "reserve": 100}, "reserve must be"),
-            ({"token_limit": 100, "reserve": -1}, "reserve must be"),
-            ({"token_limit": 100, "max_messages": 0}, "max_messages must be"),
+            ({"token_limit": 0}, "token_limit: expected an int >= 1, got 0"),
+            ({"token_limit": 100, "reserve": 100}, r"reserve: .* in \[0, 99\]"),
+            ({"token_limit": 100, "reserve": -1}, "reserve: expected"),
+            ({"token_limit": 100, "max_messages": 0}, "max_messages: expected"),
             ({"token_limit": 100, "provider": "gemini"}, "unknown provider"),
-            ({"token_limit": 100, "thresholds": [0]}, "threshold"),
-            ({"token_limit": 100, "thresholds": [101]}, "threshold"),
-            ({"token_limit": 100, "strategy": "drop"}, "not a strategy"),
+            ({"token_limit": 100, "thresholds": [0]}, r"thresholds\[0\]"),
+            ({"token_limit": 100, "thresholds": [101]}, r"thresholds\[0\]"),
+            ({"token_limit": 100, "strategy": "drop"}, "strategy: .*unknown name"),
+            ({"token_limit": 100, "strategy": 5}, "strategy: expected a Strategy"),
+            ({"token_limit": 100, "tokenizer": "gpt-4o".count}, "tokenizer: "),
+            ({"token_limit": 1.5}, "token_limit: expected an int"),
+            ({"token_limit": 100, "reserve": float("nan")}, "reserve: expected"),
         ],
     )
     def test_bad_configuration_fails_at_once(
@@ -187,7 +191,7 @@ class TestConfiguration:
         m = manager()
         with pytest.raises(ContextWindowError, match="remove_strategy"):
             m.set_strategy(None)  # type: ignore[arg-type]
-        with pytest.raises(ContextWindowError, match="not a strategy"):
+        with pytest.raises(ContextWindowError, match="strategy: expected a Strategy"):
             m.set_strategy(3)  # type: ignore[arg-type]
 
     def test_strategy_none_at_construction(self) -> None:
@@ -255,7 +259,7 @@ class TestPrepare:
         m.push(Message.user(words(10)))
         p = m.prepare()
         assert (p.tokens, p.context_limit, p.budget) == (m.token_estimate(), 200, 150)
-        assert p.usage == pytest.approx(100 * p.tokens / 200)
+        assert p.usage == pytest.approx(100 * p.tokens / 150)  # of the budget
         assert (p.report, p.compactions, p.thresholds) == (None, (), ())
 
     def test_reserve_per_call(self) -> None:
@@ -455,3 +459,38 @@ class TestEvents:
             "restore",
             "clear",
         ]
+
+
+class TestReserve:
+    def test_default_leaves_room_for_the_reply(self) -> None:
+        """The model's output limit is kept free, at most a quarter of the window."""
+        assert ContextManager("gpt-4o").reserve == 16_384
+        assert ContextManager("gpt-4o", token_limit=8_000).reserve == 2_000
+        assert ContextManager("gpt-4o", reserve=0).budget == 128_000
+        assert ContextManager(token_limit=8_000).reserve == 0  # no model
+
+    @pytest.mark.parametrize("reserve", [0, 100, 500])
+    def test_a_90_percent_handler_fires_whatever_the_reserve(
+        self, reserve: int
+    ) -> None:
+        """Usage is a share of what a request may take, so 90 % means 90 % of it."""
+        m = ContextManager(
+            token_limit=1_000,
+            reserve=reserve,
+            tokenizer=FakeTokenizer(),
+            strategy=None,
+            thresholds=(90,),
+        )
+        seen: list[tuple[float, int]] = []
+        m.on_threshold(90)(lambda ctx: seen.append((ctx.usage_percentage, ctx.budget)))
+        budget = 1_000 - reserve
+        m.push(Message.user(words(int(budget * 0.8))))
+        m.prepare()
+        assert seen == []  # about 80 % of the budget
+        m.push(Message.user(words(int(budget * 0.12))))
+        p = m.prepare()
+        assert p.thresholds == (90,)
+        ((usage, seen_budget),) = seen
+        assert seen_budget == p.budget == budget
+        assert 90 <= usage <= 100
+        assert p.usage == pytest.approx(100 * p.tokens / budget)

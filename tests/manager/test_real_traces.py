@@ -87,9 +87,11 @@ def test_tau_bench_runs_in_windows_a_share_of_their_size(shared_data: Path) -> N
             sum(count(x) for x in t.messages[u.start : u.stop])
             for u in units(t.messages)
         )
-        # the system prompt and the largest exchange (when it is the last) must fit
+        # the system prompt and the largest exchange (when it is the last) must
+        # fit what a request may take: the window less the default reserve,
+        # a quarter of these windows at most
         floor = system + largest + 50
-        window = max(floor, int(total * (0.4, 0.6, 0.8)[k % 3]))
+        window = max(floor * 4 // 3 + 4, int(total * (0.4, 0.6, 0.8)[k % 3]))
         m = ContextManager("gpt-4o", token_limit=window)
         figures = replay(m, t.messages)
         compacted += figures["compactions"] > 0

@@ -17,7 +17,11 @@ from typing import Any
 
 import pytest
 
-from contextwindow.errors import UnknownModelError, UnknownModelWarning
+from contextwindow.errors import (
+    ContextWindowError,
+    UnknownModelError,
+    UnknownModelWarning,
+)
 from contextwindow.models import (
     DEFAULT_MODEL_INFO,
     ModelInfo,
@@ -234,8 +238,27 @@ class TestUnknownModels:
         """An unknown model warns, naming it and the default, and gets the default."""
         with pytest.warns(UnknownModelWarning, match=r"'my-own-llm'.*8,192"):
             m = get_model("my-own-llm")
-        assert m is DEFAULT_MODEL_INFO
-        assert (m.context_window, m.exact) == (8192, False)
+        assert m == dataclasses.replace(DEFAULT_MODEL_INFO, name="my-own-llm")
+        assert (m.name, m.context_window, m.exact) == ("my-own-llm", 8192, False)
+
+    def test_bare_name_is_the_makers(self) -> None:
+        """A bare name is the maker's model, even where only a cloud serves it."""
+        m = get_model("claude-opus-4-1")
+        assert (m.name, m.provider, m.context_window) == (
+            "claude-opus-4-1",
+            "anthropic",
+            200_000,
+        )
+        bedrock = get_model("anthropic.claude-opus-4-1-20250805-v1:0")
+        assert bedrock.provider == "bedrock_converse"  # a cloud's name: its entry
+        assert get_model("claude-sonnet-4-5").name == "claude-sonnet-4-5"
+        assert get_model("azure/gpt-4o").provider == "azure"
+
+    def test_a_model_is_a_name(self) -> None:
+        """None, a number or an empty name is an argument error, not a lookup."""
+        for bad in (None, 4, "", " "):
+            with pytest.raises(ContextWindowError, match=r"^model: "):
+                get_model(bad)  # type: ignore[arg-type]  # on purpose
 
     def test_warning_suggests_close_names(self) -> None:
         """The warning for a typo names the model it probably meant."""
@@ -313,12 +336,14 @@ class TestRegister:
     )
     def test_bad_values_raise(self, kwargs: dict[str, Any]) -> None:
         """Non-positive limits and unshipped encodings raise ValueError."""
-        with pytest.raises(ValueError, match=r"context_window|max_output|encoding"):
+        with pytest.raises(
+            (ValueError, TypeError), match=r"context_window|max_output|encoding"
+        ):
             Registry({}).register("x", **kwargs)
 
     def test_empty_name_raises(self) -> None:
         """A blank name is refused."""
-        with pytest.raises(ValueError, match="name: must not be empty"):
+        with pytest.raises(ValueError, match="name: expected a non-empty str"):
             Registry({}).register("  ", context_window=10)
 
     def test_register_again_in_other_case_replaces(self) -> None:

@@ -404,7 +404,9 @@ class TestKeepFirst:
 
     def test_negative(self) -> None:
         """A negative ``keep_first`` fails at construction."""
-        with pytest.raises(ContextWindowError, match="keep_first must be >= 0, got -1"):
+        with pytest.raises(
+            ContextWindowError, match="keep_first: expected an int >= 0, got -1"
+        ):
             DropOldest(keep_first=-1)
 
 
@@ -551,5 +553,5 @@ class TestSlidingWindow:
     def test_default_and_negative(self) -> None:
         """The window defaults to 20 units; a negative one is an error."""
         assert SlidingWindow().keep_last == 20
-        with pytest.raises(ContextWindowError, match="keep_last must be >= 0"):
+        with pytest.raises(ContextWindowError, match="keep_last: expected an int >= 0"):
             SlidingWindow(-1)

@@ -271,7 +271,7 @@ class TestSelectRelevant:
         """keep_recent < 0, a scorer that is not callable or miscounts."""
         with pytest.raises(ContextWindowError, match="keep_recent"):
             SelectRelevant(keep_recent=-1)
-        with pytest.raises(ContextWindowError, match="not callable"):
+        with pytest.raises(ContextWindowError, match="scorer: expected a Scorer"):
             SelectRelevant(scorer="bm25")  # type: ignore[arg-type]
 
         def short(documents: Sequence[str], query: str, /) -> list[float]:

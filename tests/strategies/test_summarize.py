@@ -267,11 +267,13 @@ class TestSummarize:
     @pytest.mark.parametrize(
         ("kw", "match"),
         [
-            ({"keep_recent": -1}, "keep_recent must be >= 0"),
-            ({"max_tokens": 0}, "max_tokens must be >= 1"),
-            ({"max_share": 0}, r"max_share must be in \(0, 1\]"),
+            ({"keep_recent": -1}, "keep_recent: expected an int >= 0"),
+            ({"max_tokens": 0}, "max_tokens: expected an int >= 1"),
+            ({"max_share": 0}, r"max_share: expected a finite number in \(0, 1\]"),
             ({"max_share": 1.5}, "max_share"),
-            ({"summarizer": object()}, "not a Summarizer"),
+            ({"max_share": float("nan")}, "max_share: .*got nan"),
+            ({"keep_recent": 2.0}, "keep_recent: expected an int"),
+            ({"summarizer": object()}, "summarizer: expected a Summarizer"),
         ],
     )
     def test_bad_settings(self, kw: dict[str, object], match: str) -> None:

@@ -150,9 +150,13 @@ class TestTruncate:
 class TestTruncateToolResults:
     def test_validation(self) -> None:
         """Bad settings fail at construction."""
-        with pytest.raises(ContextWindowError, match="max_tokens must be >= 1"):
+        with pytest.raises(
+            ContextWindowError, match="max_tokens: expected an int >= 1"
+        ):
             TruncateToolResults(max_tokens=0)
-        with pytest.raises(ContextWindowError, match="keep_recent must be >= 0"):
+        with pytest.raises(
+            ContextWindowError, match="keep_recent: expected an int >= 0"
+        ):
             TruncateToolResults(keep_recent=-1)
         assert TruncateToolResults() == TruncateToolResults(3, 500)
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from contextwindow import Message, ToolCall
-from contextwindow.errors import SummarizerError
+from contextwindow.errors import ContextWindowError, SummarizerError
 from contextwindow.summarizers import (
     AnthropicSummarizer,
     OpenAICompatibleSummarizer,
@@ -253,15 +253,17 @@ class TestOpenAICompatible:
     @pytest.mark.parametrize(
         ("kw", "match"),
         [
-            ({"timeout": 0}, "timeout must be > 0"),
-            ({"retries": -1}, "retries must be >= 0"),
-            ({"backoff": -1}, "backoff must be >= 0"),
+            ({"timeout": 0}, r"timeout: expected a finite number in \(0, 1e\+06\]"),
+            ({"retries": -1}, "retries: expected an int >= 0"),
+            ({"backoff": -1}, "backoff: expected a finite number >= 0"),
+            ({"timeout": float("nan")}, "timeout: .*got nan"),
+            ({"retries": 1.5}, "retries: expected an int"),
             ({"prompt": "Summarise {what}"}, "prompt may use only"),
         ],
     )
     def test_bad_settings_fail_at_once(self, kw: dict[str, Any], match: str) -> None:
         """Bad configuration fails when the summarizer is built."""
-        with pytest.raises(SummarizerError, match=match):
+        with pytest.raises(ContextWindowError, match=match):
             OpenAICompatibleSummarizer("m", **kw)
 
     def test_without_httpx(self, monkeypatch: pytest.MonkeyPatch) -> None:

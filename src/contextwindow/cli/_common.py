@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 import tempfile
 import warnings
@@ -130,7 +131,13 @@ def write_text(output: str, text: str) -> None:
         ) from None
     target = os.path.realpath(output)  # through a symlink, as open() would
     try:
-        mode = os.stat(target).st_mode & 0o7777
+        st = os.stat(target)
+        if not stat.S_ISREG(st.st_mode):
+            # A device, a pipe or a terminal (/dev/null, /dev/stdout) is
+            # written to, never replaced by a file.
+            _write_through(output, target, data)
+            return
+        mode = st.st_mode & 0o7777
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
@@ -158,6 +165,16 @@ def write_text(output: str, text: str) -> None:
         if tmp and not done:  # interrupted or failed: no stray temporary file
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _write_through(output: str, target: str, data: bytes) -> None:
+    try:
+        with open(target, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot write {output}: {exc.strerror or exc}"
+        ) from exc
 
 
 def choose_transcript(
@@ -203,6 +220,27 @@ def tokenizer_from(spec: str) -> Tokenizer:
     raise click.BadParameter(
         f"{spec!r} is not one of {choices}, nor a tokenizer.json file",
         param_hint="--tokenizer",
+    )
+
+
+def known_model(model: str | None, *, budget: bool | None = None) -> None:
+    """Refuse a ``--model`` the registry does not know: a usage error (exit 2).
+
+    The registry's suggestions are named. With a ``--budget`` the window is
+    not needed, and the model's default serves (with a warning);
+    ``budget=None``: the command takes no budget.
+    """
+    from contextwindow.models import registry
+
+    if model is None or budget or model in registry:
+        return
+    close = registry.suggest(model)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    remedy = "" if budget is None else ", or give --budget in tokens"
+    raise click.BadParameter(
+        f"unknown model {model!r} ({hint}see `contextwindow models`; "
+        f"register it with contextwindow.register_model{remedy})",
+        param_hint="--model",
     )
 
 

@@ -10,7 +10,7 @@ error; library errors and warnings reach the user through ``cli_errors``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -20,6 +20,7 @@ from contextwindow.cli._common import (
     choose_transcript,
     cli_errors,
     conversation_option,
+    known_model,
     num,
     pct,
     provider_json,
@@ -38,7 +39,7 @@ from contextwindow.cli._values import Amount, AmountType
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
-from contextwindow.models import DEFAULT_MODEL_INFO, ModelInfo, get_model, get_tokenizer
+from contextwindow.models import ModelInfo, get_model, get_tokenizer
 from contextwindow.strategies.base import Change, Fitted
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.tokens import TokenCounter, Tokenizer
@@ -162,14 +163,13 @@ def fit_cmd(
         strategy = parse_strategy(strategy_spec)
     except ContextWindowError as exc:
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    known_model(model, budget=budget is not None)
     with cli_errors():
         with working(f"reading {file}"):
             transcripts = read_source(file, view=view)
         t = choose_transcript(file, transcripts, conversation)
         asked = model or t.model or DEFAULT_MODEL
-        info = get_model(asked)
-        if info is DEFAULT_MODEL_INFO:  # report the name asked for, not "unknown"
-            info = replace(info, name=asked)
+        info = get_model(asked)  # an unknown model keeps the name asked for
         provider = to or provider_of(t)
         tok = tokenizer_from(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
         counter = TokenCounter(tok, provider)

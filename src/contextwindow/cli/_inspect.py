@@ -19,6 +19,7 @@ from contextwindow.cli._common import (
     choose_transcript,
     cli_errors,
     conversation_option,
+    known_model,
     num,
     pct,
     provider_of,
@@ -79,6 +80,7 @@ def inspect_cmd(
     FILE is a transcript (- for standard input), or a store's URL: URL#ID one
     stored conversation (e.g. sqlite:///chats.db#support-42), URL all of them.
     """
+    known_model(model)
     with cli_errors():
         tokenizer = tokenizer_from(tokenizer_spec) if tokenizer_spec else None
         with working(f"reading {file}"):

@@ -54,7 +54,11 @@ def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
             exact = get_model(resolved)
             found = [exact] + [m for m in found if m.name != exact.name]
     if not found:
-        raise click.ClickException(f"no model matches {pattern!r}")
+        close = registry.suggest(pattern) if pattern else ()
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise click.BadParameter(
+            f"no model matches {pattern!r}{hint}", param_hint="PATTERN"
+        )
     shown = found[:limit]
     if as_json:
         rows_json = [

@@ -85,10 +85,17 @@ _ARGS = """
             tokenizer and its provider are the defaults.
         token_limit: The window in tokens (default: the model's).
         strategy: How to compact (default: ``DEFAULT_STRATEGY``, the one
-            ``fit`` uses); ``None`` never compacts, and a request over the
-            window then raises ``BudgetError``.
-        tokenizer: Counts text (default: the model's).
-        reserve: Tokens kept free in the window for the reply.
+            ``fit`` uses), or a spec such as ``"dedupe,drop-oldest"``
+            (``parse_strategy``); ``None`` never compacts, and a request over
+            the window then raises ``BudgetError``.
+        tokenizer: Counts text (default: the model's): a tokenizer, or a
+            model or encoding name (``"gpt-4o"``, ``"o200k_base"``).
+        reserve: Tokens kept free in the window for the reply (default: the
+            model's output limit, at most a quarter of the window; 0 without
+            a model). A request takes at most ``token_limit - reserve``
+            (``budget``), and thresholds and the policy's watermarks are
+            percentages of that, so a 90 % handler fires whatever the
+            reserve.
         max_messages: A hard cap on the view's non-system messages, applied
             after compaction; whole units go, oldest first.
         provider: ``openai``, ``anthropic`` or ``responses`` (default: the
@@ -108,9 +115,12 @@ _ARGS = """
             ``#id``, else a new id, in ``conversation_id``).
 
     Raises:
-        ContextWindowError: Neither ``model`` nor ``token_limit``, a limit,
-            reserve or cap out of range, an unknown provider, a threshold
-            outside (0, 100], a strategy that is not callable, or a
+        ArgumentError: An argument of the wrong type or out of range (a
+            limit, reserve or cap out of range, an unknown provider, a
+            threshold outside (0, 100], a strategy that is not callable nor a
+            spec, a tokenizer that is not one), naming it; an unknown keyword
+            is Python's ``TypeError``.
+        ContextWindowError: Neither ``model`` nor ``token_limit``, or a
             ``conversation_id`` without a store.
         StoreError: The store cannot be opened or read.
 """
@@ -135,9 +145,9 @@ class ContextManager(Core):
 
     __doc__ = (__doc__ or "") + _ARGS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    # ``__init__`` is ``State.__init__``: one signature, for help() and IDEs.
+    def _setup(self) -> None:
         self._lock = threading.RLock()
-        super().__init__(*args, **kwargs)
 
     def push(self, message: Message) -> None:
         """Append one message to the history and the view.
@@ -239,8 +249,10 @@ class ContextManager(Core):
             >>> m.push(Message.assistant("ok"))
             >>> m.push(Message.user("and now?"))
             >>> p = m.prepare()
-            >>> (p.tokens <= 100, [c.trigger for c in p.compactions])
-            (True, ['watermark'])
+            >>> p.budget  # the window less a quarter of it kept for the reply
+            75
+            >>> (p.tokens <= p.budget, [c.trigger for c in p.compactions])
+            (True, ['limit'])
             >>> [x.text for x in p.conversation]
             ['ok', 'and now?']
         """
@@ -333,8 +345,7 @@ class AsyncContextManager(Core):
 
     __doc__ = (__doc__ or "") + _ARGS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def _setup(self) -> None:
         self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def _lock(self) -> asyncio.Lock:

@@ -49,14 +49,18 @@ class _Context:
 
     @property
     def usage_percentage(self) -> float:
-        """Tokens of the view as a percentage of the window (0 to 100, or more).
+        """Tokens of the view as a percentage of ``budget`` (0 to 100, or more).
+
+        The budget is what a request may take (the window less the reserve),
+        so a handler at 90 fires at 90 % of what may be sent.
 
         Example:
             >>> from contextwindow.testing import call_handler
             >>> call_handler(lambda ctx: ctx.usage_percentage)
             69.0
         """
-        return 100.0 * self.tokens_used / self.context_limit
+        budget = self.budget
+        return 100.0 * self.tokens_used / budget if budget else 100.0
 
     @property
     def tokens_used(self) -> int:
@@ -71,14 +75,25 @@ class _Context:
 
     @property
     def tokens_remaining(self) -> int:
-        """Tokens left in the window (negative when over it).
+        """Tokens left in the budget (negative when over it).
 
         Example:
             >>> from contextwindow.testing import call_handler
             >>> call_handler(lambda ctx: ctx.tokens_remaining)
             310
         """
-        return self.context_limit - self.tokens_used
+        return self.budget - self.tokens_used
+
+    @property
+    def budget(self) -> int:
+        """What this request may take: the window less the reserve.
+
+        Example:
+            >>> from contextwindow.testing import call_handler
+            >>> call_handler(lambda ctx: ctx.budget)  # no model: no reserve
+            1000
+        """
+        return self._m.budget
 
     @property
     def context_limit(self) -> int:

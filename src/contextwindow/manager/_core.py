@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from contextwindow._args import check_int
 from contextwindow.errors import (
     BudgetError,
-    ContextWindowError,
 )
 from contextwindow.fitting import fit
 from contextwindow.manager._state import State, checked_messages
@@ -244,7 +244,7 @@ class Core(State):
     def _plan(self, tokens: int, hard: int) -> tuple[Trigger, int, str] | None:
         """Whether to compact on its own now: the trigger, the target and why."""
         policy = self._policy
-        target = min(hard, int(policy.to * self._window / 100))
+        target = min(hard, int(policy.to * hard / 100))
         if tokens > hard:
             if self._strategy is None:
                 raise BudgetError(
@@ -315,6 +315,7 @@ class Core(State):
         self, query: str | None, reserve: int | None
     ) -> Generator[Step, Any, Prepared]:
         hard = self._hard_limit(reserve)
+        self._usable = hard
         self._applied = False
         done: list[Compaction] = []
         fired: list[float] = []
@@ -377,13 +378,10 @@ class Core(State):
         self, strategy: Strategy, target: int | None
     ) -> Generator[Step, Any, Compaction]:
         if target is None:
-            limit = min(
-                self._hard_limit(None), int(self._policy.to * self._window / 100)
-            )
-        elif target < 0:
-            raise ContextWindowError(f"target must be >= 0, got {target:,}")
+            hard = self._hard_limit(None)
+            limit = min(hard, int(self._policy.to * hard / 100))
         else:
-            limit = target
+            limit = check_int(target, "target", low=0)
         reason = f"forced ({stage_name(strategy)}, target {limit:,} tokens)"
         view = list(self._view)
         budget = self._budget(limit)

@@ -19,8 +19,23 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from contextwindow.errors import ContextWindowError, InvalidMessageError, StoreError
-from contextwindow.fitting import DEFAULT_STRATEGY, provider_of
+from contextwindow._args import (
+    as_model,
+    as_strategy,
+    as_tokenizer,
+    check_int,
+    check_items,
+    check_percent,
+    check_str,
+    shown,
+)
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ContextWindowError,
+    InvalidMessageError,
+    StoreError,
+)
+from contextwindow.fitting import DEFAULT_STRATEGY, provider_of, reply_reserve
 from contextwindow.manager._persist import Persistence, Resumed
 from contextwindow.manager._types import CompactionPolicy, Event
 from contextwindow.manager._wire import Writer
@@ -31,7 +46,7 @@ from contextwindow.messages import (
     check_provider,
     new_id,
 )
-from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.store.base import Store
 from contextwindow.store.urls import open_store, split_url
 from contextwindow.strategies.base import Budget, Strategy, stage_name
@@ -47,7 +62,6 @@ logger = logging.getLogger("contextwindow.manager")
 DEFAULT_THRESHOLDS: tuple[float, ...] = (60, 80, 90)
 """Usage percentages whose crossing fires handlers (and a ``threshold`` event)."""
 
-_UNSET: Any = object()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -59,9 +73,9 @@ class State:
         model: str | ModelInfo | None = None,
         *,
         token_limit: int | None = None,
-        strategy: Strategy | None = _UNSET,
-        tokenizer: Tokenizer | None = None,
-        reserve: int = 0,
+        strategy: Strategy | str | None = "default",
+        tokenizer: Tokenizer | str | None = None,
+        reserve: int | None = None,
         max_messages: int | None = None,
         provider: Provider | None = None,
         tools: Iterable[ToolSpec] = (),
@@ -73,18 +87,32 @@ class State:
         store: Store | str | None = None,
         conversation_id: str | None = None,
     ) -> None:
-        info = get_model(model) if isinstance(model, str) else model
+        self._setup()
+        info = as_model(model)
+        token_limit = check_int(token_limit, "token_limit", low=1, none=True)
+        reserve = check_int(reserve, "reserve", low=0, none=True)
+        max_messages = check_int(max_messages, "max_messages", low=1, none=True)
+        watched = check_items(thresholds, "thresholds", _threshold_checked)
+        agent_name = check_str(agent_name, "agent_name", none=True)
+        system = check_str(system, "system", none=True)
+        conversation_id = check_str(
+            conversation_id, "conversation_id", empty=False, none=True
+        )
+        if policy is not None and not isinstance(policy, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError("policy", shown(policy), "a CompactionPolicy")
+        _summarizer_checked(summarizer)
         if token_limit is None:
             if info is None:
                 raise ContextWindowError("a manager needs a model or a token_limit")
             token_limit = info.context_window
-        if token_limit < 1:
-            raise ContextWindowError(f"token_limit must be >= 1, got {token_limit:,}")
         self._window = token_limit
+        if reserve is None:
+            reserve = reply_reserve(info, token_limit)
         self._check_reserve(reserve)
         self._reserve = reserve
-        if max_messages is not None and max_messages < 1:
-            raise ContextWindowError(f"max_messages must be >= 1, got {max_messages}")
+        self._usable = token_limit - reserve
+        """What a request may take in the ``prepare`` under way (or the next):
+        the window less the reserve; usage percentages are of this."""
         self._max_messages = max_messages
         if provider is not None:
             check_provider(provider)
@@ -92,18 +120,19 @@ class State:
             provider_of(info) if info is not None else "openai"
         )
         self._info = info
-        self._counter = TokenCounter(tokenizer or get_tokenizer(info), self._provider)
+        chosen = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
+        self._counter = TokenCounter(chosen, self._provider)
         self._tools = tuple(tools)
         self._strategy: Strategy | None = (
-            DEFAULT_STRATEGY if strategy is _UNSET else _strategy_checked(strategy)
+            DEFAULT_STRATEGY if strategy == "default" else _strategy_checked(strategy)
         )
         self._policy = policy or CompactionPolicy()
         self._summarizer = summarizer
         self._agent = agent_name
         self._markers: list[str] = []
         self._handlers: dict[float, list[Callable[[Any], Any]]] = {}
-        for t in thresholds:
-            self._handlers.setdefault(_threshold_checked(t), [])
+        for t in watched:
+            self._handlers.setdefault(t, [])
         self._fired: set[float] = set()
         self._ran: dict[float, int] = {}
         """For a threshold whose handlers are part way through (one raised):
@@ -140,6 +169,9 @@ class State:
             if system is not None:
                 self._append((Message.system(system),))
 
+    def _setup(self) -> None:
+        """What a class needs before the configuration is read (its lock)."""
+
     def __repr__(self) -> str:
         model = self._info.name if self._info is not None else None
         return (
@@ -166,8 +198,34 @@ class State:
 
     @property
     def reserve(self) -> int:
-        """Tokens kept free for the reply (``prepare(reserve=...)`` overrides it)."""
+        """Tokens kept free for the reply (``prepare(reserve=...)`` overrides it).
+
+        By default the model's output limit, at most a quarter of the window
+        (``reply_reserve``); 0 without a model.
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> ContextManager("gpt-4o").reserve  # its output limit
+            16384
+            >>> ContextManager(token_limit=100).reserve  # no model: none
+            0
+        """
         return self._reserve
+
+    @property
+    def budget(self) -> int:
+        """What a request may take: the window less the reserve.
+
+        Thresholds and the compaction policy's watermarks are percentages of
+        this, so a 90 % handler fires at 90 % of what may be sent, whatever
+        the reserve.
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> ContextManager("gpt-4o", token_limit=10_000).budget  # 10,000 - 2,500
+            7500
+        """
+        return self._usable
 
     @property
     def policy(self) -> CompactionPolicy:
@@ -260,7 +318,7 @@ class State:
 
     # -- configuration ---------------------------------------------------------------
 
-    def set_strategy(self, strategy: Strategy) -> None:
+    def set_strategy(self, strategy: Strategy | str) -> None:
         """Compact with ``strategy`` from now on (the view is kept as it is).
 
         Raises:
@@ -273,7 +331,7 @@ class State:
             >>> m.strategy
             SlidingWindow(keep_last=10)
         """
-        checked = _strategy_checked(strategy)
+        checked = _strategy_checked(strategy)  # pyright: ignore[reportUnnecessaryComparison]  # callers may pass None
         if checked is None:
             raise ContextWindowError("set_strategy needs a strategy (remove_strategy)")
         self._strategy = checked
@@ -292,7 +350,7 @@ class State:
         self._strategy = None
         self._emit("strategy", strategy=None)
 
-    def set_tokenizer(self, tokenizer: Tokenizer) -> None:
+    def set_tokenizer(self, tokenizer: Tokenizer | str) -> None:
         """Count with ``tokenizer`` from now on (cached counts are dropped).
 
         Example:
@@ -302,9 +360,10 @@ class State:
             >>> m.tokenizer.name
             'heuristic'
         """
-        self._counter = TokenCounter(tokenizer, self._provider)
+        chosen = as_tokenizer(tokenizer)
+        self._counter = TokenCounter(chosen, self._provider)
         self._set_view(self._view)
-        self._emit("tokenizer", tokenizer=tokenizer.name)
+        self._emit("tokenizer", tokenizer=chosen.name)
 
     def add_protected_marker(self, marker: str) -> None:
         """Pin every message whose text holds ``marker`` (kept whole by compaction).
@@ -508,6 +567,12 @@ class State:
         if isinstance(store, str):
             url, in_url = split_url(store)
             store, cid = open_store(url), cid or in_url
+        elif not all(
+            callable(getattr(store, m, None)) for m in ("append", "load", "save_view")
+        ):
+            raise ArgumentTypeError(
+                "store", shown(store), "a Store or a store URL (sqlite:///chats.db)"
+            )
         key = f"{self._counter.tokenizer.name}/{self._provider}"
         return Persistence(store, cid or new_id(), key)
 
@@ -569,7 +634,7 @@ class State:
         return self._running[-1] + self._overhead
 
     def _percent(self, tokens: int) -> float:
-        return 100.0 * tokens / self._window
+        return 100.0 * tokens / self._usable if self._usable else 100.0
 
     def _hard_limit(self, reserve: int | None) -> int:
         if reserve is None:
@@ -577,12 +642,8 @@ class State:
         self._check_reserve(reserve)
         return self._window - reserve
 
-    def _check_reserve(self, reserve: int) -> None:
-        if not 0 <= reserve < self._window:
-            raise ContextWindowError(
-                f"reserve must be >= 0 and below the window ({self._window:,}), "
-                f"got {reserve:,}"
-            )
+    def _check_reserve(self, reserve: object) -> None:
+        check_int(reserve, "reserve", low=0, high=self._window - 1)
 
     def _budget(self, limit: int, query: str | None = None) -> Budget:
         markers = tuple(self._markers)
@@ -646,15 +707,16 @@ def checked_messages(items: Iterable[Message], name: str) -> list[Message]:
     return out
 
 
-def _strategy_checked(strategy: Strategy | None) -> Strategy | None:
-    if strategy is not None and not callable(strategy):
-        raise ContextWindowError(f"not a strategy (not callable): {strategy!r}")
-    return strategy
+def _strategy_checked(strategy: Strategy | str | None) -> Strategy | None:
+    return None if strategy is None else as_strategy(strategy)
 
 
-def _threshold_checked(threshold: float) -> float:
-    if isinstance(threshold, bool) or not 0 < threshold <= 100:
-        raise ContextWindowError(
-            f"a threshold is a percentage in (0, 100], got {threshold!r}"
+def _threshold_checked(threshold: object, name: str = "threshold") -> float:
+    return check_percent(threshold, name)  # type: ignore[no-any-return]  # checked
+
+
+def _summarizer_checked(summarizer: object) -> None:
+    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+        raise ArgumentTypeError(
+            "summarizer", shown(summarizer), "a Summarizer (with a summarize method)"
         )
-    return threshold

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import check_int, check_number, check_percent, shown
+from contextwindow.errors import ArgumentValueError
 from contextwindow.messages import Message, Provider
 from contextwindow.strategies.base import Report
 
@@ -29,7 +30,8 @@ would not fit the window; ``force_compress``; a threshold handler; the
 class CompactionPolicy:
     """When a manager compacts on its own, and how far.
 
-    Compaction starts when usage reaches ``at`` percent of the window and
+    Usage is a percentage of what a request may take (the window less the
+    reserve). Compaction starts when usage reaches ``at`` percent and
     brings the request down to ``to`` percent, so that many turns of plain
     appends (and cache hits) follow each compaction instead of one
     compaction per turn. A compaction that would save less than
@@ -39,13 +41,14 @@ class CompactionPolicy:
     request exceed the window: one that would not fit is compacted anyway.
 
     Args:
-        at: Usage (percent of the window) that starts a compaction.
+        at: Usage (percent of the window less the reserve) that starts a
+            compaction.
         to: Usage a compaction brings the request down to.
         min_saving: Least saving worth a compaction, in percent of the window.
         max_per_turn: Automatic compactions allowed between user messages.
 
     Raises:
-        ContextWindowError: Watermarks outside ``0 < to < at <= 100``, a
+        ArgumentError: Watermarks outside ``0 < to < at <= 100``, a
             negative ``min_saving`` or ``max_per_turn``.
 
     Example:
@@ -54,26 +57,24 @@ class CompactionPolicy:
     """
 
     at: float = 90.0
-    """Usage (percent of the window) that starts a compaction."""
+    """Usage (percent of the window less the reserve) that starts a compaction."""
     to: float = 60.0
-    """Usage (percent of the window) a compaction brings the request to."""
+    """Usage (percent of the window less the reserve) a compaction brings the
+    request to."""
     min_saving: float = 5.0
     """Least saving worth a compaction, in percent of the window."""
     max_per_turn: int = 2
     """Automatic compactions allowed between two user messages."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.to < self.at <= 100:
-            raise ContextWindowError(
-                f"compaction watermarks need 0 < to < at <= 100, "
-                f"got at={self.at}, to={self.to}"
+        check_percent(self.at, "at")
+        check_percent(self.to, "to")
+        if not self.to < self.at:
+            raise ArgumentValueError(
+                "to", shown(self.to), f"a percentage below at ({self.at:g})"
             )
-        if self.min_saving < 0:
-            raise ContextWindowError(f"min_saving must be >= 0, got {self.min_saving}")
-        if self.max_per_turn < 0:
-            raise ContextWindowError(
-                f"max_per_turn must be >= 0, got {self.max_per_turn}"
-            )
+        check_number(self.min_saving, "min_saving", low=0, high=100)
+        check_int(self.max_per_turn, "max_per_turn", low=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +147,8 @@ class Prepared:
 
     @property
     def usage(self) -> float:
-        """Tokens as a percentage of the window."""
-        return 100.0 * self.tokens / self.context_limit if self.context_limit else 0.0
+        """Tokens as a percentage of ``budget`` (what the request may take)."""
+        return 100.0 * self.tokens / self.budget if self.budget else 0.0
 
     def body(self) -> dict[str, Any]:
         """The request's fields: ``messages`` and ``system``, or ``input``."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["bare_name", "encoding_for", "name_date", "tier", "variants"]
+__all__ = ["bare_name", "encoding_for", "maker_of", "name_date", "tier", "variants"]
 
 # -- encodings -----------------------------------------------------------------
 
@@ -136,6 +136,49 @@ _MAKERS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 _MISTRAL = ("mistral", "codestral", "devstral", "magistral", "ministral", "pixtral")
 _CLOUDS = ("azure", "bedrock", "vertex_ai")
+
+
+# The maker's provider to name for a bare name no maker's entry serves.
+_MAKER_NAMES: dict[str, str] = {
+    "claude": "anthropic",
+    "gpt": "openai",
+    "chatgpt": "openai",
+    "o1": "openai",
+    "o3": "openai",
+    "o4": "openai",
+    "gemini": "gemini",
+    "gemma": "gemini",
+    "grok": "xai",
+    "deepseek": "deepseek",
+    "command": "cohere",
+    "jamba": "ai21",
+    "llama": "meta_llama",
+    "kimi": "moonshot",
+    "glm": "zai",
+    "qwen": "dashscope",
+    "minimax": "minimax",
+    "nova": "amazon_nova",
+    "mistral": "mistral",
+    "codestral": "mistral",
+    "devstral": "mistral",
+    "magistral": "mistral",
+    "ministral": "mistral",
+    "pixtral": "mistral",
+}
+
+
+def maker_of(name: str) -> str | None:
+    """The provider that makes the model a bare name names, if known.
+
+    Example:
+        >>> maker_of("claude-opus-4-1"), maker_of("my-llm")
+        ('anthropic', None)
+    """
+    bare = bare_name(name)
+    for prefix, maker in _MAKER_NAMES.items():
+        if bare.startswith(prefix):
+            return maker
+    return None
 
 
 def tier(name: str, provider: str) -> int:

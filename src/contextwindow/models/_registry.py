@@ -5,8 +5,15 @@ Contract:
 - The shipped table (``data/models.json``, trimmed from litellm's model map, MIT)
   is read once, lazily, on the first lookup; importing this module reads nothing.
 - ``Registry.get`` never guesses silently: a name it cannot resolve gives
-  ``DEFAULT_MODEL_INFO`` with an ``UnknownModelWarning`` naming the model, or,
-  with ``default=False``, an ``UnknownModelError`` with close matches.
+  ``DEFAULT_MODEL_INFO`` under the name it was asked by, with an
+  ``UnknownModelWarning`` naming the model, or, with ``default=False``, an
+  ``UnknownModelError`` with close matches.
+- A bare name (no provider path, region or vendor prefix) is the model
+  maker's: when the shipped table lacks the maker's own entry and only a
+  cloud or a reseller serves the model (``claude-opus-4-1`` is only on
+  Bedrock there), the entry found is given under the bare name and the
+  maker's provider (``anthropic``), with that entry's window and output
+  limit.
 - What users register (``register``, ``alias``) wins over the shipped table.
 - ``ModelInfo.exact`` is ``True`` only where a shipped BPE file is the model's
   real tokenizer (OpenAI's ``o200k_base`` and ``cl100k_base`` families). Every
@@ -49,8 +56,20 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
-from contextwindow.errors import UnknownModelError, UnknownModelWarning
-from contextwindow.models._names import encoding_for, name_date, tier, variants
+from contextwindow._args import check_bool, check_int, check_str, shown
+from contextwindow.errors import (
+    ArgumentValueError,
+    UnknownModelError,
+    UnknownModelWarning,
+)
+from contextwindow.models._names import (
+    bare_name,
+    encoding_for,
+    maker_of,
+    name_date,
+    tier,
+    variants,
+)
 from contextwindow.tokens.approx import ApproximateTokenizer
 from contextwindow.tokens.base import Tokenizer
 
@@ -294,9 +313,10 @@ class Registry:
         return self._get(model, default=default, stacklevel=3)
 
     def _get(self, model: str, *, default: bool, stacklevel: int) -> ModelInfo:
+        check_str(model, "model", empty=False, takes="a model name")
         name = self.resolve(model)
         if name is not None:
-            return self._info(name)
+            return self._first_party(model, self._info(name))
         suggestions = self.suggest(model)
         if not default:
             raise UnknownModelError(model, suggestions)
@@ -310,7 +330,19 @@ class Registry:
             UnknownModelWarning,
             stacklevel=stacklevel,
         )
-        return DEFAULT_MODEL_INFO
+        return replace(DEFAULT_MODEL_INFO, name=model.strip())
+
+    def _first_party(self, asked: str, info: ModelInfo) -> ModelInfo:
+        """``info`` as the model maker's own entry, when ``asked`` is a bare name."""
+        if info.name in self._user or tier(info.name, info.provider) == 0:
+            return info
+        bare = asked.strip().lower()
+        if bare_name(bare) != bare or "/" in bare:
+            return info  # a provider's name: that provider's entry
+        maker = maker_of(bare)
+        if maker is None:
+            return info
+        return replace(info, name=asked.strip(), provider=maker)
 
     # -- user data ------------------------------------------------------------
 
@@ -337,8 +369,9 @@ class Registry:
             exact: Whether ``encoding`` is the model's real tokenizer.
 
         Raises:
-            ValueError: A limit that is not a positive integer, an empty name,
-                or ``exact=True`` with an encoding that is not shipped.
+            ArgumentError: A limit that is not a positive integer, an empty
+                name, or an encoding that is not shipped (a ``ValueError`` or
+                a ``TypeError`` as well).
 
         Example:
             >>> reg = Registry({})
@@ -347,21 +380,18 @@ class Registry:
         """
         from contextwindow.tokens.bpe import ENCODINGS
 
-        if not name.strip():
-            raise ValueError("name: must not be empty")
-        for label, value in (
-            ("context_window", context_window),
-            ("max_output_tokens", max_output_tokens),
-        ):
-            if value is None and label == "max_output_tokens":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{label}: must be a positive int, got {value!r}")
+        check_str(name, "name", empty=False)
+        check_int(context_window, "context_window", low=1)
+        check_int(max_output_tokens, "max_output_tokens", low=1, none=True)
+        check_str(provider, "provider", empty=False)
+        check_bool(exact, "exact")
         if encoding is None:
             encoding, exact = encoding_for(name)
-        elif encoding not in ENCODINGS:
+        elif check_str(encoding, "encoding") not in ENCODINGS:
             known = ", ".join(sorted(ENCODINGS))
-            raise ValueError(f"encoding: {encoding!r} is not shipped (known: {known})")
+            raise ArgumentValueError(
+                "encoding", shown(encoding), f"a shipped encoding ({known}) or None"
+            )
         info = ModelInfo(
             name=name,
             provider=provider,
@@ -499,8 +529,6 @@ def get_tokenizer(model: str | ModelInfo | None) -> Tokenizer:
         info = model
     else:
         info = registry._get(model, default=True, stacklevel=3)  # pyright: ignore[reportPrivateUsage]  # same-module helper; stacklevel-aware lookup
-        if info is DEFAULT_MODEL_INFO:  # name the model asked for, not "unknown"
-            info = replace(info, name=model)
     bpe = BPETokenizer(info.encoding or "o200k_base")
     if info.exact:
         return bpe

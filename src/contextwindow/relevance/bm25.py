@@ -26,9 +26,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import cast
 
+from contextwindow._args import check_int, check_items, check_number, shown
 from contextwindow._lru import LRU
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.relevance._text import terms
 
 __all__ = ["BM25Scorer", "TermCache"]
@@ -114,17 +116,10 @@ class BM25Scorer:
     """Term counts per document text (shared by every call)."""
 
     def __post_init__(self) -> None:
-        if self.k1 < 0:
-            raise ContextWindowError(f"k1 must be >= 0, got {self.k1}")
-        if not 0 <= self.b <= 1:
-            raise ContextWindowError(f"b must be between 0 and 1, got {self.b}")
-        object.__setattr__(self, "context", tuple(tuple(c) for c in self.context))
-        for width, weight in self.context:
-            if width < 1 or weight < 0:
-                raise ContextWindowError(
-                    f"context windows need a width >= 1 and a weight >= 0, "
-                    f"got ({width}, {weight})"
-                )
+        check_number(self.k1, "k1", low=0)
+        check_number(self.b, "b", low=0, high=1)
+        pairs = check_items(self.context, "context", _context_pair)
+        object.__setattr__(self, "context", tuple(pairs))
 
     def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
         """One score per document (0: no query term in it or around it)."""
@@ -188,3 +183,16 @@ def _window(values: list[int], width: int) -> list[int]:
     n = len(values)
     prefix = [0, *accumulate(values)]
     return [prefix[min(n, i + width + 1)] - prefix[max(0, i - width)] for i in range(n)]
+
+
+def _context_pair(pair: object, name: str) -> tuple[int, float]:
+    """One ``(width, weight)`` context window: a width >= 1, a weight >= 0."""
+    takes = "a (width >= 1, weight >= 0) pair"
+    if not isinstance(pair, (tuple, list)):
+        raise ArgumentTypeError(name, shown(pair), takes)
+    items = cast("Sequence[object]", pair)
+    if len(items) != 2:
+        raise ArgumentTypeError(name, shown(items), takes)
+    width: int = check_int(items[0], f"{name}[0]", low=1)
+    weight: float = check_number(items[1], f"{name}[1]", low=0)
+    return (width, weight)

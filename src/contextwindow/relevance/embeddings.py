@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from operator import mul
 from typing import Any, Protocol, runtime_checkable
 
+from contextwindow._args import check_callable, check_number
 from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.relevance.base import Scorer
@@ -163,8 +164,11 @@ class EmbeddingScorer:
     """Vectors per text, for this scorer's embedder (shared by every call)."""
 
     def __post_init__(self) -> None:
-        if self.weight < 0:
-            raise ContextWindowError(f"weight must be >= 0, got {self.weight}")
+        check_number(self.weight, "weight", low=0)
+        embed = getattr(self.embedder, "embed", None)
+        check_callable(embed, "embedder", "an Embedder (with an embed method)")
+        if self.lexical is not None:
+            check_callable(self.lexical, "lexical", "a Scorer or None")
 
     def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
         """One score per document: cosine, or the standardised blend."""

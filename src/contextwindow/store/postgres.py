@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from contextwindow._args import check_int, check_number, check_str
 from contextwindow.errors import ConflictError, StoreError
 from contextwindow.store._codec import LogRow
 from contextwindow.store._sql import Cursor, SQLStore
@@ -129,6 +130,9 @@ class PostgresStore(SQLStore):
     def __init__(
         self, url: str, *, max_connections: int = 4, timeout: float = 10.0
     ) -> None:
+        check_str(url, "url", empty=False, secret=True)
+        check_int(max_connections, "max_connections", low=1)
+        check_number(timeout, "timeout", low=0, high=1e6, open_low=True)
         self._url = url
         psycopg, pools = _driver()
         self._errors: type[Exception] = psycopg.Error

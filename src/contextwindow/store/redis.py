@@ -28,7 +28,8 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from contextwindow.errors import ConflictError, StoreError
+from contextwindow._args import check_number, check_str, shown
+from contextwindow.errors import ArgumentValueError, ConflictError, StoreError
 from contextwindow.store._backend import RowStore, Snapshot, ViewHead
 from contextwindow.store._codec import InfoRow, LogRow, ViewRow, meta_value
 from contextwindow.store.postgres import redact
@@ -161,6 +162,13 @@ class RedisStore(RowStore):
     """
 
     def __init__(self, url: str, *, prefix: str = "cw:", timeout: float = 10.0) -> None:
+        check_str(url, "url", empty=False, secret=True)
+        check_str(prefix, "prefix")
+        check_number(timeout, "timeout", low=0, high=1e6, open_low=True)
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ArgumentValueError(
+                "url", shown(url, secret=True), "a redis://, rediss:// or unix:// URL"
+            )
         self._url = url
         self._prefix = prefix
         redis = _driver()

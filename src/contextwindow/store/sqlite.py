@@ -36,7 +36,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
-from contextwindow.errors import StoreError
+from contextwindow._args import check_bool, check_number, shown
+from contextwindow.errors import ArgumentTypeError, ArgumentValueError, StoreError
 from contextwindow.store._migrations import COUNTS_IN_DIGEST, TABLE, check_applied
 from contextwindow.store._sql import Cursor, SQLStore
 
@@ -54,6 +55,8 @@ class SQLiteStore(SQLStore):
         immutable: Read-only, and the file never changes (see the contract).
 
     Raises:
+        ArgumentError: A path, timeout or ``synchronous`` not of the kind
+            taken, naming it.
         StoreError: The file cannot be opened, is not a database (or is
             empty), holds a schema newer than this code, or (read-only) is
             missing.
@@ -64,10 +67,11 @@ class SQLiteStore(SQLStore):
         ...     v = store.append("c1", [Message.user("hi")], expected_version=0)
         ...     store.load("c1").messages[0].text
         'hi'
-        >>> SQLiteStore(":memory:", synchronous="OFF")
-        Traceback (most recent call last):
-        ...
-        contextwindow.errors.StoreError: synchronous must be FULL or NORMAL, got 'OFF'
+        >>> try:
+        ...     SQLiteStore(":memory:", synchronous="OFF")
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__, exc)
+        ArgumentValueError synchronous: expected FULL or NORMAL, got 'OFF'
     """
 
     _dialect = "sqlite"
@@ -81,10 +85,20 @@ class SQLiteStore(SQLStore):
         readonly: bool = False,
         immutable: bool = False,
     ) -> None:
-        self._path = os.fspath(path)
+        if not isinstance(path, (str, os.PathLike)):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
+        text = os.fspath(path)
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a PathLike of bytes
+            raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
+        self._path = text
+        check_number(timeout, "timeout", low=0, high=1e6)
+        check_bool(readonly, "readonly")
+        check_bool(immutable, "immutable")
         self._readonly = readonly or immutable
         if synchronous not in ("FULL", "NORMAL"):
-            raise StoreError(f"synchronous must be FULL or NORMAL, got {synchronous!r}")
+            raise ArgumentValueError(
+                "synchronous", shown(synchronous), "FULL or NORMAL"
+            )
         self._lock = threading.Lock()
         memory = self._path == ":memory:"
         file = Path(self._path)
@@ -93,7 +107,13 @@ class SQLiteStore(SQLStore):
                 f"cannot open {self!r}: the file is empty (0 bytes), not a "
                 "database; was it truncated?"
             )
-        if self._readonly and (memory or not file.is_file()):
+        if self._readonly and memory:
+            raise ArgumentValueError(
+                "immutable" if immutable else "readonly",
+                "True",
+                "False for ':memory:' (a new memory database holds nothing to read)",
+            )
+        if self._readonly and not file.is_file():
             raise StoreError(
                 f"cannot read {self!r}: no such file (reading creates none)"
             )

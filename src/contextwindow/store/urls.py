@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from contextwindow._args import check_str
 from contextwindow.errors import StoreError
 from contextwindow.store._backend import RowStore
 from contextwindow.store.memory import MemoryStore
@@ -85,12 +86,14 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
         >>> open_store("mysql://db/chats")
         Traceback (most recent call last):
         ...
-        contextwindow.errors.StoreError: unknown store URL 'mysql://db/chats' ...
+        contextwindow.errors.StoreError: url: unknown store URL 'mysql://db/chats' ...
     """
+    check_str(url, "url", secret=True)
     base, _ = split_url(url)
     scheme = base.partition("://")[0].lower()
     if not is_store_url(base):
-        raise StoreError(f"unknown store URL {base!r} (schemes: {', '.join(SCHEMES)})")
+        schemes = ", ".join(SCHEMES)
+        raise StoreError(f"url: unknown store URL {base!r} (schemes: {schemes})")
     if scheme == "memory":
         return MemoryStore()
     if scheme == "sqlite":

@@ -30,7 +30,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import check_int, check_str, check_strs, shown
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    ContextWindowError,
+)
 from contextwindow.messages import (
     Image,
     Message,
@@ -106,15 +111,18 @@ class Budget:
     query: str | None = None
 
     def __post_init__(self) -> None:
-        if self.limit < 0:
-            raise ContextWindowError(f"budget limit must be >= 0, got {self.limit}")
+        check_int(self.limit, "limit", low=0)
+        if not isinstance(self.counter, TokenCounter):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError("counter", shown(self.counter), "a TokenCounter")
         object.__setattr__(self, "tools", tuple(self.tools))
-        given: Iterable[str] = self.protected
         # A lone string is one marker, not a marker per character.
-        markers = (given,) if isinstance(given, str) else tuple(given)
+        markers = check_strs(self.protected, "protected")
         if "" in markers:
-            raise ContextWindowError("a protected marker must not be empty")
+            raise ArgumentValueError(
+                "protected", shown(markers), "markers that are not empty"
+            )
         object.__setattr__(self, "protected", markers)
+        check_str(self.query, "query", none=True)
 
     @property
     def provider(self) -> Provider:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextwindow.errors import BudgetError, ContextWindowError
+from contextwindow._args import check_int
+from contextwindow.errors import BudgetError
 from contextwindow.messages import Message, Unit
 from contextwindow.strategies.base import (
     Budget,
@@ -69,8 +70,7 @@ class DropOldest:
     """Leading non-system units dropped only as a last resort (the task)."""
 
     def __post_init__(self) -> None:
-        if self.keep_first < 0:
-            raise ContextWindowError(f"keep_first must be >= 0, got {self.keep_first}")
+        check_int(self.keep_first, "keep_first", low=0)
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop units, oldest first, until the budget is met."""
@@ -259,8 +259,7 @@ class SlidingWindow:
     """Units kept, counted from the end (system units not counted)."""
 
     def __post_init__(self) -> None:
-        if self.keep_last < 0:
-            raise ContextWindowError(f"keep_last must be >= 0, got {self.keep_last}")
+        check_int(self.keep_last, "keep_last", low=0)
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop every unit before the window, except pinned ones."""
@@ -304,8 +303,7 @@ class MaxMessages:
     """Most non-system messages kept."""
 
     def __post_init__(self) -> None:
-        if self.limit < 0:
-            raise ContextWindowError(f"limit must be >= 0, got {self.limit}")
+        check_int(self.limit, "limit", low=0)
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop the oldest unpinned units until the count is met."""

@@ -6,10 +6,15 @@ Contract:
   that strategy itself; stages joined by ``,`` are a ``Pipeline`` of them, in
   order. It builds the same objects the classes build, so a parsed strategy
   equals the one written out in Python.
-- A stage is a name from ``STRATEGY_NAMES``, optionally followed by integer
-  arguments in parentheses: ``name(key=value, ...)``, or one positional value
-  where the strategy takes one (``sliding-window(30)``). Names ignore case, and
-  ``_`` stands for ``-``.
+- A stage is a name from ``STRATEGY_NAMES``, optionally followed by arguments
+  in parentheses: ``name(key=value, ...)``; where the strategy takes one, its
+  first argument may come first without its keyword (``sliding-window(30)``,
+  ``relevant(4, scorer=embeddings)``). Every option a strategy's class
+  takes has a name here: integers (``N``), numbers (``X``), texts (``TEXT``,
+  quoted with ``'`` or ``"`` when they hold a comma or a parenthesis), and
+  parts chosen by name (``relevant(scorer=embeddings)``,
+  ``summarize(summarizer=extractive)``). Names ignore case, and ``_`` stands
+  for ``-``.
 - A bad spec raises ``ContextWindowError`` naming the stage at fault and
   listing the valid names or arguments; nothing else escapes.
 
@@ -19,13 +24,17 @@ Example:
     >>> pipe = parse_strategy("dedupe, truncate(max_tokens=300), drop-oldest")
     >>> pipe.stages[1], len(pipe.stages)
     (TruncateToolResults(keep_recent=3, max_tokens=300), 3)
+    >>> parse_strategy("clear(placeholder='[cut, {tokens} tokens]')").placeholder
+    '[cut, {tokens} tokens]'
+    >>> parse_strategy("summarize(max_share=0.5)").max_share
+    0.5
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from contextwindow.errors import ContextWindowError
@@ -40,7 +49,73 @@ from contextwindow.strategies.tool_results import (
     TruncateToolResults,
 )
 
-__all__ = ["STRATEGY_NAMES", "StrategyName", "parse_strategy"]
+__all__ = [
+    "INT",
+    "NUMBER",
+    "STRATEGY_NAMES",
+    "TEXT",
+    "StrategyName",
+    "Value",
+    "choice",
+    "parse_strategy",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """How one argument of a spec is written and read.
+
+    Example:
+        >>> INT.read("3"), NUMBER.read("0.5"), TEXT.read("'a, b'")
+        (3, 0.5, 'a, b')
+    """
+
+    metavar: str
+    """How help texts show it: ``N``, ``X``, ``TEXT``, or the names to choose."""
+    read: Callable[[str], object]
+    """Turns the written value into the argument (``ValueError`` when it cannot)."""
+
+
+def _int(text: str) -> int:
+    return int(text)
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(text)
+    return value
+
+
+def _text(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+INT = Value("N", _int)
+"""An integer."""
+NUMBER = Value("X", _number)
+"""A finite number."""
+TEXT = Value("TEXT", _text)
+"""A text, quoted when it holds ``,``, ``(`` or ``)``."""
+
+
+def choice(**made: Callable[[], object]) -> Value:
+    """A part chosen by name, built when the spec is read.
+
+    Example:
+        >>> choice(one=lambda: 1, two=lambda: 2).read("two")
+        2
+    """
+
+    def read(text: str) -> object:
+        make = made.get(_text(text).strip().lower())
+        if make is None:
+            raise ValueError(text)
+        return make()
+
+    return Value("|".join(made), read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +129,8 @@ class StrategyName:
 
     make: Callable[..., Strategy]
     """Builds the strategy from keyword arguments."""
-    arguments: tuple[str, ...] = ()
-    """The integer arguments it takes, by keyword."""
+    arguments: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
+    """The arguments it takes, by keyword, and how each is written."""
     positional: bool = False
     """Whether one value without a keyword is taken as the first argument."""
     summary: str = ""
@@ -72,9 +147,33 @@ class StrategyName:
         """
         if not self.arguments:
             return name
-        if self.positional:
-            return f"{name}(N)"
-        return f"{name}({', '.join(f'{a}=N' for a in self.arguments)})"
+        if self.positional and len(self.arguments) == 1:
+            return f"{name}({next(iter(self.arguments.values())).metavar})"
+        shown = ", ".join(f"{a}={v.metavar}" for a, v in self.arguments.items())
+        return f"{name}({shown})"
+
+
+def _args(**values: Value) -> Mapping[str, Value]:
+    return MappingProxyType(values)
+
+
+def _bm25() -> object:
+    from contextwindow.relevance import BM25Scorer
+
+    return BM25Scorer()
+
+
+def _embeddings() -> object:
+    # Loads all-MiniLM-L6-v2 (the ``embeddings`` extra) when the spec is read.
+    from contextwindow.relevance import EmbeddingScorer, MiniLMEmbedder
+
+    return EmbeddingScorer(MiniLMEmbedder())
+
+
+def _extractive() -> object:
+    from contextwindow.summarizers.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer()
 
 
 def _default() -> Strategy:
@@ -89,44 +188,51 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
     {
         "drop-oldest": StrategyName(
             DropOldest,
-            ("keep_first",),
+            _args(keep_first=INT),
             summary="drop the oldest units until the budget is met (the task last)",
         ),
         "sliding-window": StrategyName(
             SlidingWindow,
-            ("keep_last",),
+            _args(keep_last=INT),
             positional=True,
             summary="keep the last N units, drop the rest",
         ),
         "relevant": StrategyName(
             SelectRelevant,
-            ("keep_recent",),
+            _args(keep_recent=INT, scorer=choice(bm25=_bm25, embeddings=_embeddings)),
             positional=True,
             summary="keep the recent units and the older ones most relevant to "
-            "the final message (BM25)",
+            "the final message (BM25, or embeddings: the embeddings extra)",
         ),
         "max-messages": StrategyName(
             MaxMessages,
-            ("limit",),
+            _args(limit=INT),
             positional=True,
             summary="keep at most N messages besides system ones, oldest units first",
         ),
         "truncate": StrategyName(
             TruncateToolResults,
-            ("keep_recent", "max_tokens"),
+            _args(keep_recent=INT, max_tokens=INT),
             summary="cut old tool results to head and tail",
         ),
         "clear": StrategyName(
             ClearToolResults,
-            ("keep_recent",),
+            _args(keep_recent=INT, placeholder=TEXT),
             summary="replace old tool results with a placeholder",
         ),
         "dedupe": StrategyName(
-            Deduplicate, summary="point repeated tool outputs to the latest copy"
+            Deduplicate,
+            _args(note=TEXT),
+            summary="point repeated tool outputs to the latest copy",
         ),
         "summarize": StrategyName(
             Summarize,
-            ("keep_recent", "max_tokens"),
+            _args(
+                keep_recent=INT,
+                max_tokens=INT,
+                max_share=NUMBER,
+                summarizer=choice(extractive=_extractive),
+            ),
             summary="replace the oldest units with one extractive summary "
             "that keeps their facts (offline)",
         ),
@@ -152,8 +258,9 @@ def parse_strategy(spec: str) -> Strategy:
 
     Raises:
         ContextWindowError: An empty spec or stage, an unknown name, an
-            unknown or repeated argument, a value that is not an integer, a
-            value the strategy refuses, or unbalanced parentheses.
+            unknown or repeated argument, a value not of the argument's kind,
+            a value the strategy refuses, or unbalanced parentheses or
+            quotes.
 
     Example:
         >>> parse_strategy("clear(keep_recent=5)")
@@ -174,12 +281,18 @@ def parse_strategy(spec: str) -> Strategy:
 
 
 def _split(spec: str) -> list[str]:
-    """The stages of a spec: split at the commas outside parentheses."""
+    """The stages of a spec: split at the commas outside parentheses and quotes."""
     parts: list[str] = []
     depth = 0
     start = 0
+    quote = ""
     for i, ch in enumerate(spec):
-        if ch == "(":
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
             depth += 1
             if depth > 1:
                 raise _error(spec, "nested parentheses")
@@ -190,6 +303,8 @@ def _split(spec: str) -> list[str]:
         elif ch == "," and depth == 0:
             parts.append(spec[start:i])
             start = i + 1
+    if quote:
+        raise _error(spec, f"{quote} without its closing {quote}")
     if depth:
         raise _error(spec, "'(' without ')'")
     parts.append(spec[start:])
@@ -202,6 +317,24 @@ def _split(spec: str) -> list[str]:
         if not p:
             raise _error(spec, f"stage {k + 1} is empty")
     return parts
+
+
+def _items(raw: str) -> list[str]:
+    """The arguments of a stage: split at the commas outside quotes."""
+    items: list[str] = []
+    start = 0
+    quote = ""
+    for i, ch in enumerate(raw):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ",":
+            items.append(raw[start:i].strip())
+            start = i + 1
+    items.append(raw[start:].strip())
+    return items
 
 
 def _stage(part: str) -> Strategy:
@@ -220,34 +353,41 @@ def _stage(part: str) -> Strategy:
         raise _error(part, str(exc)) from None
 
 
-def _arguments(part: str, name: str, entry: StrategyName, raw: str) -> dict[str, int]:
-    items = [a.strip() for a in raw.split(",")] if raw.strip() else []
+def _arguments(
+    part: str, name: str, entry: StrategyName, raw: str
+) -> dict[str, object]:
+    items = _items(raw) if raw.strip() else []
     if items and not entry.arguments:
         raise _error(part, f"{name} takes no arguments")
     takes = f"{name} takes {', '.join(entry.arguments)}"
-    kwargs: dict[str, int] = {}
-    for item in items:
+    first = next(iter(entry.arguments), "")
+    kwargs: dict[str, object] = {}
+    for k, item in enumerate(items):
         key, eq, value = item.partition("=")
-        if not eq:
-            if not entry.positional or len(items) > 1:
+        if not eq or key.strip()[:1] in ("'", '"'):
+            if not entry.positional or k > 0:
                 raise _error(
                     part, f"{item!r} needs a keyword (usage: {entry.usage(name)})"
                 )
-            key, value = entry.arguments[0], item
+            key, value = first, item
         key = key.strip()
         if key not in entry.arguments:
             raise _error(part, f"unknown argument {key!r} ({takes})")
         if key in kwargs:
             raise _error(part, f"argument {key!r} given twice")
-        kwargs[key] = _integer(part, key, value.strip())
+        kwargs[key] = _value(part, key, entry.arguments[key], value.strip())
     return kwargs
 
 
-def _integer(part: str, key: str, value: str) -> int:
+_KINDS = {"N": "an integer", "X": "a number", "TEXT": "a text"}
+
+
+def _value(part: str, key: str, kind: Value, value: str) -> object:
     try:
-        return int(value)
+        return kind.read(value)
     except ValueError:
-        raise _error(part, f"{key}={value!r} is not an integer") from None
+        what = _KINDS.get(kind.metavar, f"one of {kind.metavar.replace('|', ', ')}")
+        raise _error(part, f"{key}={value!r} is not {what}") from None
 
 
 def _error(part: str, reason: str) -> ContextWindowError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from contextwindow._args import as_strategy
 from contextwindow.errors import ContextWindowError, SummarizerError
 from contextwindow.messages import Message
 from contextwindow.strategies.base import (
@@ -39,7 +40,9 @@ class Pipeline:
         *stages: Strategies, tried in order (at least one).
 
     Raises:
-        ContextWindowError: No stage given, or a stage that is not callable.
+        ContextWindowError: No stage given.
+        ArgumentError: A stage that is not a strategy nor a spec, named
+            ``stages[k]``.
 
     Example:
         >>> from contextwindow import Message, TokenCounter
@@ -62,12 +65,9 @@ class Pipeline:
     def __init__(self, *stages: Strategy) -> None:
         if not stages:
             raise ContextWindowError("a Pipeline needs at least one stage")
-        for k, stage in enumerate(stages):
-            if not callable(stage):
-                raise ContextWindowError(
-                    f"Pipeline stage {k} is not a strategy: {stage!r}"
-                )
-        self.stages = tuple(stages)
+        self.stages = tuple(
+            as_strategy(stage, f"stages[{k}]") for k, stage in enumerate(stages)
+        )
 
     def __repr__(self) -> str:
         return f"Pipeline({', '.join(map(repr, self.stages))})"

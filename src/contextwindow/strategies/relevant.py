@@ -18,9 +18,11 @@ the new unit's text from scratch and look the others up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from contextwindow._args import check_callable, check_int, shown
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Unit
 from contextwindow.relevance.base import Scorer, document
@@ -71,12 +73,8 @@ class SelectRelevant:
     """Ranks the units' texts against the query."""
 
     def __post_init__(self) -> None:
-        if self.keep_recent < 0:
-            raise ContextWindowError(
-                f"keep_recent must be >= 0, got {self.keep_recent}"
-            )
-        if not callable(self.scorer):
-            raise ContextWindowError(f"the scorer is not callable: {self.scorer!r}")
+        check_int(self.keep_recent, "keep_recent", low=0)
+        check_callable(self.scorer, "scorer", "a Scorer (documents, query) -> scores")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop the least relevant older units until the budget is met."""
@@ -136,9 +134,17 @@ class SelectRelevant:
             if ranked and ranked[-1] == len(us) - 1:
                 ranked.pop()
         texts = [document(messages[us[k].start : us[k].stop]) for k in ranked]
-        scores = self.scorer(texts, query)
-        if len(scores) != len(texts):
+        scores: object = self.scorer(texts, query)
+        who = shown(self.scorer)
+        try:
+            values = [float(s) for s in scores]  # type: ignore[attr-defined]  # checked here
+        except (TypeError, ValueError):
             raise ContextWindowError(
-                f"the scorer returned {len(scores)} scores for {len(texts)} units"
+                f"the scorer {who} returned {shown(scores)}, not one number per unit"
+            ) from None
+        if len(values) != len(texts) or not all(map(math.isfinite, values)):
+            raise ContextWindowError(
+                f"the scorer {who} returned {len(values)} scores for {len(texts)} "
+                "units, or one that is not a finite number"
             )
-        return dict(zip(ranked, scores, strict=True))
+        return dict(zip(ranked, values, strict=True))

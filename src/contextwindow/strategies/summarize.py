@@ -62,7 +62,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import check_int, check_number, shown
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message, Unit, units
 from contextwindow.strategies.base import (
     Budget,
@@ -73,7 +74,7 @@ from contextwindow.strategies.base import (
     pinned_flags,
     pinned_units,
 )
-from contextwindow.summarizers.base import Summarizer
+from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.summarizers.extractive import ExtractiveSummarizer
 from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
 from contextwindow.summarizers.record import (
@@ -134,21 +135,16 @@ class Summarize:
     """A summary larger than this share of what it replaces is refused."""
 
     def __post_init__(self) -> None:
-        if self.keep_recent < 0:
-            raise ContextWindowError(
-                f"keep_recent must be >= 0, got {self.keep_recent}"
-            )
-        if self.max_tokens < 1:
-            raise ContextWindowError(f"max_tokens must be >= 1, got {self.max_tokens}")
-        if not 0 < self.max_share <= 1:
-            raise ContextWindowError(
-                f"max_share must be in (0, 1], got {self.max_share}"
-            )
+        check_int(self.keep_recent, "keep_recent", low=0)
+        check_int(self.max_tokens, "max_tokens", low=1)
+        check_number(self.max_share, "max_share", low=0, high=1, open_low=True)
         if self.summarizer is not None and not callable(
             getattr(self.summarizer, "summarize", None)
         ):
-            raise ContextWindowError(
-                f"not a Summarizer (no summarize method): {self.summarizer!r}"
+            raise ArgumentTypeError(
+                "summarizer",
+                shown(self.summarizer),
+                "a Summarizer (with a summarize method)",
             )
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
@@ -234,10 +230,13 @@ class Summarize:
         # Not the placeholder turn a repair put first: no history holds it.
         sources += [m.id for m in evicted if m.id != CONTINUED_ID]
         summarizer = self.summarizer or _DEFAULT
-        text = summarizer.summarize(
-            evicted,
-            previous="\n\n".join(summary_body(p) for p in previous) or None,
-            max_tokens=target,
+        text = summary_text(
+            summarizer,
+            summarizer.summarize(
+                evicted,
+                previous="\n\n".join(summary_body(p) for p in previous) or None,
+                max_tokens=target,
+            ),
         )
         # What the summarizer left of the target: the facts it dropped go there.
         room = max(0, target - tok.count(text))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from contextwindow._args import check_int, check_str
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Part, ToolResult
 from contextwindow.strategies.base import (
@@ -71,9 +72,8 @@ class TruncateToolResults:
     """Tokens of text a truncated result keeps (without the marker)."""
 
     def __post_init__(self) -> None:
-        _check_recent(self.keep_recent)
-        if self.max_tokens < 1:
-            raise ContextWindowError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        check_int(self.keep_recent, "keep_recent", low=0)
+        check_int(self.max_tokens, "max_tokens", low=1)
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Truncate every old result longer than ``max_tokens``."""
@@ -124,7 +124,7 @@ class ClearToolResults:
     """The text put in place of a result (``{tokens}``, ``{name}`` filled in)."""
 
     def __post_init__(self) -> None:
-        _check_recent(self.keep_recent)
+        check_int(self.keep_recent, "keep_recent", low=0)
         _check_format("placeholder", self.placeholder, tokens="1,234", name="read")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
@@ -201,13 +201,9 @@ class Deduplicate:
 # -- shared machinery ------------------------------------------------------------
 
 
-def _check_recent(keep_recent: int) -> None:
-    if keep_recent < 0:
-        raise ContextWindowError(f"keep_recent must be >= 0, got {keep_recent}")
-
-
 def _check_format(field: str, template: str, **sample: str) -> None:
     """Fail now, not mid-fit, on a template that cannot be filled in."""
+    check_str(template, field)
     try:
         template.format(**sample)
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:

@@ -43,6 +43,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit
 
+from contextwindow._args import (
+    as_tokenizer,
+    check_bool,
+    check_int,
+    check_number,
+    check_str,
+)
 from contextwindow.errors import SummarizerError
 from contextwindow.messages import Image, Message, Text, ToolCall, ToolResult
 from contextwindow.summarizers._secret import hidden, read_key, scrub, shown
@@ -117,6 +124,7 @@ class Request:
 
 def check_prompt(prompt: str) -> None:
     """Fail now, not mid-request, on a prompt that cannot be filled in."""
+    check_str(prompt, "prompt")
     try:
         prompt.format(words=100)
     except (KeyError, IndexError, ValueError) as exc:
@@ -514,14 +522,17 @@ class LLMSummarizer(abc.ABC):
 
     def __post_init__(self) -> None:
         require_httpx(type(self).__name__)
-        if self.timeout <= 0:
-            raise SummarizerError(f"timeout must be > 0, got {self.timeout}")
-        if self.retries < 0:
-            raise SummarizerError(f"retries must be >= 0, got {self.retries}")
-        if self.backoff < 0:
-            raise SummarizerError(f"backoff must be >= 0, got {self.backoff}")
-        if self.cooldown < 0:
-            raise SummarizerError(f"cooldown must be >= 0, got {self.cooldown}")
+        check_str(self.model, "model", empty=False)
+        check_str(self.base_url, "base_url", empty=False)
+        check_str(self.api_key_env, "api_key_env", empty=False, none=True)
+        check_number(self.timeout, "timeout", low=0, high=1e6, open_low=True)
+        check_int(self.retries, "retries", low=0)
+        check_number(self.backoff, "backoff", low=0)
+        check_number(self.cooldown, "cooldown", low=0)
+        check_number(self.temperature, "temperature", low=0)
+        check_bool(self.keep_facts, "keep_facts")
+        if self.tokenizer is not None:
+            object.__setattr__(self, "tokenizer", as_tokenizer(self.tokenizer))
         check_prompt(self.prompt)
 
     @property

@@ -19,9 +19,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from contextwindow._args import shown
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message
 
-__all__ = ["AsyncSummarizer", "Summarizer"]
+__all__ = ["AsyncSummarizer", "Summarizer", "summary_text"]
+
+
+def summary_text(summarizer: object, value: object) -> str:
+    """``value`` if it is the ``str`` a summarizer returns, else the user's fault named.
+
+    Example:
+        >>> class Broken:
+        ...     def __repr__(self):
+        ...         return "Broken()"
+        >>> try:
+        ...     summary_text(Broken(), None)
+        ... except TypeError as exc:
+        ...     print(exc)
+        summarizer: expected a Summarizer whose summarize returns a str, got Broken() (Broken) returning None
+
+    A wrong answer is the summarizer's bug, not an outage: it is an
+    ``ArgumentTypeError`` (a ``TypeError``), which ``Pipeline`` does not
+    skip as it skips a ``SummarizerError``.
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    if not isinstance(value, str):
+        raise ArgumentTypeError(
+            "summarizer",
+            f"{shown(summarizer)} returning {shown(value)}",
+            "a Summarizer whose summarize returns a str",
+        )
+    return value
 
 
 @runtime_checkable

@@ -48,7 +48,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import as_tokenizer, check_number
 from contextwindow.messages import Message, Text
 from contextwindow.summarizers._patterns import CODE_FENCE, sentences, words
 from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
@@ -92,10 +92,9 @@ class ExtractiveSummarizer:
     """The most of ``max_tokens`` the fact record takes."""
 
     def __post_init__(self) -> None:
-        if not 0 <= self.fact_share <= 1:
-            raise ContextWindowError(
-                f"fact_share must be between 0 and 1, got {self.fact_share}"
-            )
+        check_number(self.fact_share, "fact_share", low=0, high=1)
+        if self.tokenizer is not None:
+            object.__setattr__(self, "tokenizer", as_tokenizer(self.tokenizer))
 
     def summarize(
         self,

@@ -64,7 +64,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import as_tokenizer, check_int, check_str
+from contextwindow._args import shown as shown_value
+from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.messages import Message
 from contextwindow.summarizers._extract import facts_in
 from contextwindow.summarizers._patterns import words
@@ -455,6 +457,14 @@ def check_facts(
     Raises:
         ContextWindowError: ``max_tokens`` without a ``tokenizer``.
     """
+    check_str(summary, "summary")
+    for name, value in (("facts", facts), ("keep", keep)):
+        if not isinstance(value, Facts) and not (name == "keep" and value is None):
+            takes = "a Facts (extract_facts)" + (" or None" if name == "keep" else "")
+            raise ArgumentTypeError(name, shown_value(value), takes)
+    check_int(max_tokens, "max_tokens", low=0, none=True)
+    if tokenizer is not None:
+        tokenizer = as_tokenizer(tokenizer)
     if max_tokens is not None and tokenizer is None:
         raise ContextWindowError("check_facts: max_tokens needs a tokenizer")
     body, block = _split(summary)

@@ -36,6 +36,8 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+from contextwindow._args import check_strs, shown
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message
 from contextwindow.summarizers.facts import Facts
 
@@ -53,8 +55,14 @@ SUMMARY_KEY = "contextwindow.summary"
 """The ``Message.meta`` key that marks a summary message."""
 
 
+def _message(message: object) -> None:
+    if not isinstance(message, Message):
+        raise ArgumentTypeError("message", shown(message), "a Message")
+
+
 def is_summary(message: Message) -> bool:
     """Whether ``message`` is a summary message (see the module's contract)."""
+    _message(message)
     return message.role == "user" and isinstance(message.meta.get(SUMMARY_KEY), Mapping)
 
 
@@ -65,6 +73,7 @@ def _record(message: Message) -> Mapping[str, Any]:
 
 def summary_sources(message: Message) -> tuple[str, ...]:
     """The ids of the messages a summary replaces, in order (``()`` for others)."""
+    _message(message)
     ids = _record(message).get("sources")
     if not isinstance(ids, list):
         return ()
@@ -113,5 +122,5 @@ def recall(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
         >>> [m.text for m in recall(h, ["2", "1", "9"])]
         ['a', 'b']
     """
-    wanted = set(ids)
+    wanted = set(check_strs(ids, "ids"))
     return [m for m in history if m.id in wanted]

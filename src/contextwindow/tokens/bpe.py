@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from contextwindow._args import check_str
 from contextwindow.errors import ContextWindowError
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class BPETokenizer:
     __slots__ = ("_enc", "_name")
 
     def __init__(self, encoding: str = "o200k_base") -> None:
+        check_str(encoding, "encoding", takes="an encoding name (o200k_base)")
         self._name = encoding
         self._enc = load_encoding(encoding)
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
@@ -116,7 +117,8 @@ class TokenCounter:
     """Counts messages, requests, tool schemas and images for one provider.
 
     Args:
-        tokenizer: Counts text (exact BPE, heuristic, HF ...).
+        tokenizer: Counts text (exact BPE, heuristic, HF ...), or names what
+            does: a model (``"gpt-4o"``) or an encoding (``"o200k_base"``).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
         cache_size: How many messages to remember (at least 1). By default
             ``DEFAULT_CACHE_SIZE``, or twice the length of the longest
@@ -125,7 +127,9 @@ class TokenCounter:
             and a cache smaller than that would count each message again.
 
     Raises:
-        ContextWindowError: Unknown provider, or a cache size below 1.
+        ArgumentError: Unknown provider, a cache size below 1, or a
+            tokenizer that is not one (a ``str`` naming no model or
+            encoding, an ``int``, an object without ``count``).
 
     Warning:
         A counter is not thread-safe: give each thread its own, or guard a
@@ -153,19 +157,18 @@ class TokenCounter:
 
     def __init__(
         self,
-        tokenizer: Tokenizer,
+        tokenizer: Tokenizer | str,
         provider: Provider = "openai",
         *,
         cache_size: int | None = None,
     ) -> None:
         check_provider(provider)
         framing = _FRAMING[provider]
-        if cache_size is not None and cache_size < 1:
-            raise ContextWindowError(f"cache_size must be at least 1, got {cache_size}")
+        check_int(cache_size, "cache_size", low=1, none=True)
         self._grows = cache_size is None
         if cache_size is None:
             cache_size = DEFAULT_CACHE_SIZE
-        self._tok = tokenizer
+        self._tok = as_tokenizer(tokenizer)
         self._provider: Provider = provider
         self._framing = framing
         self._cache: LRU[Message, int] = LRU(cache_size)
@@ -452,12 +455,14 @@ class TokenCounter:
 
 def count_messages(
     messages: Iterable[Message],
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | str,
     *,
     provider: Provider = "openai",
     tools: Sequence[ToolSpec] = (),
 ) -> int:
     """Tokens of a request, counted once (no cache kept between calls).
+
+    ``tokenizer`` is a tokenizer or names one, as for ``TokenCounter``.
 
     Example:
         >>> from contextwindow.tokens import BPETokenizer

@@ -49,9 +49,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, cast
 
+from contextwindow._args import check_str, shown
 from contextwindow._json import check_tree, decode, loads
 from contextwindow._validate import expect_list, expect_mapping, type_name
-from contextwindow.errors import InvalidMessageError
+from contextwindow.errors import ArgumentTypeError, InvalidMessageError
 from contextwindow.formats import from_anthropic, from_openai, from_responses
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.transcripts._base import FORMATS, Records, Transcript
@@ -94,6 +95,7 @@ def read_transcripts(
         >>> read_transcripts(io.StringIO('{"role": "user", "content": "hi"}'))[0].format
         'jsonl'
     """
+    check_str(format, "format", none=True)
     name, text = _read_source(source)
     kind, value = _parse(text, name)
     fmt = format if format is not None else _detect(kind, value, name)
@@ -187,6 +189,12 @@ def _name(source: object) -> str:
 def _read_source(
     source: str | os.PathLike[str] | IO[str] | IO[bytes],
 ) -> tuple[str, str]:
+    if not isinstance(source, (str, os.PathLike)) and not callable(
+        getattr(source, "read", None)
+    ):
+        raise ArgumentTypeError(
+            "source", shown(source), "a path or an open text or binary file"
+        )
     name = _name(source)
     data: str | bytes
     if isinstance(source, (str, os.PathLike)):
