@@ -51,8 +51,10 @@ T = TypeVar("T")
 EXAMPLES = {"memory": 30, "sqlite": 20, "postgres": 12, "redis": 12}
 """Sessions per backend: explicit, since each runs many store calls (the CI
 profile's 2,000 would take minutes here)."""
-CUT = {"postgres": b"INSERT INTO cw_messages", "redis": b"EVALSHA"}
-"""What the proxy waits for before it cuts: an append on its way in."""
+CUT = ("postgres", "redis")
+"""The backends reached through the proxy. It cuts when the id of the
+message a ``cut`` pushes goes by: in the append's parameters (the SQL text
+itself is not resent once the driver has prepared the statement)."""
 _ids = itertools.count()
 
 
@@ -62,7 +64,8 @@ class Session:
 
     ops: list[tuple[str, int, int]]
     """``(kind, worker, size)``: ``user``, ``tools`` (a tool exchange pushed
-    as one unit), ``text`` (an assistant reply), ``prepare`` or ``cut``."""
+    as one unit), ``text`` (an assistant reply), ``prepare`` or ``cut`` (a
+    user turn the first worker pushes, its append cut on the wire)."""
     faults: list[list[Fault | None]]
     """Per worker, the fault for each store call in turn (then none)."""
 
@@ -172,9 +175,12 @@ def play(run: Run, session: Session) -> None:
         workers = [retried(functools.partial(run.manager, f)) for f in faulty]
         for kind, w, size in session.ops:
             m = workers[w]
-            if kind == "cut":
+            if kind == "cut":  # the first worker's next append cut on the wire
+                batch = run.messages("user", 0, size)
                 if run.proxy is not None:
-                    run.proxy.arm(CUT[run.backend.name])
+                    run.proxy.arm(batch[0].id.encode())
+                run.pushed += [x.id for x in batch]
+                retried(functools.partial(workers[0].push_many, batch))
                 continue
             if kind == "prepare":
                 p = retried(m.prepare)
