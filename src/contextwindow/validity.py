@@ -62,6 +62,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from contextwindow.formats._coerce import neutral
 from contextwindow.messages import (
     Image,
     Message,
@@ -155,6 +156,7 @@ def problems(
         [('messages[1].parts[1]', 'tool call has no result')]
     """
     check_provider(provider)
+    messages = neutral(messages, hint=provider, start=start)
     if not start:
         return _problems(messages, provider == "anthropic", 0, opened=False)
     # A turn before ``start`` was checked already: the first-turn rule is met.
@@ -271,6 +273,7 @@ def ensure_valid(
         >>> v.messages[1].tool_calls, v.messages[1].text
         ((), 'Let me look.')
     """
+    messages = neutral(messages, hint=provider, start=start)
     found = problems(messages, provider, start=start)
     if not found:
         return Valid(tuple(messages), ())

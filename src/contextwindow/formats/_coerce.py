@@ -60,7 +60,15 @@ from contextwindow.formats.openai_responses import (
 )
 from contextwindow.messages import PROVIDERS, Message, Provider, ToolSpec
 
-__all__ = ["Coerced", "Shape", "ShapeKind", "coerce_messages", "coerce_tools"]
+__all__ = [
+    "NEUTRAL",
+    "Coerced",
+    "Shape",
+    "ShapeKind",
+    "coerce_messages",
+    "coerce_tools",
+    "neutral",
+]
 
 ShapeKind = Literal["neutral", "openai", "anthropic", "responses"]
 """Where messages came from: ``Message`` objects, or a provider's wire shape."""
@@ -248,6 +256,35 @@ def coerce_messages(
             f"unknown provider {provider!r} (expected one of {', '.join(PROVIDERS)})",
         )
     return _coerce(data, provider, hint, force, name)
+
+
+def neutral(
+    data: object,
+    *,
+    hint: Provider | None = None,
+    name: str = "messages",
+    start: int = 0,
+) -> Sequence[Message]:
+    """``data`` as neutral messages: itself when it is a list or tuple of them.
+
+    The check every public call makes at entry; ``start`` skips messages the
+    caller knows are ``Message`` objects (a manager's checked view).
+
+    Example:
+        >>> conv = [Message.user("hi")]
+        >>> neutral(conv) is conv
+        True
+        >>> [m.role for m in neutral([{"role": "user", "content": "hi"}])]
+        ['user']
+    """
+    if type(data) is list or type(data) is tuple:
+        seq = cast("Sequence[Any]", data)
+        for i in range(start, len(seq)):
+            if seq[i].__class__ is not Message:
+                break
+        else:
+            return seq
+    return coerce_messages(data, hint=hint, name=name).messages
 
 
 def _coerce(

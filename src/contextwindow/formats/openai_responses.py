@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from contextwindow._validate import (
@@ -73,6 +73,7 @@ from contextwindow._validate import (
 )
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
+    as_neutral,
     check_json,
     entry,
     extras,
@@ -225,7 +226,7 @@ def from_responses(
     return out
 
 
-def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def to_responses(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any]]:
     """Write neutral messages as Responses input items.
 
     Args:
@@ -244,6 +245,7 @@ def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
         {'type': 'message', 'role': 'user', 'content': 'hi'}
         {'type': 'function_call_output', 'call_id': 'c1', 'output': 'ok'}
     """
+    messages = as_neutral(messages)
     out: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         rm = provider_meta(m.meta, "responses")

@@ -34,7 +34,7 @@ from contextwindow.errors import (
     ContextWindowError,
 )
 from contextwindow.fitting import fit
-from contextwindow.manager._state import State, checked_messages
+from contextwindow.manager._state import State
 from contextwindow.manager._types import Compaction, Prepared, Trigger
 from contextwindow.messages import Message, units
 from contextwindow.strategies.base import (
@@ -123,7 +123,7 @@ class Core(State):
 
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
-        new = checked_messages(messages, "messages")
+        new = self._checked(messages, "messages")
         changes = _diff(self._view, new, self._counter)
         fitted = finish(
             "replace_messages", self._view, new, changes, self._budget(self._window)
@@ -394,6 +394,7 @@ class Core(State):
             tuple(done),
             prefix,
             tuple(fired),
+            self._shape,
         )
 
     def _shared(self, sent: tuple[Message, ...], kept: int) -> int:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from contextwindow.errors import ContextWindowError
+from contextwindow.formats._coerce import NEUTRAL, Shape, coerce_tools
 from contextwindow.messages import (
     Image,
     Message,
@@ -38,6 +39,7 @@ from contextwindow.messages import (
     Text,
     ToolSpec,
     Unit,
+    check_provider,
     units,
 )
 from contextwindow.summarizers.record import SUMMARY_KEY, is_summary
@@ -107,7 +109,7 @@ class Budget:
     def __post_init__(self) -> None:
         if self.limit < 0:
             raise ContextWindowError(f"budget limit must be >= 0, got {self.limit}")
-        object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "tools", coerce_tools(self.tools))
         given: Iterable[str] = self.protected
         # A lone string is one marker, not a marker per character.
         markers = (given,) if isinstance(given, str) else tuple(given)
@@ -274,6 +276,43 @@ class Fitted:
     """The conversation, valid for the budget's provider."""
     report: Report
     """What changed, and the tokens before and after."""
+    shape: Shape = field(default=NEUTRAL, compare=False, repr=False)
+    """The shape the input came in (``as_input`` writes the output so)."""
+
+    def as_input(self) -> Any:
+        """The fitted conversation in the shape the input came in.
+
+        OpenAI dicts give a list of OpenAI dicts; Responses items a list of
+        items; Anthropic dicts a ``{"system", "messages"}`` body (its system
+        prompt is not a message); a request body the same body, its other
+        keys kept; ``Message`` objects a list of them.
+
+        Example:
+            >>> from contextwindow import fit
+            >>> from contextwindow.testing import FakeTokenizer
+            >>> fitted = fit([{"role": "user", "content": "hi"}], limit=100,
+            ...              tokenizer=FakeTokenizer())
+            >>> fitted.as_input()
+            [{'role': 'user', 'content': 'hi'}]
+        """
+        return self.shape.write(self.messages)
+
+    def to(self, provider: Provider) -> Any:
+        """The fitted conversation in ``provider``'s shape (as ``as_input`` writes).
+
+        Repaired first by ``ensure_valid`` for ``provider``, when it is not the
+        provider the conversation was fitted for.
+
+        Example:
+            >>> from contextwindow import fit
+            >>> from contextwindow.testing import FakeTokenizer
+            >>> fitted = fit([Message.system("Be brief."), Message.user("hi")],
+            ...              limit=100, tokenizer=FakeTokenizer())
+            >>> fitted.to("anthropic")
+            {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'hi'}]}
+        """
+        check_provider(provider)
+        return Shape(provider).write(ensure_valid(self.messages, provider).messages)
 
 
 class Strategy(Protocol):
