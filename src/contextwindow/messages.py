@@ -408,7 +408,12 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
         >>> [(u.kind, u.start, u.stop) for u in units(conv)]
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
-    seq = messages if isinstance(messages, list) else list(messages)
+    if isinstance(messages, list):
+        seq: list[Any] = messages
+    elif isinstance(messages, tuple):
+        seq = list(messages)
+    else:  # a body, a generator: read at the edge
+        seq = list(_neutral(messages))
     n = len(seq)
     out: list[Unit] = []
     with _recent_lock:
@@ -466,7 +471,7 @@ def _all_messages(seq: Sequence[Any], start: int) -> bool:
     return True
 
 
-def _neutral(data: Sequence[Any]) -> Sequence[Message]:
+def _neutral(data: object) -> Sequence[Message]:
     # The edge lives in ``formats``, which builds on this module.
     from contextwindow.formats._coerce import neutral
 

@@ -353,8 +353,12 @@ def _read_body(
             force,
             f"{name}.messages",
         )
-        kind = "openai" if inner.shape.kind == "neutral" else inner.shape.kind
-        return Coerced(inner.messages, Shape(kind, body))
+        found = inner.shape.kind
+        # No message says which: the caller's preference.
+        shape: ShapeKind = (
+            found if found != "neutral" else (provider or hint or "openai")
+        )
+        return Coerced(inner.messages, Shape(shape, body))
     if "input" in body:
         raw = body["input"]
         path = f"{name}.input"

@@ -254,7 +254,7 @@ class TokenCounter:
             >>> counter.messages(conv, tools=[ToolSpec("ping", "Ping a host")])
             40
         """
-        seq = msgs if isinstance(msgs, list) else list(msgs)
+        seq = _listed(msgs, self._provider)
         sums = self._running(seq)
         if sums is None:
             seq = list(neutral(seq, hint=self._provider))
@@ -280,7 +280,7 @@ class TokenCounter:
             >>> counter.running([Message.user("hello world"), Message.user("hi")])
             (0, 6, 11)
         """
-        seq = msgs if isinstance(msgs, list) else list(msgs)
+        seq = _listed(msgs, self._provider)
         done = self._running(seq)
         if done is None:
             return self.running(list(neutral(seq, hint=self._provider)))
@@ -461,6 +461,15 @@ class TokenCounter:
                 )
             return total
         return self._tok.count(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
+
+
+def _listed(msgs: Iterable[Any], provider: Provider) -> list[Any]:
+    """``msgs`` as a list; a body or a generator is read at the edge."""
+    if isinstance(msgs, list):
+        return msgs
+    if isinstance(msgs, tuple):
+        return list(msgs)
+    return list(neutral(msgs, hint=provider))
 
 
 def _specs(tools: Iterable[Any]) -> Sequence[ToolSpec]:
