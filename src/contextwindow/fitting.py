@@ -84,7 +84,7 @@ def fit(
     strategy: Strategy | None = None,
     provider: Provider | None = None,
     tokenizer: Tokenizer | TokenCounter | None = None,
-    tools: Iterable[ToolSpec] = (),
+    tools: Iterable[ToolSpec | Any] = (),
     protected: Iterable[str] = (),
     query: str | None = None,
 ) -> Fitted:

@@ -13,10 +13,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import Message, Provider, ToolSpec, Unit, units
 from contextwindow.models import (
     DEFAULT_MODEL_INFO,
@@ -122,12 +123,12 @@ class Inspection:
 
 
 def inspect_messages(
-    messages: Sequence[Message],
+    messages: Sequence[Message] | Iterable[Any],
     *,
     model: str | None = None,
     tokenizer: Tokenizer | None = None,
     provider: Provider = "openai",
-    tools: Sequence[ToolSpec] = (),
+    tools: Iterable[ToolSpec | Any] = (),
     top: int = 5,
     meta: dict[str, Any] | None = None,
     live_from: int | None = None,
@@ -156,6 +157,8 @@ def inspect_messages(
         info = replace(info, name=asked)
     tok = tokenizer if tokenizer is not None else get_tokenizer(info)
     counter = TokenCounter(tok, provider)
+    messages = neutral(messages, hint=provider)
+    tools = coerce_tools(tools)
     sizes = [counter.message(m) for m in messages]
     schema_tokens = counter.tools(tools) if tools else 0
     total = counter.messages(messages) + schema_tokens

@@ -65,7 +65,7 @@ class State:
         reserve: int = 0,
         max_messages: int | None = None,
         provider: Provider | None = None,
-        tools: Iterable[ToolSpec] = (),
+        tools: Iterable[ToolSpec | Any] = (),
         thresholds: Iterable[float] = DEFAULT_THRESHOLDS,
         policy: CompactionPolicy | None = None,
         summarizer: Summarizer | None = None,

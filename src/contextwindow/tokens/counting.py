@@ -237,7 +237,7 @@ class TokenCounter:
         return n
 
     def messages(
-        self, msgs: Iterable[Message], *, tools: Sequence[ToolSpec] = ()
+        self, msgs: Iterable[Message | Any], *, tools: Iterable[ToolSpec | Any] = ()
     ) -> int:
         """Tokens of a whole request: every message, reply priming, and tools.
 
@@ -267,7 +267,7 @@ class TokenCounter:
                 total += self._openai_system_adjustment(seq)
         return total
 
-    def running(self, msgs: Iterable[Message]) -> tuple[int, ...]:
+    def running(self, msgs: Iterable[Message | Any]) -> tuple[int, ...]:
         """Running totals: ``out[i]`` is the tokens of the first ``i`` messages.
 
         Messages only (no reply priming, no tools); ``out[j] - out[i]`` is what
@@ -432,7 +432,7 @@ class TokenCounter:
 
     # -- tools ----------------------------------------------------------------
 
-    def tools(self, specs: Sequence[ToolSpec]) -> int:
+    def tools(self, specs: Iterable[ToolSpec | Any]) -> int:
         """Tokens of the tool schemas sent with a request (0 for none).
 
         OpenAI renders tools as TypeScript-like declarations inside the prompt
@@ -480,11 +480,11 @@ def _specs(tools: Iterable[Any]) -> Sequence[ToolSpec]:
 
 
 def count_messages(
-    messages: Iterable[Message],
+    messages: Iterable[Message | Any],
     tokenizer: Tokenizer,
     *,
     provider: Provider = "openai",
-    tools: Sequence[ToolSpec] = (),
+    tools: Iterable[ToolSpec | Any] = (),
 ) -> int:
     """Tokens of a request, counted once (no cache kept between calls).
 
