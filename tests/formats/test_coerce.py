@@ -109,6 +109,36 @@ class TestDetection:
             "content": [{"type": "text", "text": "4 C and rain."}],
         }
 
+    def test_an_sdk_object_names_its_shape(self) -> None:
+        """An Anthropic response among dicts any shape could hold says: Anthropic."""
+        reply = anthropic_loop()[-1]
+        read = coerce_messages([{"role": "user", "content": "Weather?"}, reply])
+        assert read.shape.kind == "anthropic"
+        one = coerce_messages(reply)  # alone, as ``push(response)`` passes it
+        assert (one.shape.kind, one.messages[0].text) == ("anthropic", "4 C and rain.")
+
+    def test_a_whole_completion_is_refused_naming_the_message(self) -> None:
+        """A whole ChatCompletion is no message: the error says where it is."""
+        from openai.types.chat import ChatCompletion
+
+        done = ChatCompletion.model_validate(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "gpt-4o",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "hi"},
+                    }
+                ],
+            }
+        )
+        with pytest.raises(InvalidMessageError, match=r"choices\[0\]\.message"):
+            coerce_messages([done])
+
     def test_responses_output_items(self) -> None:
         """Responses SDK output items among input dicts read as Responses."""
         items = [
@@ -192,6 +222,11 @@ class TestErrors:
         ("data", "message"),
         [
             ("hello", "messages: expected a list of messages, got a string"),
+            (b"hi", "messages: expected a list of messages, got bytes"),
+            (
+                [{"type": "telepathy_call"}],
+                "messages[0].type: unknown item type 'telepathy_call'",
+            ),
             (5, "messages: expected a list of messages, got number"),
             ([Message.user("a"), 3], "messages[1]: expected a message"),
             (

@@ -112,7 +112,7 @@ class TestPush:
         assert [(x.role, x.text) for x in m.messages] == [("user", "hi")]
         with pytest.raises(InvalidMessageError, match=r"^message\.role: unknown"):
             m.push({"role": "robot", "content": "hi"})
-        with pytest.raises(InvalidMessageError, match=r"^message: expected a list"):
+        with pytest.raises(InvalidMessageError, match=r"^message: expected a message"):
             m.push("hi")
         assert len(m.history) == 1
 

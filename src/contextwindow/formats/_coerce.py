@@ -301,20 +301,16 @@ def _coerce(
     if isinstance(data, str):
         if provider == "responses":
             return Coerced(from_responses(data, path=name), Shape("responses"))
-        raise InvalidMessageError(
-            name, "expected a list of messages, got a string (wrap it: [message])"
-        )
+        raise InvalidMessageError(name, f"{_expected(name)}, got a string")
     if not isinstance(data, Mapping) and hasattr(data, "model_dump"):
-        data = _dump(data)
+        return _read_items([data], provider, hint, force, name, single=True)
     if isinstance(data, Mapping):
         obj = cast("Mapping[str, Any]", data)
         if "role" in obj or "type" in obj:
             return _read_items([obj], provider, hint, force, name, single=True)
         return _read_body(obj, provider, hint, force, name)
-    if not isinstance(data, Iterable):
-        raise InvalidMessageError(
-            name, f"expected a list of messages, got {type_name(data)}"
-        )
+    if not isinstance(data, Iterable) or isinstance(data, (bytes, bytearray)):
+        raise InvalidMessageError(name, f"{_expected(name)}, got {type_name(data)}")
     try:
         items = list(data)
     except InvalidMessageError:
@@ -324,6 +320,12 @@ def _coerce(
             name, f"reading the messages failed: {type(exc).__name__}: {exc}"
         ) from exc
     return _read_items(items, provider, hint, force, name)
+
+
+def _expected(name: str) -> str:
+    if name == "message":
+        return "expected a message (a Message, a provider dict or an SDK object)"
+    return "expected a list of messages"
 
 
 def _read_body(
@@ -400,7 +402,7 @@ def _read_items(
         p = name if single else f"{name}[{i}]"
         obj = _plain(item, p)
         plain.append(obj)
-        cands.append(_ALL if force else _shapes(obj))
+        cands.append(_ALL if force else _shapes(obj) & _sdk_shapes(item) or _ALL)
     foreign = [c for c in cands if c is not None]
     if not foreign:
         return Coerced(cast("list[Message]", plain), NEUTRAL)
@@ -518,6 +520,9 @@ def _plain(item: object, path: str) -> Any:
     """One message as JSON data: SDK objects dumped, response-only keys left out."""
     if isinstance(item, Mapping):
         obj = cast("Mapping[str, Any]", item)
+        if "role" in obj and ("stop_reason" in obj or "usage" in obj):
+            # An Anthropic response (dumped): its turn is role and content.
+            obj = {k: v for k, v in obj.items() if k not in _ANTHROPIC_RESPONSE_KEYS}
         content = obj.get("content")
         if isinstance(content, (list, tuple)) and any(
             not isinstance(b, (Mapping, str)) and hasattr(b, "model_dump")
@@ -537,19 +542,55 @@ def _plain(item: object, path: str) -> Any:
                 path, f"{type(item).__name__}.model_dump gave no object"
             )
         obj = cast("Mapping[str, Any]", dumped)
-        if "role" in obj and ("stop_reason" in obj or "usage" in obj):
-            # An Anthropic response: its turn is role and content.
-            return {k: v for k, v in obj.items() if k not in _ANTHROPIC_RESPONSE_KEYS}
+        for key, fix in _WHOLE_RESPONSES:
+            if key in obj and "role" not in obj and "type" not in obj.get(key, {}):
+                raise InvalidMessageError(
+                    path, f"a whole {type(item).__name__}: pass {fix}"
+                )
         if obj.get("role") == "assistant" and "type" not in obj:
             # A Chat Completions response message: ``annotations`` and ``audio``
             # are the response's, not the next request's.
             return {k: v for k, v in obj.items() if k not in ("annotations", "audio")}
-        return obj
+        return _plain(obj, path)
     raise InvalidMessageError(
         path,
         f"expected a message (a Message, a provider dict or an SDK object), "
         f"got {type(item).__name__}",
     )
+
+
+_WHOLE_RESPONSES = (
+    ("choices", "response.choices[0].message"),
+    ("output", "response.output (its items)"),
+)
+"""Response objects that hold messages, and where the messages are."""
+
+
+_SDK_MODULES: tuple[tuple[str, frozenset[Provider]], ...] = (
+    ("anthropic.", _ANTHROPIC),
+    ("openai.types.chat.", _OPENAI),
+    ("openai.types.responses.", _RESPONSES),
+)
+
+
+def _sdk_shapes(item: object) -> frozenset[Provider]:
+    """The shapes an SDK object (or a dict of its blocks) can be in, by package.
+
+    Anything else can be in every shape. The SDKs are never imported.
+    """
+    probe = item
+    if isinstance(item, Mapping):
+        content = cast("Mapping[str, Any]", item).get("content")
+        if not isinstance(content, (list, tuple)) or not content:
+            return _ALL
+        probe = cast("Sequence[Any]", content)[0]
+    module = type(probe).__module__
+    if not isinstance(module, str):
+        return _ALL
+    for prefix, shapes in _SDK_MODULES:
+        if module.startswith(prefix):
+            return shapes
+    return _ALL
 
 
 def _shapes(obj: object) -> frozenset[Provider]:
@@ -559,7 +600,9 @@ def _shapes(obj: object) -> frozenset[Provider]:
     m = cast("Mapping[str, Any]", obj)
     kind = m.get("type")
     if kind is not None and kind != "message":
-        return _RESPONSES if kind in ITEM_TYPES else _ALL
+        # Only Responses items have a type and no role: its reader names an
+        # unknown one with the types it knows.
+        return _RESPONSES if kind in ITEM_TYPES or "role" not in m else _ALL
     role = m.get("role")
     if role in ("tool", "function") or any(k in m for k in _OPENAI_KEYS):
         return _OPENAI
