@@ -37,6 +37,7 @@ from contextwindow import (
     fold_result,
     from_provider,
     handoff,
+    inspect_messages,
     problems,
     to_anthropic,
     to_openai,
@@ -132,7 +133,7 @@ class TestSameResult:
         form: str,
         o200k: Tokenizer,
     ) -> None:
-        """count_messages and TokenCounter.messages count exactly the same tokens."""
+        """count_messages, TokenCounter and inspect_messages count the same tokens."""
 
         def check(held: Any, neutral: list[Message], p: Provider) -> None:
             want = count_messages(neutral, o200k, provider=p)
@@ -140,6 +141,12 @@ class TestSameResult:
             counter = TokenCounter(o200k, p)
             assert counter.messages(held) == want
             assert counter.messages(iter(neutral)) == want
+            assert counter.running(held) == counter.running(neutral)
+            seen = inspect_messages(held, tokenizer=o200k, provider=p)
+            assert (
+                seen.tokens
+                == inspect_messages(neutral, tokenizer=o200k, provider=p).tokens
+            )
 
         each_shape(some_convs, provider, form, check)
 
