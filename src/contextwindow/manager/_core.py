@@ -48,7 +48,7 @@ from contextwindow.strategies.base import (
 from contextwindow.strategies.drop import MaxMessages, SlidingWindow
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.tokens.counting import TokenCounter
-from contextwindow.validity import ensure_valid, problems
+from contextwindow.validity import neutral_ensure_valid, neutral_problems
 
 __all__ = ["Call", "Core", "Run", "Step"]
 
@@ -240,7 +240,7 @@ class Core(State):
         if not view:
             return None
         start = min(self._valid_upto, len(view))
-        found = problems(view, self._provider, start=start)
+        found = neutral_problems(view, self._provider, start=start)
         if not found:
             return None
         last = units(view[start:])[-1]
@@ -342,7 +342,7 @@ class Core(State):
     ) -> Prepared:
         view = self._view
         start = min(self._valid_upto, len(view))
-        valid = ensure_valid(view, self._provider, start=start)
+        valid = neutral_ensure_valid(view, self._provider, start=start)
         sent = valid.messages
         kept = len(view)  # leading messages sent as they are in the view
         if valid.problems:  # only a call awaiting results: left out of this request

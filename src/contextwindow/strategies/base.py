@@ -44,7 +44,12 @@ from contextwindow.messages import (
 )
 from contextwindow.summarizers.record import SUMMARY_KEY, is_summary
 from contextwindow.tokens.counting import TokenCounter
-from contextwindow.validity import CONTINUED_ID, ensure_valid, problems
+from contextwindow.validity import (
+    CONTINUED_ID,
+    ensure_valid,
+    neutral_ensure_valid,
+    neutral_problems,
+)
 
 __all__ = [
     "Budget",
@@ -410,7 +415,9 @@ def final_indices(
     last = len(messages) - 1
     if provider is None or _surely_kept(messages[last]):
         return (last,)
-    gone = {p.index for p in problems(messages, provider) if p.fix == "drop_message"}
+    gone = {
+        p.index for p in neutral_problems(messages, provider) if p.fix == "drop_message"
+    }
     kept = next((i for i in range(last, -1, -1) if i not in gone), last)
     return (last,) if kept == last else (last, kept)
 
@@ -533,7 +540,7 @@ def finish(
         The valid output, with repairs added to the report.
     """
     shown = list(after)
-    valid = ensure_valid(shown, budget.provider, start=start)
+    valid = neutral_ensure_valid(shown, budget.provider, start=start)
     out = valid.messages
     found = list(changes)
     if valid.problems:
