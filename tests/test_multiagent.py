@@ -77,9 +77,9 @@ class TestLog:
         with pytest.raises(InvalidMessageError, match="content"):
             ctx.add_message(role="system", content=[])
         with pytest.raises(InvalidMessageError, match="message"):
-            ctx.add("hello")  # type: ignore[arg-type]
+            ctx.add("hello")
         with pytest.raises(InvalidMessageError, match=r"messages\[1\]"):
-            SharedContext([Message.user("a"), "b"], tokenizer=FakeTokenizer())  # type: ignore[list-item]
+            SharedContext([Message.user("a"), "b"], tokenizer=FakeTokenizer())
 
     def test_history_and_agents(self) -> None:
         """Per-agent histories, shared messages, agents in order of appearance."""

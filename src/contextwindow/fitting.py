@@ -43,7 +43,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from contextwindow._args import (
     as_model,
@@ -54,7 +56,8 @@ from contextwindow._args import (
     check_strs,
 )
 from contextwindow.errors import ArgumentValueError, ContextWindowError
-from contextwindow.messages import Message, Provider, ToolSpec, check_provider
+from contextwindow.formats._coerce import coerce_messages, coerce_tools
+from contextwindow.messages import Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy
 from contextwindow.strategies.drop import DropOldest
@@ -94,7 +97,7 @@ def provider_of(model: ModelInfo) -> Provider:
 
 
 def fit(
-    messages: Sequence[Message],
+    messages: Iterable[Any] | Mapping[str, Any],
     *,
     model: str | ModelInfo | None = None,
     limit: int | None = None,
@@ -102,14 +105,16 @@ def fit(
     strategy: Strategy | str | None = None,
     provider: Provider | None = None,
     tokenizer: Tokenizer | TokenCounter | str | None = None,
-    tools: Iterable[ToolSpec] = (),
+    tools: Iterable[ToolSpec | Any] = (),
     protected: Iterable[str] | str = (),
     query: str | None = None,
 ) -> Fitted:
     """Fit ``messages`` into a model's window (see the module's contract).
 
     Args:
-        messages: The conversation, in the neutral form.
+        messages: The conversation: ``Message`` objects, or the messages
+            as the user holds them (OpenAI, Anthropic or Responses dicts, a
+            request body, SDK objects; see ``contextwindow.formats``).
         model: The model: its window is the default ``limit``, its tokenizer
             the default, its provider the default ``provider``.
         limit: The window in tokens (default: the model's window).
@@ -126,17 +131,21 @@ def fit(
         tokenizer: A tokenizer, a model or encoding name (``"gpt-4o"``,
             ``"o200k_base"``), or a ``TokenCounter`` to reuse: its cache makes
             re-fitting a grown conversation cost only the new messages.
-        tools: Tool schemas sent with the request (they take tokens).
+        tools: Tools sent with the request (they take tokens): ``ToolSpec``
+            objects or the tool dicts the SDKs take.
         protected: Markers: a message whose text holds one is kept (a
             string alone is one marker).
         query: What the next request is about, for strategies that keep
             what is relevant to it (default: the final message's text).
 
     Returns:
-        The fitted conversation and the report of every change.
+        The fitted conversation and the report of every change;
+        ``as_input()`` gives it back in the shape it came in.
 
     Raises:
         BudgetError: Pinned content alone exceeds the budget.
+        InvalidMessageError: A message or a tool is malformed (the error
+            names ``messages[i].field`` or ``tools[i].field``).
         ArgumentError: An argument of the wrong type or out of range (a
             negative ``limit`` or ``reserve``, a ``reserve`` above the limit,
             an unknown provider, a tokenizer that is not one, a bad strategy
@@ -145,6 +154,7 @@ def fit(
             counter for another provider.
 
     Example:
+        >>> from contextwindow import Message
         >>> conv = [Message.user("Fix the login bug."),
         ...         Message.assistant("Looking. " * 50), Message.user("Status?")]
         >>> fitted = fit(conv, limit=30, tokenizer=get_tokenizer("gpt-4o"))
@@ -169,12 +179,17 @@ def fit(
             "reserve", f"{reserve:,}", f"at most the limit ({limit:,})"
         )
     counter = _counter(tokenizer, info, provider)
-    budget = Budget(limit - reserve, counter, tuple(tools), markers, query)
+    read = coerce_messages(messages, hint=counter.provider)
+    specs = coerce_tools(tools)
+    budget = Budget(limit - reserve, counter, specs, markers, query)
     chosen = DEFAULT_STRATEGY if strategy is None else as_strategy(strategy)
     # A pipeline's stages join the fallback's pipeline, so the input is
     # validated once, not once per level of nesting.
     stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
-    return Pipeline(*stages, _FALLBACK)(messages, budget)
+    fitted = Pipeline(*stages, _FALLBACK)(read.messages, budget)
+    if read.shape.kind == "neutral":
+        return fitted
+    return replace(fitted, shape=read.shape)
 
 
 _FALLBACK = DropOldest()

@@ -13,13 +13,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import Any
 
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow.errors import ArgumentTypeError
+from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import Message, Provider, ToolSpec, Unit, units
 from contextwindow.models import (
     ModelInfo,
@@ -124,12 +125,12 @@ class Inspection:
 
 
 def inspect_messages(
-    messages: Sequence[Message],
+    messages: Sequence[Message] | Iterable[Any],
     *,
     model: str | None = None,
     tokenizer: Tokenizer | None = None,
     provider: Provider = "openai",
-    tools: Sequence[ToolSpec] = (),
+    tools: Iterable[ToolSpec | Any] = (),
     top: int = 5,
     meta: dict[str, Any] | None = None,
     live_from: int | None = None,
@@ -160,6 +161,8 @@ def inspect_messages(
     info: ModelInfo = get_model(asked)  # an unknown one warns, keeping its name
     tok = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
     counter = TokenCounter(tok, provider)
+    messages = neutral(messages, hint=provider)
+    tools = coerce_tools(tools)
     # Running totals first: the counter's cache grows to hold the conversation.
     run = counter.running(messages)
     sizes = [b - a for a, b in pairwise(run)]

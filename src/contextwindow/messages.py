@@ -503,8 +503,12 @@ class Unit:
         return self.kind != "orphan_results" and not self.unanswered
 
 
-def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
+def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     """Group a conversation into atomic units, in order, covering every message.
+
+    Messages in any shape ``contextwindow.formats`` reads are taken (provider
+    dicts, SDK objects); the units then index the neutral messages they are
+    read into.
 
     A tool exchange is an assistant message with tool calls followed by the
     contiguous ``tool`` messages whose results answer its calls. Each result is
@@ -532,7 +536,12 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
         >>> [(u.kind, u.start, u.stop) for u in units(conv)]
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
-    seq = messages if isinstance(messages, list) else list(messages)
+    if isinstance(messages, list):
+        seq: list[Any] = messages
+    elif isinstance(messages, tuple):
+        seq = list(messages)
+    else:  # a body, a generator: read at the edge
+        seq = list(_neutral(messages))
     n = len(seq)
     out: list[Unit] = []
     with _recent_lock:
@@ -546,6 +555,8 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
         if k and n >= k and seq[k - 1] is last[-1] and seq[:k] == last:
             if n == k:
                 return found
+            if not _all_messages(seq, k):
+                return units(_neutral(seq))
             out.extend(found[:-1])
             _scan(seq, found[-1].start, out)
             break
@@ -555,12 +566,15 @@ def units(messages: Sequence[Message]) -> tuple[Unit, ...]:
             n == k
             and n
             and all(
-                a is b or _shape(a) == _shape(b) for a, b in zip(seq, last, strict=True)
+                a is b or (isinstance(a, Message) and _shape(a) == _shape(b))
+                for a, b in zip(seq, last, strict=True)
             )
         ):
             out.extend(found)
             break
     else:
+        if not _all_messages(seq, 0):
+            return units(_neutral(seq))
         _scan(seq, 0, out)
     result = tuple(out)
     with _recent_lock:
@@ -575,6 +589,21 @@ _RECENT = 4
 output; a manager its history and its view)."""
 _recent: list[tuple[list[Message], tuple[Unit, ...]]] = []
 _recent_lock = threading.Lock()
+
+
+def _all_messages(seq: Sequence[Any], start: int) -> bool:
+    for i in range(start, len(seq)):
+        m = seq[i]
+        if m.__class__ is not Message and not isinstance(m, Message):
+            return False
+    return True
+
+
+def _neutral(data: object) -> Sequence[Message]:
+    # The edge lives in ``formats``, which builds on this module.
+    from contextwindow.formats._coerce import neutral
+
+    return neutral(data)
 
 
 def _shape(m: Message) -> tuple[str, tuple[str, ...]]:

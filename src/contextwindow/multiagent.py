@@ -31,6 +31,7 @@ import json
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from contextwindow._args import (
     as_model,
@@ -46,6 +47,7 @@ from contextwindow.errors import (
     InvalidMessageError,
 )
 from contextwindow.fitting import fit, provider_of
+from contextwindow.formats._coerce import NEUTRAL, Shape, coerce_messages
 from contextwindow.messages import (
     Message,
     Part,
@@ -147,7 +149,7 @@ class SharedContext:
 
     def __init__(
         self,
-        messages: Iterable[Message] = (),
+        messages: Iterable[Any] = (),
         *,
         model: str | ModelInfo | None = None,
         tokenizer: Tokenizer | TokenCounter | None = None,
@@ -185,33 +187,51 @@ class SharedContext:
         self._strategy = SLICE_STRATEGY if strategy is None else as_strategy(strategy)
         self._log: list[Message] = []
         self._lock = threading.Lock()
-        for k, m in enumerate(messages):
-            if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass anything
-                raise InvalidMessageError(
-                    f"messages[{k}]", f"expected a Message, got {type(m).__name__}"
-                )
-            self._log.append(m)
+        self._shape: Shape = NEUTRAL
+        self._log.extend(self._read(messages, "messages"))
+
+    def _read(self, data: object, name: str) -> list[Message]:
+        """Messages in any shape the edge reads; the shape is remembered."""
+        read = coerce_messages(data, hint=self._counter.provider, name=name)
+        if read.shape.kind != "neutral":
+            self._shape = Shape(read.shape.kind)
+        return read.messages
 
     # -- the log -------------------------------------------------------------------
 
-    def add(self, message: Message, *, agent: str | None = None) -> Message:
+    def add(self, message: Message | Any, *, agent: str | None = None) -> Message:
         """Append a message; with ``agent``, tagged as that agent's.
 
+        Args:
+            message: A ``Message``, or one message in a provider's shape (a
+                dict or an SDK object; an Anthropic user turn holding tool
+                results and text gives two messages).
+            agent: The agent it belongs to.
+
         Returns:
-            The message as stored (the same id).
+            The message as stored (the same id); the last one, when the
+            message read as several.
 
         Raises:
-            InvalidMessageError: ``message`` is not a ``Message``.
+            InvalidMessageError: ``message`` is no message, or is malformed.
+
+        Example:
+            >>> team = SharedContext(tokenizer=None)
+            >>> team.add({"role": "user", "content": "Plan it"}, agent="planner").agent
+            'planner'
         """
-        if not isinstance(message, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass anything
-            raise InvalidMessageError(
-                "message", f"expected a Message, got {type(message).__name__}"
-            )
-        if agent is not None and message.agent != agent:
-            message = replace(message, agent=agent)
+        read = (
+            [message]
+            if message.__class__ is Message
+            else self._read(message, "message")
+        )
+        if not read:
+            raise InvalidMessageError("message", "holds no message")
+        if agent is not None:
+            read = [m if m.agent == agent else replace(m, agent=agent) for m in read]
         with self._lock:
-            self._log.append(message)
-        return message
+            self._log.extend(read)
+        return read[-1]
 
     def add_message(
         self,
@@ -315,9 +335,10 @@ class SharedContext:
         others = self.activity(agent)
         shown = [Message.user(others, pinned=True)] if others else []
         conv = [*system, *shown, *rest, Message.user(task, agent=agent)]
-        return fit(
+        fitted = fit(
             conv, limit=limit, strategy=self._strategy, tokenizer=counter, query=task
         )
+        return fitted if self._shape is NEUTRAL else replace(fitted, shape=self._shape)
 
     def _counter_for(self, model: str | ModelInfo) -> TokenCounter:
         """A counter per model, kept, so its cache stays warm between slices."""
@@ -357,7 +378,7 @@ class SharedContext:
 
 
 def handoff(
-    parent: Sequence[Message],
+    parent: Iterable[Any],
     task: str,
     *,
     limit: int,
@@ -404,19 +425,21 @@ def handoff(
     check_str(task, "task")
     check_str(system, "system", none=True)
     check_int(limit, "limit", low=0)
-    conv = [m for m in parent if m.role != "system"]
+    read = coerce_messages(parent, name="parent")
+    conv = [m for m in read.messages if m.role != "system"]
     if system is not None:
         conv.insert(0, Message.system(system))
     conv.append(Message.user(task))
     chosen = SelectRelevant(keep_recent=2) if strategy is None else strategy
-    return fit(
+    fitted = fit(
         conv, model=model, limit=limit, strategy=chosen, tokenizer=tokenizer, query=task
     )
+    return fitted if read.shape is NEUTRAL else replace(fitted, shape=read.shape)
 
 
 def fold_result(
-    parent: Sequence[Message],
-    result: str | Sequence[Message],
+    parent: Iterable[Any],
+    result: str | Iterable[Any],
     *,
     agent: str,
     task: str | None = None,
@@ -454,7 +477,12 @@ def fold_result(
     check_str(agent, "agent")
     check_str(task, "task", none=True)
     check_str(call_id, "call_id", none=True)
-    answer = result if isinstance(result, str) else _final_answer(result)
+    parent = coerce_messages(parent, name="parent").messages
+    answer = (
+        result
+        if isinstance(result, str)
+        else _final_answer(coerce_messages(result, name="result").messages)
+    )
     pending = _pending(parent)
     if call_id is not None and call_id not in pending:
         raise ContextWindowError(

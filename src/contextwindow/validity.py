@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextwindow._args import check_int
+from contextwindow.formats._coerce import neutral
 from contextwindow.messages import (
     Image,
     Message,
@@ -76,7 +77,15 @@ from contextwindow.messages import (
     units,
 )
 
-__all__ = ["CONTINUED", "Problem", "Valid", "ensure_valid", "problems"]
+__all__ = [
+    "CONTINUED",
+    "Problem",
+    "Valid",
+    "ensure_valid",
+    "neutral_ensure_valid",
+    "neutral_problems",
+    "problems",
+]
 
 CONTINUED = "(continued)"
 """The text of the user turn placed before a conversation that must not open on
@@ -157,6 +166,16 @@ def problems(
     """
     check_provider(provider)
     check_int(start, "start", low=0)
+    return neutral_problems(
+        neutral(messages, hint=provider, start=start), provider, start=start
+    )
+
+
+def neutral_problems(
+    messages: Sequence[Message], provider: Provider, *, start: int = 0
+) -> tuple[Problem, ...]:
+    """``problems`` for ``Message`` objects: the core's, unchecked, call."""
+    check_provider(provider)
     if not start:
         return _problems(messages, provider == "anthropic", 0, opened=False)
     # A turn before ``start`` was checked already: the first-turn rule is met.
@@ -273,7 +292,18 @@ def ensure_valid(
         >>> v.messages[1].tool_calls, v.messages[1].text
         ((), 'Let me look.')
     """
-    found = problems(messages, provider, start=start)
+    check_provider(provider)
+    check_int(start, "start", low=0)
+    return neutral_ensure_valid(
+        neutral(messages, hint=provider, start=start), provider, start=start
+    )
+
+
+def neutral_ensure_valid(
+    messages: Sequence[Message], provider: Provider, *, start: int = 0
+) -> Valid:
+    """``ensure_valid`` for ``Message`` objects: the core's, unchecked, call."""
+    found = neutral_problems(messages, provider, start=start)
     if not found:
         return Valid(tuple(messages), ())
     drop = {p.index for p in found if p.fix == "drop_message"}

@@ -109,15 +109,21 @@ class TestPush:
         m.push_many(msgs)
         assert list(m.messages) == msgs
 
-    def test_push_rejects_a_dict_naming_the_fix(self) -> None:
+    def test_push_takes_a_provider_dict_and_names_a_bad_one(self) -> None:
+        """A provider dict is read; what is no message is refused by name."""
         m = manager()
-        with pytest.raises(InvalidMessageError, match=r"messages\[0\].*from_openai"):
-            m.push({"role": "user", "content": "hi"})  # type: ignore[arg-type]
+        m.push({"role": "user", "content": "hi"})
+        assert [(x.role, x.text) for x in m.messages] == [("user", "hi")]
+        with pytest.raises(InvalidMessageError, match=r"^message\.role: unknown"):
+            m.push({"role": "robot", "content": "hi"})
+        with pytest.raises(InvalidMessageError, match=r"^message: expected a message"):
+            m.push("hi")
+        assert len(m.history) == 1
 
     def test_push_many_is_all_or_nothing(self) -> None:
         m = manager()
         with pytest.raises(InvalidMessageError, match=r"messages\[1\]"):
-            m.push_many([Message.user("ok"), "not a message"])  # type: ignore[list-item]
+            m.push_many([Message.user("ok"), "not a message"])
         assert m.history == ()
 
 
@@ -138,7 +144,7 @@ class TestRestore:
     def test_set_messages_validates_both(self) -> None:
         m = manager()
         with pytest.raises(InvalidMessageError, match=r"history\[0\]"):
-            m.set_messages([], history=[1])  # type: ignore[list-item]
+            m.set_messages([], history=[1])
 
     def test_restore_rearms_thresholds(self) -> None:
         m = manager(limit=100)

@@ -12,6 +12,11 @@ Contract:
   ``Message.meta[provider]`` (``"openai"``, ``"anthropic"`` or
   ``"responses"``) and written back only by that provider's writer. The
   layout of that entry is private to the module; treat it as opaque.
+- ``coerce_messages`` is the edge every public call taking messages runs at
+  entry: messages in any of these shapes (dicts, request bodies, the SDKs'
+  pydantic objects, mixed lists, generators) become neutral, and
+  ``Shape.write`` gives a conversation back in the shape it came in.
+  ``coerce_tools`` does the same for the tool lists the SDKs take.
 - Across providers, what both carry survives: texts, images, tool calls
   (id, name, arguments), tool results (call id, content; ``is_error`` where the
   target has it) and, between readers and writers of the same provider,
@@ -33,6 +38,12 @@ from typing import Any, Literal, cast, overload
 from contextwindow._images import image_size
 from contextwindow._validate import expect_mapping
 from contextwindow.errors import InvalidMessageError
+from contextwindow.formats._coerce import (
+    Coerced,
+    Shape,
+    coerce_messages,
+    coerce_tools,
+)
 from contextwindow.formats.anthropic import (
     AnthropicRequest,
     from_anthropic,
@@ -44,6 +55,10 @@ from contextwindow.messages import PROVIDERS, Message, Provider
 
 __all__ = [
     "AnthropicRequest",
+    "Coerced",
+    "Shape",
+    "coerce_messages",
+    "coerce_tools",
     "from_anthropic",
     "from_openai",
     "from_provider",

@@ -18,9 +18,10 @@ from typing import Any, cast
 
 from contextwindow._images import decode_base64, image_size, parse_data_uri
 from contextwindow.errors import InvalidMessageError
-from contextwindow.messages import Image
+from contextwindow.messages import Image, Message
 
 __all__ = [
+    "as_neutral",
     "check_json",
     "entry",
     "extras",
@@ -30,6 +31,25 @@ __all__ = [
     "provider_meta",
     "put_extras",
 ]
+
+
+def as_neutral(messages: Any) -> Sequence[Message]:
+    """``messages`` as neutral ones: a writer takes messages in any shape too.
+
+    Example:
+        >>> [m.role for m in as_neutral([{"role": "user", "content": "hi"}])]
+        ['user']
+    """
+    if type(messages) is list or type(messages) is tuple:
+        for m in cast("Sequence[Any]", messages):
+            if m.__class__ is not Message:
+                break
+        else:
+            return cast("Sequence[Message]", messages)
+    # The edge reads with the converters, which import this module.
+    from contextwindow.formats._coerce import neutral
+
+    return neutral(messages)
 
 
 def check_json(text: str, path: str) -> None:

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from contextwindow._images import data_uri, parse_data_uri
@@ -62,6 +62,7 @@ from contextwindow._validate import (
 )
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
+    as_neutral,
     entry,
     extras,
     image_from_url,
@@ -226,7 +227,7 @@ def from_anthropic_message(message: object, *, path: str) -> list[Message]:
     return out
 
 
-def to_anthropic(messages: Sequence[Message]) -> AnthropicRequest:
+def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicRequest:
     """Write neutral messages as an Anthropic ``system`` and ``messages``.
 
     Args:
@@ -246,6 +247,7 @@ def to_anthropic(messages: Sequence[Message]) -> AnthropicRequest:
         >>> [(t["role"], [b["type"] for b in t["content"]]) for t in turns]
         [('user', ['tool_result', 'text'])]
     """
+    messages = as_neutral(messages)
     system: list[dict[str, Any]] = []
     plain_system = 0  # system messages that could be written as a string
     system_count = 0

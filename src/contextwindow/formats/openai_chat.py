@@ -39,7 +39,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from contextwindow._validate import (
@@ -51,6 +51,7 @@ from contextwindow._validate import (
 )
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
+    as_neutral,
     check_json,
     entry,
     extras,
@@ -129,7 +130,7 @@ def from_openai(
     return out
 
 
-def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def to_openai(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any]]:
     """Write neutral messages as Chat Completions messages.
 
     Args:
@@ -146,6 +147,7 @@ def to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
         >>> to_openai([Message.tool("c1", "4", name="calc")])
         [{'role': 'tool', 'tool_call_id': 'c1', 'content': '4', 'name': 'calc'}]
     """
+    messages = as_neutral(messages)
     out: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         om = provider_meta(m.meta, "openai")

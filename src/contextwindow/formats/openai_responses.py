@@ -11,8 +11,27 @@ Contract:
   ``system``, ``developer`` (read as ``system``) and ``assistant``; content a
   string or ``input_text`` / ``output_text`` / ``input_image`` parts, with
   ``refusal``, ``input_file`` and ``input_audio`` parts kept as they are),
-  ``function_call``, ``function_call_output`` and ``reasoning``. Any other
-  item type is an error naming the supported ones.
+  ``function_call``, ``function_call_output`` and ``reasoning``; and the
+  items agents send besides, each written back unchanged while the part read
+  from it is unchanged:
+
+  - tool calls the client answers (``computer_call``, ``local_shell_call``,
+    ``shell_call``, ``apply_patch_call``, ``custom_tool_call``,
+    ``mcp_approval_request``) become ``ToolCall`` parts (the tool's name, or
+    the kind's: ``computer``, ``local_shell`` ...; the action or input as JSON
+    text), and their outputs (``computer_call_output``,
+    ``local_shell_call_output``, ``shell_call_output``,
+    ``apply_patch_call_output``, ``custom_tool_call_output``,
+    ``mcp_approval_response``) ``ToolResult`` parts answering them, so
+    ``units`` keeps each call and its output together;
+  - items the provider ran itself, which need no answer (``web_search_call``,
+    ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``,
+    ``mcp_call``, ``mcp_list_tools``, ``tool_search_call``,
+    ``item_reference``), become one ``Text`` part of the assistant message:
+    the item's JSON without ``id``, ``status`` and an image's base64
+    ``result``, which is what is counted.
+
+  Any other item type is an error naming the supported ones.
 - Consecutive ``reasoning``, assistant ``message`` and ``function_call`` items
   form ONE assistant message (``Thinking``, ``Text`` and ``ToolCall`` parts in
   order); consecutive ``function_call_output`` items form one ``tool`` message.
@@ -41,7 +60,8 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from contextwindow._validate import (
@@ -53,6 +73,7 @@ from contextwindow._validate import (
 )
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
+    as_neutral,
     check_json,
     entry,
     extras,
@@ -73,9 +94,52 @@ from contextwindow.messages import (
     ToolResult,
 )
 
-__all__ = ["from_responses", "to_responses"]
+__all__ = ["ITEM_TYPES", "from_responses", "to_responses"]
 
-_ITEMS = ("message", "function_call", "function_call_output", "reasoning")
+# Client-answered calls: kind -> (id key, name or None for the item's "name",
+# arguments key).
+_CALLS: dict[str, tuple[str, str | None, str]] = {
+    "computer_call": ("call_id", "computer", "action"),
+    "local_shell_call": ("call_id", "local_shell", "action"),
+    "shell_call": ("call_id", "shell", "action"),
+    "apply_patch_call": ("call_id", "apply_patch", "operation"),
+    "custom_tool_call": ("call_id", None, "input"),
+    "mcp_approval_request": ("id", None, "arguments"),
+}
+# Their outputs: kind -> (the key naming the call, the output key).
+_OUTPUTS: dict[str, tuple[str, str]] = {
+    "computer_call_output": ("call_id", "output"),
+    "local_shell_call_output": ("id", "output"),
+    "shell_call_output": ("call_id", "output"),
+    "apply_patch_call_output": ("call_id", "output"),
+    "custom_tool_call_output": ("call_id", "output"),
+    "mcp_approval_response": ("approval_request_id", "approve"),
+}
+# Items the provider ran itself: no answer follows them.
+_HOSTED = frozenset(
+    (
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "tool_search_call",
+        "item_reference",
+    )
+)
+_ITEMS = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    *_CALLS,
+    *_OUTPUTS,
+    *sorted(_HOSTED),
+)
+ITEM_TYPES: frozenset[str] = frozenset(_ITEMS)
+"""Every Responses item type ``from_responses`` reads."""
+_UNSHOWN = frozenset(("id", "status", "result"))
 _OPAQUE_PARTS = frozenset(("refusal", "input_file", "input_audio"))
 _TEXT_PARTS = frozenset(("input_text", "output_text"))
 _SEP = "\n\n"
@@ -105,10 +169,10 @@ def from_responses(
 
     Example:
         >>> try:
-        ...     from_responses([{"type": "web_search_call"}])
+        ...     from_responses([{"type": "telepathy_call"}])
         ... except InvalidMessageError as exc:
-        ...     print(exc.path, "|", exc.reason[:35])
-        input[0].type | unknown item type 'web_search_call'
+        ...     print(exc.path, "|", exc.reason[:34])
+        input[0].type | unknown item type 'telepathy_call'
 
     """
     out: list[Message] = []
@@ -147,30 +211,22 @@ def from_responses(
                 flush()
                 role = None
                 neutral: Role = "user" if msg_role == "user" else "system"
-                out.append(
-                    Message(neutral, new_parts, meta={"responses": {"items": [lay]}})
-                )
+                kept = {"responses": {"items": [_ordered(obj, lay)]}}
+                out.append(Message(neutral, new_parts, meta=kept))
                 continue
             group: Role = "assistant"
-        elif kind == "function_call_output":
-            new_parts, lay = _read_output(obj, p)
-            group = "tool"
-        elif kind == "function_call":
-            new_parts, lay = _read_call(obj, p)
-            group = "assistant"
         else:
-            new_parts, lay = _read_reasoning(obj, p)
-            group = "assistant"
+            new_parts, lay, group = _read_item(obj, p, kind)
         if group != role:
             flush()
             role = group
         parts.extend(new_parts)
-        layout.append(lay)
+        layout.append(_ordered(obj, lay))
     flush()
     return out
 
 
-def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def to_responses(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any]]:
     """Write neutral messages as Responses input items.
 
     Args:
@@ -189,6 +245,7 @@ def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
         {'type': 'message', 'role': 'user', 'content': 'hi'}
         {'type': 'function_call_output', 'call_id': 'c1', 'output': 'ok'}
     """
+    messages = as_neutral(messages)
     out: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         rm = provider_meta(m.meta, "responses")
@@ -197,7 +254,7 @@ def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
         layout: Sequence[Any] = (
             items
             if items is not None and _fits(items, m.parts)
-            else _default_layout(m, i)
+            else _default_layout(m, i, items or ())
         )
         k = 0
         for e in layout:
@@ -206,7 +263,8 @@ def to_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
             k += n
             item = _write_item(m, e, chunk)
             if item is not None:
-                out.append(put_extras(item, e.get("extra")))
+                item = put_extras(item, e.get("extra"))
+                out.append(_reordered(item, e.get("order")) if "order" in e else item)
     return out
 
 
@@ -354,6 +412,125 @@ def _read_reasoning(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], L
     return (Thinking(_SEP.join(texts), signature),), lay
 
 
+_NATURAL: dict[str, tuple[str, ...]] = {
+    "message": ("type", "role", "content"),
+    "function_call": ("type", "call_id", "name", "arguments"),
+    "function_call_output": ("type", "call_id", "output"),
+    "reasoning": ("type", "summary", "encrypted_content"),
+}
+
+
+def _ordered(obj: Mapping[str, Any], lay: Layout) -> Layout:
+    """Record the item's key order where the writer's would differ."""
+    first = _NATURAL.get(str(lay.get("type")))
+    if first is not None:
+        keys = list(obj)
+        natural = [k for k in first if k in obj] + [k for k in keys if k not in first]
+        if keys != natural:
+            lay["order"] = keys
+    return lay
+
+
+def _reordered(item: dict[str, Any], order: object) -> dict[str, Any]:
+    if not isinstance(order, list):
+        return item
+    keys = [k for k in order if k in item]
+    return {**{k: item[k] for k in keys}, **item}
+
+
+def _read_item(
+    obj: Mapping[str, Any], p: str, kind: str
+) -> tuple[tuple[Part, ...], Layout, Role]:
+    """Any item but a message: its parts, layout and the group it joins."""
+    if kind == "function_call_output":
+        return (*_read_output(obj, p), "tool")
+    if kind == "function_call":
+        return (*_read_call(obj, p), "assistant")
+    if kind in _OUTPUTS:
+        return (_read_kept_output(obj, p, kind),), _kept(obj, kind), "tool"
+    if kind in _CALLS:
+        return (_read_kept_call(obj, p, kind),), _kept(obj, kind), "assistant"
+    if kind in _HOSTED:
+        return (Text(_shown(obj)),), _kept(obj, kind), "assistant"
+    return (*_read_reasoning(obj, p), "assistant")
+
+
+def _kept(obj: Mapping[str, Any], kind: str) -> Layout:
+    """The layout of an item written back as it was read."""
+    return {"type": kind, "n": 1, "item": copy.deepcopy(dict(obj))}
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _shown(obj: Mapping[str, Any]) -> str:
+    """What a hosted item shows the model: its JSON, less ids and base64 images."""
+    return _compact({k: v for k, v in obj.items() if k not in _UNSHOWN})
+
+
+def _read_kept_call(obj: Mapping[str, Any], p: str, kind: str) -> ToolCall:
+    id_key, fixed, args_key = _CALLS[kind]
+    call_id = expect_str(obj, id_key, p)
+    name = fixed if fixed is not None else expect_str(obj, "name", p)
+    if args_key not in obj:
+        raise InvalidMessageError(f"{p}.{args_key}", "missing")
+    value = obj[args_key]
+    if kind == "mcp_approval_request":
+        args = expect_str(obj, args_key, p)
+        check_json(args, f"{p}.{args_key}")
+    else:
+        try:
+            args = _compact(value)
+        except (TypeError, ValueError):
+            raise InvalidMessageError(f"{p}.{args_key}", "not JSON") from None
+    return ToolCall(call_id, name, args)
+
+
+def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
+    id_key, out_key = _OUTPUTS[kind]
+    call_id = expect_str(obj, id_key, p)
+    value = obj.get(out_key)
+    content: str | tuple[Text | Image, ...]
+    if isinstance(value, str):
+        content = value
+    elif isinstance(value, Mapping) and isinstance(
+        cast("Mapping[str, Any]", value).get("image_url"), str
+    ):
+        url = cast("Mapping[str, Any]", value)["image_url"]
+        content = (image_from_url(url),)
+    elif kind == "mcp_approval_response":
+        content = "approved" if value else "denied"
+        reason = obj.get("reason")
+        if isinstance(reason, str) and reason:
+            content += f": {reason}"
+    else:
+        try:
+            content = "" if value is None else _compact(value)
+        except (TypeError, ValueError):
+            raise InvalidMessageError(f"{p}.{out_key}", "not JSON") from None
+    return ToolResult(call_id, content)
+
+
+def _read_kept(e: Mapping[str, Any]) -> Part | None:
+    """The part an item kept as it was read gives, or ``None`` for no such item."""
+    kind = e.get("type")
+    item = e.get("item")
+    if not isinstance(item, Mapping) or not isinstance(kind, str):
+        return None
+    obj = cast("Mapping[str, Any]", item)
+    try:
+        if kind in _CALLS:
+            return _read_kept_call(obj, "item", kind)
+        if kind in _OUTPUTS:
+            return _read_kept_output(obj, "item", kind)
+        if kind in _HOSTED:
+            return Text(_shown(obj))
+    except InvalidMessageError:
+        return None
+    return None
+
+
 # -- writing ---------------------------------------------------------------------
 
 
@@ -375,6 +552,16 @@ def _fits(layout: object, parts: Sequence[Part]) -> bool:
         kind = e.get("type")
         if kind == "message":
             ok = all(isinstance(q, (Text, Image)) for q in chunk)
+        elif "item" in e:
+            ok = (
+                n == 1
+                and _read_kept(e) is not None
+                and (
+                    isinstance(chunk[0], ToolCall)
+                    if kind in _CALLS
+                    else isinstance(chunk[0], ToolResult if kind in _OUTPUTS else Text)
+                )
+            )
         else:
             want = {
                 "reasoning": Thinking,
@@ -388,10 +575,21 @@ def _fits(layout: object, parts: Sequence[Part]) -> bool:
     return k == len(parts)
 
 
-def _default_layout(m: Message, i: int) -> list[Layout]:
+def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[Layout]:
+    # Items kept as they were read go back as such where their part is still
+    # there (a repair removed another call of the message, say).
+    kept: dict[Part, Layout] = {}
+    for e in recorded:
+        if isinstance(e, Mapping) and "item" in e:
+            part = _read_kept(cast("Mapping[str, Any]", e))
+            if part is not None:
+                kept.setdefault(part, cast("Layout", e))
     layout: list[Layout] = []
     for j, part in enumerate(m.parts):
-        if isinstance(part, (Text, Image)) and m.role != "tool":
+        found = kept.get(part) if kept else None
+        if found is not None:
+            layout.append(found)
+        elif isinstance(part, (Text, Image)) and m.role != "tool":
             if layout and layout[-1]["type"] == "message":
                 layout[-1]["n"] += 1
             else:
@@ -419,6 +617,8 @@ def _write_item(
     if kind == "message":
         return _write_message(m, e, chunk)
     part = chunk[0]
+    if "item" in e:
+        return _write_kept(e, part)
     if isinstance(part, ToolCall):
         return {
             "type": "function_call",
@@ -436,6 +636,38 @@ def _write_item(
     if isinstance(part, Thinking) and kind == "reasoning":
         return _write_reasoning(part, e)
     return None  # reasoning from another provider
+
+
+def _write_kept(e: Mapping[str, Any], part: Part) -> dict[str, Any]:
+    """An item read as it was: the same item while its part is unchanged."""
+    item: dict[str, Any] = copy.deepcopy(dict(e["item"]))
+    kind = e["type"]
+    if part == _read_kept(e):
+        return item
+    if isinstance(part, ToolResult) and kind in _OUTPUTS:
+        out_key = _OUTPUTS[kind][1]
+        # A cut or cleared output: text where the shape takes text; a
+        # screenshot or an approval cannot be cut and is sent as it was.
+        if isinstance(item.get(out_key), str) or (
+            kind == "custom_tool_call_output" and out_key in item
+        ):
+            item[out_key] = part.text
+        return item
+    if isinstance(part, ToolCall) and kind in _CALLS:
+        id_key, fixed, args_key = _CALLS[kind]
+        item[id_key] = part.id
+        if fixed is None:
+            item["name"] = part.name
+        item[args_key] = (
+            part.arguments if kind == "mcp_approval_request" else part.input
+        )
+        return item
+    text = part.text if isinstance(part, Text) else ""
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
 
 
 def _write_parts(

@@ -149,11 +149,16 @@ class ContextManager(Core):
     def _setup(self) -> None:
         self._lock = threading.RLock()
 
-    def push(self, message: Message) -> None:
+    def push(self, message: Message | Any) -> None:
         """Append one message to the history and the view.
 
+        ``message`` is a ``Message`` or one message as the user holds it (an
+        OpenAI, Anthropic or Responses dict, or an SDK object); a provider
+        message that reads as several (an Anthropic user turn with tool
+        results and text) appends them all.
+
         Raises:
-            InvalidMessageError: ``message`` is not a ``Message``.
+            InvalidMessageError: ``message`` is no message, or is malformed.
 
         Example:
             >>> from contextwindow import ContextManager, Message
@@ -163,9 +168,9 @@ class ContextManager(Core):
             1
         """
         with self._lock:
-            self._append((message,))
+            self._append(message, "message")
 
-    def push_many(self, messages: Iterable[Message]) -> None:
+    def push_many(self, messages: Iterable[Any]) -> None:
         """Append messages, in order (all or none when one is not a ``Message``).
 
         Example:
@@ -179,7 +184,7 @@ class ContextManager(Core):
             self._append(messages)
 
     def set_messages(
-        self, messages: Iterable[Message], *, history: Iterable[Message] | None = None
+        self, messages: Iterable[Any], *, history: Iterable[Any] | None = None
     ) -> None:
         """Restore a conversation: ``messages`` become the view, and the history.
 
@@ -355,7 +360,7 @@ class AsyncContextManager(Core):
             self._alock = (loop, asyncio.Lock())
         return self._alock[1]
 
-    async def push(self, message: Message) -> None:
+    async def push(self, message: Message | Any) -> None:
         """Append one message to the history and the view (see ``ContextManager``).
 
         Example:
@@ -366,9 +371,9 @@ class AsyncContextManager(Core):
             >>> len(m.history)
             1
         """
-        self._append((message,))
+        self._append(message, "message")
 
-    async def push_many(self, messages: Iterable[Message]) -> None:
+    async def push_many(self, messages: Iterable[Any]) -> None:
         """Append messages, in order (see ``ContextManager``).
 
         Example:
@@ -382,7 +387,7 @@ class AsyncContextManager(Core):
         self._append(messages)
 
     async def set_messages(
-        self, messages: Iterable[Message], *, history: Iterable[Message] | None = None
+        self, messages: Iterable[Any], *, history: Iterable[Any] | None = None
     ) -> None:
         """Restore a conversation (see ``ContextManager.set_messages``).
 

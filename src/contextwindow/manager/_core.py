@@ -41,7 +41,7 @@ from contextwindow.errors import (
     BudgetError,
 )
 from contextwindow.fitting import fit
-from contextwindow.manager._state import State, checked_messages
+from contextwindow.manager._state import State
 from contextwindow.manager._types import Compaction, Prepared, Trigger
 from contextwindow.messages import Message, units
 from contextwindow.strategies.base import (
@@ -57,7 +57,7 @@ from contextwindow.strategies.base import (
 from contextwindow.strategies.drop import MaxMessages, SlidingWindow
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.tokens.counting import TokenCounter
-from contextwindow.validity import ensure_valid, problems
+from contextwindow.validity import neutral_ensure_valid, neutral_problems
 
 __all__ = ["Call", "Core", "Run", "Step"]
 
@@ -143,7 +143,7 @@ class Core(State):
 
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
-        new = checked_messages(messages, "messages")
+        new = self._checked(messages, "messages")
         changes = _diff(self._view, new, self._counter)
         fitted = finish(
             "replace_messages", self._view, new, changes, self._budget(self._window)
@@ -282,7 +282,7 @@ class Core(State):
         if not view:
             return None
         start = min(self._valid_upto, len(view))
-        found = problems(view, self._provider, start=start)
+        found = neutral_problems(view, self._provider, start=start)
         if not found:
             return None  # _finish moves where the view is known valid
         last = units(view[start:])[-1]
@@ -413,7 +413,7 @@ class Core(State):
                 done.append(repaired)
         view = self._view
         start = min(self._valid_upto, len(view))
-        valid = ensure_valid(view, self._provider, start=start)
+        valid = neutral_ensure_valid(view, self._provider, start=start)
         sent = valid.messages
         kept = len(view)  # leading messages sent as they are in the view
         if valid.problems:  # only a call awaiting results: left out of this request
@@ -470,6 +470,7 @@ class Core(State):
             tuple(done),
             prefix,
             tuple(fired),
+            self._shape,
         )
 
     def _shared(self, sent: tuple[Message, ...], kept: int) -> int:

@@ -32,10 +32,10 @@ from contextwindow._args import (
 from contextwindow.errors import (
     ArgumentTypeError,
     ContextWindowError,
-    InvalidMessageError,
     StoreError,
 )
 from contextwindow.fitting import DEFAULT_STRATEGY, provider_of, reply_reserve
+from contextwindow.formats._coerce import NEUTRAL, Shape, coerce_messages, coerce_tools
 from contextwindow.manager._persist import Persistence, Resumed
 from contextwindow.manager._types import CompactionPolicy, Event
 from contextwindow.manager._wire import Writer
@@ -78,7 +78,7 @@ class State:
         reserve: int | None = None,
         max_messages: int | None = None,
         provider: Provider | None = None,
-        tools: Iterable[ToolSpec] = (),
+        tools: Iterable[ToolSpec | Any] = (),
         thresholds: Iterable[float] = DEFAULT_THRESHOLDS,
         policy: CompactionPolicy | None = None,
         summarizer: Summarizer | None = None,
@@ -122,7 +122,9 @@ class State:
         self._info = info
         chosen = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
         self._counter = TokenCounter(chosen, self._provider)
-        self._tools = tuple(tools)
+        self._tools = coerce_tools(tools)
+        self._shape: Shape = NEUTRAL
+        """The shape pushed messages last came in (``Prepared.as_input``)."""
         self._strategy: Strategy | None = (
             DEFAULT_STRATEGY if strategy == "default" else _strategy_checked(strategy)
         )
@@ -479,8 +481,15 @@ class State:
 
     # -- state -----------------------------------------------------------------------
 
-    def _append(self, messages: Iterable[Message]) -> None:
-        added = checked_messages(messages, "messages")
+    def _checked(self, items: object, name: str) -> list[Message]:
+        """``items`` as neutral messages; the shape they came in is remembered."""
+        read = coerce_messages(items, hint=self._provider, name=name)
+        if read.shape.kind != "neutral":
+            self._shape = Shape(read.shape.kind)
+        return list(read.messages)
+
+    def _append(self, messages: object, name: str = "messages") -> None:
+        added = self._checked(messages, name)
         counts = [self._counter.message(m) for m in added]
         if self._persist is not None and added:
             # Stored first: a failed write changes nothing here. What other
@@ -509,12 +518,10 @@ class State:
         if system:  # with tools, OpenAI folds them into the first system turn
             self._overhead = self._request_overhead()
 
-    def _restore(
-        self, messages: Iterable[Message], history: Iterable[Message] | None
-    ) -> None:
+    def _restore(self, messages: Iterable[Any], history: Iterable[Any] | None) -> None:
         self._append_only("set_messages")
-        view = checked_messages(messages, "messages")
-        log = view if history is None else checked_messages(history, "history")
+        view = self._checked(messages, "messages")
+        log = view if history is None else self._checked(history, "history")
         self._history = list(log)
         self._set_view(view)
         self._fired.clear()
@@ -694,17 +701,16 @@ def _with_system(seq: Sequence[Message], text: str) -> list[Message]:
     return out
 
 
-def checked_messages(items: Iterable[Message], name: str) -> list[Message]:
-    """``items`` as a list, or ``InvalidMessageError`` naming the first non-message."""
-    out = list(items)
-    for k, m in enumerate(out):
-        if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
-            raise InvalidMessageError(
-                f"{name}[{k}]",
-                f"expected a Message, got {type(m).__name__} "
-                "(convert provider dicts with from_openai or from_anthropic)",
-            )
-    return out
+def checked_messages(
+    items: object, name: str, hint: Provider | None = None
+) -> list[Message]:
+    """``items`` as neutral messages (any shape the edge reads), in a new list.
+
+    Raises:
+        InvalidMessageError: Something is no message; the error names
+            ``name[i].field``.
+    """
+    return list(coerce_messages(items, hint=hint, name=name).messages)
 
 
 def _strategy_checked(strategy: Strategy | str | None) -> Strategy | None:

@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 from contextwindow._args import check_int, check_number, check_percent, shown
 from contextwindow.errors import ArgumentValueError
-from contextwindow.messages import Message, Provider
+from contextwindow.formats._coerce import NEUTRAL, Shape
+from contextwindow.messages import Message, Provider, check_provider
 from contextwindow.strategies.base import Report
+from contextwindow.validity import ensure_valid
 
 __all__ = ["Compaction", "CompactionPolicy", "Event", "Prepared", "Trigger"]
 
@@ -144,11 +146,47 @@ class Prepared:
     """Leading tokens identical to the previous prepared request (a cache hit)."""
     thresholds: tuple[float, ...] = ()
     """The thresholds whose handlers fired during this call."""
+    shape: Shape = field(default=NEUTRAL, compare=False, repr=False)
+    """The shape the pushed messages came in (``as_input`` writes it)."""
 
     @property
     def usage(self) -> float:
         """Tokens as a percentage of ``budget`` (what the request may take)."""
         return 100.0 * self.tokens / self.budget if self.budget else 0.0
+
+    def as_input(self) -> Any:
+        """The request in the shape the pushed messages came in.
+
+        OpenAI dicts give OpenAI dicts, Responses items Responses items,
+        Anthropic dicts a ``{"system", "messages"}`` body, ``Message`` objects
+        the neutral ``conversation`` (as a list).
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager("gpt-4o", system="Be brief.")
+            >>> m.push({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+            >>> m.prepare().as_input()[1]
+            {'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}]}
+        """
+        kind = self.shape.kind
+        if kind == self.provider:
+            return self.body() if kind == "anthropic" else self.messages
+        return self.shape.write(self.conversation)
+
+    def to(self, provider: Provider) -> Any:
+        """The request in ``provider``'s shape (a body for Anthropic).
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager("gpt-4o", system="Be brief.")
+            >>> m.push(Message.user("hi"))
+            >>> m.prepare().to("anthropic")
+            {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'hi'}]}
+        """
+        check_provider(provider)
+        if provider == self.provider:
+            return self.body() if provider == "anthropic" else self.messages
+        return Shape(provider).write(ensure_valid(self.conversation, provider).messages)
 
     def body(self) -> dict[str, Any]:
         """The request's fields: ``messages`` and ``system``, or ``input``."""

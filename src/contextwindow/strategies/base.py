@@ -36,6 +36,7 @@ from contextwindow.errors import (
     ArgumentValueError,
     ContextWindowError,
 )
+from contextwindow.formats._coerce import NEUTRAL, Shape, coerce_tools
 from contextwindow.messages import (
     Image,
     Message,
@@ -43,11 +44,17 @@ from contextwindow.messages import (
     Text,
     ToolSpec,
     Unit,
+    check_provider,
     units,
 )
 from contextwindow.summarizers.record import SUMMARY_KEY, is_summary
 from contextwindow.tokens.counting import TokenCounter
-from contextwindow.validity import CONTINUED_ID, ensure_valid, problems
+from contextwindow.validity import (
+    CONTINUED_ID,
+    ensure_valid,
+    neutral_ensure_valid,
+    neutral_problems,
+)
 
 __all__ = [
     "Budget",
@@ -114,7 +121,7 @@ class Budget:
         check_int(self.limit, "limit", low=0)
         if not isinstance(self.counter, TokenCounter):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("counter", shown(self.counter), "a TokenCounter")
-        object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "tools", coerce_tools(self.tools))
         # A lone string is one marker, not a marker per character.
         markers = check_strs(self.protected, "protected")
         if "" in markers:
@@ -288,6 +295,43 @@ class Fitted:
     """The conversation, valid for the budget's provider."""
     report: Report
     """What changed, and the tokens before and after."""
+    shape: Shape = field(default=NEUTRAL, compare=False, repr=False)
+    """The shape the input came in (``as_input`` writes the output so)."""
+
+    def as_input(self) -> Any:
+        """The fitted conversation in the shape the input came in.
+
+        OpenAI dicts give a list of OpenAI dicts; Responses items a list of
+        items; Anthropic dicts a ``{"system", "messages"}`` body (its system
+        prompt is not a message); a request body the same body, its other
+        keys kept; ``Message`` objects a list of them.
+
+        Example:
+            >>> from contextwindow import fit
+            >>> from contextwindow.testing import FakeTokenizer
+            >>> fitted = fit([{"role": "user", "content": "hi"}], limit=100,
+            ...              tokenizer=FakeTokenizer())
+            >>> fitted.as_input()
+            [{'role': 'user', 'content': 'hi'}]
+        """
+        return self.shape.write(self.messages)
+
+    def to(self, provider: Provider) -> Any:
+        """The fitted conversation in ``provider``'s shape (as ``as_input`` writes).
+
+        Repaired first by ``ensure_valid`` for ``provider``, when it is not the
+        provider the conversation was fitted for.
+
+        Example:
+            >>> from contextwindow import fit
+            >>> from contextwindow.testing import FakeTokenizer
+            >>> fitted = fit([Message.system("Be brief."), Message.user("hi")],
+            ...              limit=100, tokenizer=FakeTokenizer())
+            >>> fitted.to("anthropic")
+            {'system': 'Be brief.', 'messages': [{'role': 'user', 'content': 'hi'}]}
+        """
+        check_provider(provider)
+        return Shape(provider).write(ensure_valid(self.messages, provider).messages)
 
 
 class Strategy(Protocol):
@@ -385,7 +429,9 @@ def final_indices(
     last = len(messages) - 1
     if provider is None or _surely_kept(messages[last]):
         return (last,)
-    gone = {p.index for p in problems(messages, provider) if p.fix == "drop_message"}
+    gone = {
+        p.index for p in neutral_problems(messages, provider) if p.fix == "drop_message"
+    }
     kept = next((i for i in range(last, -1, -1) if i not in gone), last)
     return (last,) if kept == last else (last, kept)
 
@@ -508,7 +554,7 @@ def finish(
         The valid output, with repairs added to the report.
     """
     shown = list(after)
-    valid = ensure_valid(shown, budget.provider, start=start)
+    valid = neutral_ensure_valid(shown, budget.provider, start=start)
     out = valid.messages
     found = list(changes)
     if valid.problems:

@@ -31,6 +31,7 @@ from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
+from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
     Image,
     Message,
@@ -242,7 +243,7 @@ class TokenCounter:
         return n
 
     def messages(
-        self, msgs: Iterable[Message], *, tools: Sequence[ToolSpec] = ()
+        self, msgs: Iterable[Message | Any], *, tools: Iterable[ToolSpec | Any] = ()
     ) -> int:
         """Tokens of a whole request: every message, reply priming, and tools.
 
@@ -259,15 +260,20 @@ class TokenCounter:
             >>> counter.messages(conv, tools=[ToolSpec("ping", "Ping a host")])
             40
         """
-        seq = msgs if isinstance(msgs, list) else list(msgs)
-        total = self.running(seq)[-1] + self._framing.reply
+        seq = _listed(msgs, self._provider)
+        sums = self._running(seq)
+        if sums is None:
+            seq = list(neutral(seq, hint=self._provider))
+            sums = self.running(seq)
+        total = sums[-1] + self._framing.reply
         if tools:
+            tools = _specs(tools)
             total += self.tools(tools)
             if self._framing is _OPENAI:
                 total += self._openai_system_adjustment(seq)
         return total
 
-    def running(self, msgs: Iterable[Message]) -> tuple[int, ...]:
+    def running(self, msgs: Iterable[Message | Any]) -> tuple[int, ...]:
         """Running totals: ``out[i]`` is the tokens of the first ``i`` messages.
 
         Messages only (no reply priming, no tools); ``out[j] - out[i]`` is what
@@ -280,7 +286,14 @@ class TokenCounter:
             >>> counter.running([Message.user("hello world"), Message.user("hi")])
             (0, 6, 11)
         """
-        seq = msgs if isinstance(msgs, list) else list(msgs)
+        seq = _listed(msgs, self._provider)
+        done = self._running(seq)
+        if done is None:
+            return self.running(list(neutral(seq, hint=self._provider)))
+        return done
+
+    def _running(self, seq: list[Any]) -> tuple[int, ...] | None:
+        """``running(seq)``, or ``None`` when ``seq`` holds a non-``Message``."""
         n = len(seq)
         if self._grows and 2 * n > self._cache.size:
             # Room for the sequence and as many rewritten messages (a
@@ -303,7 +316,10 @@ class TokenCounter:
         total = sums[-1]
         append = sums.append
         for i in range(k, n):
-            total += self.message(seq[i])
+            m = seq[i]
+            if m.__class__ is not Message and not isinstance(m, Message):
+                return None
+            total += self.message(m)
             append(total)
         done = tuple(sums)
         # A copy: a caller's list changed in place later must not match.
@@ -425,7 +441,7 @@ class TokenCounter:
 
     # -- tools ----------------------------------------------------------------
 
-    def tools(self, specs: Sequence[ToolSpec]) -> int:
+    def tools(self, specs: Iterable[ToolSpec | Any]) -> int:
         """Tokens of the tool schemas sent with a request (0 for none).
 
         OpenAI renders tools as TypeScript-like declarations inside the prompt
@@ -440,6 +456,7 @@ class TokenCounter:
         """
         if not specs:
             return 0
+        specs = _specs(specs)
         if self._framing is _ANTHROPIC:
             total = ANTHROPIC_TOOLS_OVERHEAD
             for spec in specs:
@@ -448,17 +465,35 @@ class TokenCounter:
                     "description": spec.description,
                     "input_schema": dict(spec.parameters),
                 }
-                total += self._tok.count(json.dumps(schema, ensure_ascii=False))
+                total += self._tok.count(
+                    json.dumps(schema, ensure_ascii=False, default=str)
+                )
             return total
         return self._tok.count(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
 
 
+def _listed(msgs: Iterable[Any], provider: Provider) -> list[Any]:
+    """``msgs`` as a list; a body or a generator is read at the edge."""
+    if isinstance(msgs, list):
+        return msgs
+    if isinstance(msgs, tuple):
+        return list(msgs)
+    return list(neutral(msgs, hint=provider))
+
+
+def _specs(tools: Iterable[Any]) -> Sequence[ToolSpec]:
+    """Tools as ``ToolSpec`` objects: SDK tool dicts read, schemas checked."""
+    if type(tools) is tuple and all(t.__class__ is ToolSpec for t in tools):
+        return cast("tuple[ToolSpec, ...]", tools)  # checked where it was made
+    return coerce_tools(tools)
+
+
 def count_messages(
-    messages: Iterable[Message],
+    messages: Iterable[Message | Any],
     tokenizer: Tokenizer | str,
     *,
     provider: Provider = "openai",
-    tools: Sequence[ToolSpec] = (),
+    tools: Iterable[ToolSpec | Any] = (),
 ) -> int:
     """Tokens of a request, counted once (no cache kept between calls).
 
@@ -502,9 +537,10 @@ def render_openai_tools(specs: Sequence[ToolSpec]) -> str:
     for spec in specs:
         if spec.description:
             lines.append(f"// {spec.description}")
-        if spec.parameters.get("properties"):
+        params = spec.parameters if isinstance(spec.parameters, Mapping) else {}  # pyright: ignore[reportUnnecessaryIsInstance]  # a ToolSpec is not checked when built
+        if isinstance(params.get("properties"), Mapping) and params["properties"]:
             lines.append(f"type {spec.name} = (_: {{")
-            lines.append(_render_properties(spec.parameters, 0))
+            lines.append(_render_properties(params, 0))
             lines.append("}) => any;")
         else:
             lines.append(f"type {spec.name} = () => any;")
@@ -514,9 +550,14 @@ def render_openai_tools(specs: Sequence[ToolSpec]) -> str:
 
 
 def _render_properties(schema: Mapping[str, Any], indent: int) -> str:
-    required = schema.get("required") or ()
+    # Odd but legal schemas (``required: 5``) are rendered as far as they go.
+    required = schema.get("required")
+    if not isinstance(required, (list, tuple)):
+        required = ()
     lines: list[str] = []
-    properties: Mapping[str, Any] = schema.get("properties") or {}
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        properties = {}
     for name, raw in properties.items():
         prop: Mapping[str, Any] = (
             cast("Mapping[str, Any]", raw) if isinstance(raw, Mapping) else {}
@@ -532,6 +573,8 @@ def _render_properties(schema: Mapping[str, Any], indent: int) -> str:
 def _render_type(prop: Mapping[str, Any], indent: int) -> str:
     kind = prop.get("type")
     enum = prop.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        enum = [enum]
     if isinstance(kind, list):  # ["string", "null"]
         kinds = cast("Sequence[Any]", kind)
         return " | ".join(_render_type({**prop, "type": k}, indent) for k in kinds)
