@@ -22,11 +22,12 @@ Example:
     ...              Message.tool(f"c{i}", f"part {i}: " + "data " * 400)]
     >>> fitted = fit(conv, model="gpt-4o", limit=4000)
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 3685)
-    >>> fitted.report.stages
-    ('Deduplicate', 'TruncateToolResults', 'ClearToolResults')
+    (12793, 3831)
+    >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
+    ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
+     'ClearToolResults')
     >>> fitted.report.totals()
-    {'cleared': (23, 9108)}
+    {'compacted': (29, 29), 'cleared': (23, 8875), 'collapsed': (11, 58)}
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from contextwindow.messages import Message, Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_model, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy
 from contextwindow.strategies.drop import DropOldest
+from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -50,12 +53,21 @@ from contextwindow.tokens.counting import TokenCounter
 __all__ = ["DEFAULT_STRATEGY", "fit", "provider_of"]
 
 DEFAULT_STRATEGY: Strategy = Pipeline(
-    Deduplicate(), TruncateToolResults(), ClearToolResults(), DropOldest()
+    CompactLossless(),
+    Deduplicate(),
+    StaleReads(),
+    TruncateToolResults(),
+    ClearToolResults(),
+    DropOldest(),
 )
-"""What ``fit`` does by default, cheapest loss first: repeated tool outputs
-point to their latest copy, then old tool results are truncated, then cleared,
-then the oldest units are dropped; each stage runs only while the
-conversation does not fit."""
+"""What ``fit`` does by default, cheapest loss first: tool output and
+arguments are compacted without loss, repeated tool outputs (also but for
+timestamps and ids) point to their latest copy, file reads a later read or
+write supersedes become markers, then old tool results are truncated, then
+cleared (runs of cleared exchanges collapse to one line once they would take
+more than ``MAX_CUT_SHARE`` of the request), then the oldest units are
+dropped; each stage runs only while the conversation does not fit. Every
+marker names the handle of its original (``contextwindow.recall``)."""
 
 
 def provider_of(model: ModelInfo) -> Provider:

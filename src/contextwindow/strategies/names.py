@@ -31,8 +31,10 @@ from types import MappingProxyType
 from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
+from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.relevant import SelectRelevant
+from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -121,8 +123,19 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             ("keep_recent",),
             summary="replace old tool results with a placeholder",
         ),
+        "lossless": StrategyName(
+            CompactLossless,
+            summary="compact JSON, repeated lines and whitespace in tool output "
+            "(loses nothing)",
+        ),
         "dedupe": StrategyName(
-            Deduplicate, summary="point repeated tool outputs to the latest copy"
+            Deduplicate,
+            summary="point repeated tool outputs (also but for timestamps and "
+            "ids) to the latest copy",
+        ),
+        "stale": StrategyName(
+            StaleReads,
+            summary="mark file reads that a later read or write supersedes",
         ),
         "summarize": StrategyName(
             Summarize,
@@ -131,7 +144,8 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             "that keeps their facts (offline)",
         ),
         "default": StrategyName(
-            _default, summary="dedupe, truncate, clear, then drop-oldest"
+            _default,
+            summary="lossless, dedupe, stale, truncate, clear, then drop-oldest",
         ),
     }
 )
@@ -157,8 +171,9 @@ def parse_strategy(spec: str) -> Strategy:
 
     Example:
         >>> parse_strategy("clear(keep_recent=5)")
-        ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens]')
-        >>> parse_strategy("default") == parse_strategy("dedupe,truncate,clear,drop-oldest")
+        ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens; recall {handle}]', max_share=0.1)
+        >>> parse_strategy("default") == parse_strategy(
+        ...     "lossless,dedupe,stale,truncate,clear,drop-oldest")
         True
         >>> parse_strategy("truncate(keep=2)")
         Traceback (most recent call last):
