@@ -66,6 +66,7 @@ from contextwindow.messages import (
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
 from contextwindow.multiagent import SharedContext, fold_result, handoff
+from contextwindow.recall import answer_recall, context_recall, recall_tool
 from contextwindow.store import (
     ConversationInfo,
     MemoryStore,
@@ -82,6 +83,7 @@ from contextwindow.store import (
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
+    CompactLossless,
     Deduplicate,
     DropOldest,
     Fitted,
@@ -90,6 +92,7 @@ from contextwindow.strategies import (
     Report,
     SelectRelevant,
     SlidingWindow,
+    StaleReads,
     Strategy,
     Summarize,
     TruncateToolResults,
@@ -129,6 +132,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "ClearToolResults",
+    "CompactLossless",
     "Compaction",
     "CompactionPolicy",
     "ConflictError",
@@ -163,6 +167,7 @@ __all__ = [
     "SelectRelevant",
     "SharedContext",
     "SlidingWindow",
+    "StaleReads",
     "Store",
     "StoreError",
     "StoredConversation",
@@ -187,7 +192,9 @@ __all__ = [
     "UnknownModelWarning",
     "ViewMessage",
     "__version__",
+    "answer_recall",
     "check_facts",
+    "context_recall",
     "count_messages",
     "ensure_valid",
     "extract_facts",
@@ -207,6 +214,7 @@ __all__ = [
     "read_transcript",
     "read_transcripts",
     "recall",
+    "recall_tool",
     "register_model",
     "summary_sources",
     "to_anthropic",
