@@ -22,12 +22,12 @@ Example:
     ...              Message.tool(f"c{i}", f"part {i}: " + "data " * 400)]
     >>> fitted = fit(conv, model="gpt-4o", limit=4000)
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 3831)
+    (12793, 3830)
     >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
     ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
      'ClearToolResults')
     >>> fitted.report.totals()
-    {'compacted': (29, 29), 'cleared': (23, 8875), 'collapsed': (11, 58)}
+    {'compacted': (29, 29), 'cleared': (23, 8875), 'collapsed': (11, 59)}
 """
 
 from __future__ import annotations

@@ -12,11 +12,12 @@ Contract:
   ``meta[ORIGIN_KEY]``; later stages keep that record, so a marker always
   names the original, never an intermediate rewrite, and a placeholder states
   the original size. A marker shows the handle in its text.
-- A run of messages (one line standing for many) has the handle of its first
-  message and a count: ``3f2a9c1b0d+12``.
+- A run of messages (one line standing for many) has a handle made of its
+  messages' handles, and a count: ``3f2a9c1b0d+12`` (``run_handle``), so it
+  names that run even where the same message occurs elsewhere.
 - ``originals(history, handle)`` finds what a handle names: the message with
-  that content hash, the run it starts, the message with that id, or, for a
-  summary's id, the messages the summary replaced. Nothing is changed.
+  that content hash, the run with that handle, or the message with that id.
+  Nothing is changed.
 
 Example:
     >>> from contextwindow.messages import Message
@@ -24,8 +25,8 @@ Example:
     >>> h = handle_of(history[1])
     >>> (len(h), originals(history, h) == [history[1]])
     (10, True)
-    >>> [m.text for m in originals(history, f"{handle_of(history[0])}+2")][0]
-    'fix a.py'
+    >>> originals(history, run_handle(history)) == history
+    True
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "handle_of",
     "original_sizes",
     "originals",
+    "run_handle",
     "with_origin",
 ]
 
@@ -108,6 +110,21 @@ def with_origin(new: Message, old: Message, sizes: Sequence[int]) -> Message:
     return Message(new.role, new.parts, new.name, new.agent, new.pinned, new.id, meta)
 
 
+def run_handle(messages: Sequence[Message]) -> str:
+    """The handle of a run of messages: their originals' handles hashed, and a count.
+
+    Example:
+        >>> run_handle([Message.user("a"), Message.user("b")]).endswith("+2")
+        True
+    """
+    return f"{_joined([handle_of(m) for m in messages])}+{len(messages)}"
+
+
+def _joined(handles: Sequence[str]) -> str:
+    digest = hashlib.sha1("+".join(handles).encode(), usedforsecurity=False)
+    return digest.hexdigest()[:10]
+
+
 def find_handles(text: str) -> list[str]:
     """The handles a marker's text names (after ``recall`` or ``handle``).
 
@@ -128,10 +145,17 @@ def originals(history: Sequence[Message], handle: str) -> list[Message]:
     handle = handle.strip()
     m = HANDLE_PATTERN.fullmatch(handle)
     if m is not None:
-        digest, count = m.group(1), int(m.group(2) or 1)
-        for i, msg in enumerate(history):
-            if content_handle(msg) == digest:
-                return list(history[i : i + max(count, 1)])
+        digest, count = m.group(1), m.group(2)
+        if count is None:
+            for msg in history:
+                if content_handle(msg) == digest:
+                    return [msg]
+        else:
+            n = int(count)
+            own = [content_handle(msg) for msg in history]
+            for i in range(len(history) - n + 1):
+                if n > 0 and _joined(own[i : i + n]) == digest:
+                    return list(history[i : i + n])
     for msg in history:
         if msg.id == handle:
             return [msg]

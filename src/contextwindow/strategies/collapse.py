@@ -11,7 +11,7 @@ Contract:
 - ``collapse_runs`` replaces runs of consecutive cut exchanges, oldest first,
   each by one assistant line naming the tools called and the paths, commands
   and short arguments they touched, with the handle of the run
-  (``<first>+<count>``, ``contextwindow.handles``), until cut exchanges take
+  (``handles.run_handle``), until cut exchanges take
   at most ``max_share`` of the request's tokens. What the agent wrote in the
   run's calling messages (their text) stays, before the line; their
   reasoning goes. The line keeps the id of the run's first calling message;
@@ -36,7 +36,7 @@ Example:
     >>> fitted = collapse_runs(conv, budget, 0.1, "ClearToolResults")
     >>> print(fitted.messages[1].text.replace("; ", ";\n"))
     [4 earlier tool calls, results cut: Read x4 (m0.py, m1.py, m2.py, m3.py);
-    recall c270805ee4+8]
+    recall ce55461887+8]
     >>> [(c.kind, c.units, c.index) for c in fitted.report.changes]
     [('collapsed', 4, 1)]
 """
@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from contextwindow.handles import ORIGIN_KEY, find_handles, handle_of
+from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
 from contextwindow.messages import Message, Text, ToolCall, ToolResult, Unit
 from contextwindow.strategies.base import (
     Budget,
@@ -206,8 +206,7 @@ def collapse_runs(
             break
         run = [us[k] for k in ks]
         first = messages[run[0].start]
-        count = run[-1].stop - run[0].start
-        handle = f"{handle_of(first)}+{count}"
+        handle = run_handle(messages[run[0].start : run[-1].stop])
         said = [
             p.text
             for u in run

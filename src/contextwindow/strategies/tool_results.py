@@ -148,7 +148,7 @@ class ClearToolResults:
         '[tool result cleared: 50 tokens; recall fea8ab1d03]'
         >>> fitted = ClearToolResults(keep_recent=0)(conv, budget)  # a flood
         >>> [m.text for m in fitted.messages][1:]
-        ['[1 earlier tool call, results cut: ls; recall 4b36f93f39+2]', 'done']
+        ['[1 earlier tool call, results cut: ls; recall 59f151410b+2]', 'done']
         >>> [c.kind for c in fitted.report.changes]
         ['cleared', 'collapsed']
     """
