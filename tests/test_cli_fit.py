@@ -532,7 +532,7 @@ class TestFitReport:
         )
         _, _, err = run("fit", str(EXAMPLE), "--budget", "100", "--strategy", spec)
         assert (
-            "changes (the 20 largest of 27, in the order made; --json lists all)"
+            "changes (the 20 largest of 26, in the order made; --json lists all)"
             in (err)
         )
         section = err.split("in the order made; --json lists all)\n")[1]
@@ -541,7 +541,7 @@ class TestFitReport:
         assert (
             "truncated  #10 " not in section.split("totals")[0]
         )  # a small one left out
-        assert "  all             27" in err
+        assert "  all             26" in err
 
 
 class TestFitSharedData:

@@ -314,9 +314,9 @@ class TestTruncateToolResults:
         assert r.changes[0].tokens_before == b.counter.message(conv[2])
         assert r.changes[0].tokens_after == b.counter.message(fitted.messages[2])
         assert r.tokens_before - r.changes[0].saved == r.tokens_after
-        assert f"lines) cut; recall {content_handle(conv[2])} ...]" in (
-            fitted.messages[2].text
-        )
+        text = fitted.messages[2].text
+        assert "(292 lines) cut, naming test_4, test_5," in text
+        assert f"; recall {content_handle(conv[2])} ...]" in text
 
 
 class TestToolNames:

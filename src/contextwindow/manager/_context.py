@@ -199,7 +199,7 @@ class _Context:
             >>> def compress(ctx):
             ...     return ctx.compress_tool_results(2, 10), ctx.tokens_used
             >>> call_handler(compress)
-            (6, 372)
+            (6, 450)
         """
         strategy = TruncateToolResults(keep_recent=keep_recent, max_tokens=truncate_to)
         why = f"compress_tool_results at {self._threshold:g}%"

@@ -2,7 +2,9 @@ r"""Collapsing runs of cut tool exchanges: no flood of placeholders and bare cal
 
 Contract:
 
-- A *cut* exchange is an unpinned tool exchange whose every result is a
+- A *cut* exchange is an unpinned tool exchange whose calls are bare (the
+  calling message takes at most ``BARE_CALL_TOKENS``: a call carrying a whole
+  file to write is content, not a bare call) and whose every result is a
   one-line marker
   (cleared, stale, deduplicated: ``is_marker``). Its cost is its call and
   its markers; once clearing has made many of them, they are most of what is
@@ -43,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -62,6 +65,7 @@ __all__ = [
     "collapse_runs",
     "cut_share",
     "is_marker",
+    "named_in",
     "run_line",
 ]
 
@@ -77,6 +81,32 @@ SUBJECT_CHARS = 80
 """A command or argument is cut to this many characters in a run's line."""
 
 
+_NAMED = re.compile(
+    r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b"  # paths
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # CamelCase
+    r"|\b[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*\b"  # Module.function
+    r"|(?<![\w.])\d{3,}(?![\w.])(?![ \t]*→)"  # numbers, not Read's line numbers
+)
+
+MAX_NAMED = 12
+"""Names (paths, identifiers, numbers) a placeholder keeps from what it replaces."""
+
+
+def named_in(text: str, limit: int = MAX_NAMED) -> list[str]:
+    """Paths, code identifiers and numbers of 3+ digits in ``text``: paths first.
+
+    Example:
+        >>> named_in("see lib/a.ex and Repo.all at port 8080; lib/a.ex again")
+        ['lib/a.ex', 'Repo.all', '8080']
+    """
+    seen: dict[str, int] = {}
+    for m in _NAMED.finditer(text):
+        seen.setdefault(m.group(0), len(seen))
+    rank = sorted(seen, key=lambda n: ("/" not in n, n[0].isdigit(), seen[n]))
+    return rank[:limit]
+
+
 def is_marker(result: ToolResult) -> bool:
     """Whether a result is one of the strategies' one-line markers (with a handle)."""
     if not isinstance(result.content, str):
@@ -90,8 +120,15 @@ def is_marker(result: ToolResult) -> bool:
     )
 
 
-def _is_cut(messages: Sequence[Message], unit: Unit) -> bool:
+BARE_CALL_TOKENS = 200
+"""A calling message larger than this carries content (an edit, a file to
+write): its exchange is not a cut one, and is never collapsed."""
+
+
+def _is_cut(messages: Sequence[Message], unit: Unit, budget: Budget) -> bool:
     if unit.kind != "tool_exchange":
+        return False
+    if budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
         return False
     results = [r for m in messages[unit.start + 1 : unit.stop] for r in m.tool_results]
     return bool(results) and all(is_marker(r) for r in results)
@@ -107,7 +144,7 @@ def cut_share(messages: Sequence[Message], budget: Budget) -> float:
     cut = sum(
         run[u.stop] - run[u.start]
         for u, p in zip(us, pinned, strict=True)
-        if not p and _is_cut(messages, u)
+        if not p and _is_cut(messages, u, budget)
     )
     return cut / total
 
@@ -189,7 +226,9 @@ def collapse_runs(
     us, pinned = pinned_units(messages, budget.protected, budget.provider)
     run_tokens = budget.counter.running(messages)
     cost = [run_tokens[u.stop] - run_tokens[u.start] for u in us]
-    cut = [not p and _is_cut(messages, u) for u, p in zip(us, pinned, strict=True)]
+    cut = [
+        not p and _is_cut(messages, u, budget) for u, p in zip(us, pinned, strict=True)
+    ]
     left = sum(c for c, is_cut in zip(cost, cut, strict=True) if is_cut)
     runs: list[list[int]] = []
     for k, is_cut in enumerate(cut):

@@ -32,9 +32,11 @@ from contextwindow.strategies.base import (
 )
 from contextwindow.strategies.collapse import (
     MAX_CUT_SHARE,
+    MAX_NAMED,
     collapse_runs,
     cut_share,
     is_marker,
+    named_in,
 )
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
@@ -126,13 +128,16 @@ class ClearToolResults:
             the tokens the original took (text and images; before any other
             stage truncated it), ``{name}`` the tool's name (the result's
             own, else its call's), ``{handle}`` the original's handle, which
-            ``context_recall`` brings back.
+            ``context_recall`` brings back, ``{names}`` the paths, code
+            identifiers and numbers it held (``collapse.named_in``), as
+            ``, naming a.py, 8080`` (empty when none).
         max_share: The share of the request cut exchanges may take before
             runs of them collapse (1 never collapses).
 
     Raises:
         ContextWindowError: ``keep_recent`` below 0, a placeholder using
-            other fields than ``{tokens}``, ``{name}`` and ``{handle}``, or
+            other fields than ``{tokens}``, ``{name}``, ``{handle}`` and
+            ``{names}``, or
             ``max_share`` outside [0, 1].
 
     Example:
@@ -155,9 +160,9 @@ class ClearToolResults:
 
     keep_recent: int = 3
     """The most recent results left whole."""
-    placeholder: str = "[tool result cleared: {tokens} tokens; recall {handle}]"
+    placeholder: str = "[tool result cleared: {tokens} tokens{names}; recall {handle}]"
     """The text put in place of a result (``{tokens}``, ``{name}``,
-    ``{handle}`` filled in)."""
+    ``{handle}``, ``{names}`` filled in)."""
     max_share: float = MAX_CUT_SHARE
     """The share of the request cut exchanges may take before runs collapse."""
 
@@ -173,6 +178,7 @@ class ClearToolResults:
             tokens="1,234",
             name="read",
             handle="0123456789",
+            names="",
         )
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
@@ -182,10 +188,12 @@ class ClearToolResults:
         def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
             if position >= last:
                 return None
+            named = named_in(result.text)
             return self.placeholder.format(
                 tokens=f"{origin.tokens:,}",
                 name=result.name or "",
                 handle=origin.handle,
+                names=f", naming {', '.join(named)}" if named else "",
             )
 
         step = _rewrite(messages, budget, "ClearToolResults", "cleared", rewrite)
@@ -450,7 +458,9 @@ def truncate(
         text: The text to cut.
         max_tokens: Tokens of text kept (head and tail), without the marker.
         tokenizer: Counts them.
-        handle: The original's handle, named in the marker when given.
+        handle: The original's handle; when given, the marker names it and
+            the paths, identifiers and numbers the cut held
+            (``collapse.named_in``, up to ``MAX_NAMED``).
 
     Returns:
         The truncated text, or ``None`` when ``text`` already fits.
@@ -476,6 +486,10 @@ def truncate(
     lines = middle.strip("\n").count("\n") + 1
     what = f"{cut:,} tokens ({lines:,} lines)" if lines > 1 else f"{cut:,} tokens"
     back = f"; recall {handle}" if handle else ""
+    if handle:  # what the cut named, when the original can be recalled
+        inside = set(named_in(head + "\n" + tail, 10**6))
+        gone = [n for n in named_in(middle, 10**6) if n not in inside][:MAX_NAMED]
+        back = f", naming {', '.join(gone)}{back}" if gone else back
     return f"{head}\n[... {what} cut{back} ...]\n{tail}"
 
 
