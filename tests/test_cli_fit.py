@@ -464,8 +464,8 @@ class TestFitReport:
         assert lines[1].endswith("tokens: o200k_base, exact")
         assert lines[2] == "budget    1,176 tokens (40% of the conversation's 2,941)"
         assert lines[3].startswith("tokens    2,941 → ")
-        assert lines[3].endswith(" / 1,176 (0.8% of the window)")
-        assert lines[4] == "messages  27 → 17"
+        assert lines[3].endswith(" / 1,176 (0.9% of the window)")
+        assert lines[4] == "messages  27 → 19"
         assert lines[5] == (
             "stages    CompactLossless, Deduplicate, StaleReads, TruncateToolResults, "
             "ClearToolResults, DropOldest"

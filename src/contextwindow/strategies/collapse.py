@@ -14,9 +14,11 @@ Contract:
   each by one assistant line naming the tools called and the paths, commands
   and short arguments they touched, with the handle of the run
   (``handles.run_handle``), until cut exchanges take
-  at most ``max_share`` of the request's tokens. What the agent wrote in the
-  run's calling messages (their text) stays, before the line; their
-  reasoning goes. The line keeps the id of the run's first calling message;
+  at most ``max_share`` of the request's tokens (of the newest units the
+  budget holds, when the conversation is still over it and the oldest units
+  are to go). A run may hold the agent's
+  own text messages between its exchanges: what the agent wrote (in them and
+  in the calling messages) stays, before the line; reasoning goes. The line keeps the id of the run's first calling message;
   the rest of the run goes; each run is one ``collapsed`` change.
 - ``cut_share`` is the measure: tokens of cut exchanges over the request's.
 
@@ -50,7 +52,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
-from contextwindow.messages import Message, Text, ToolCall, ToolResult, Unit
+from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult, Unit
 from contextwindow.strategies.base import (
     Budget,
     Change,
@@ -211,6 +213,23 @@ def run_line(messages: Sequence[Message], run: Sequence[Unit], handle: str) -> s
     )
 
 
+def _is_said(messages: Sequence[Message], unit: Unit) -> bool:
+    """Whether a unit is an assistant message of text (and reasoning) alone."""
+    m = messages[unit.start]
+    return (
+        unit.kind == "message"
+        and m.role == "assistant"
+        and all(isinstance(p, (Text, Thinking)) for p in m.parts)
+    )
+
+
+def _trimmed(ks: list[int], cut: Sequence[bool]) -> list[int]:
+    """The run without the text units at its edges (nothing to collapse there)."""
+    first = next(i for i, k in enumerate(ks) if cut[k])
+    last = max(i for i, k in enumerate(ks) if cut[k])
+    return ks[first : last + 1]
+
+
 def collapse_runs(
     messages: Sequence[Message], budget: Budget, max_share: float, stage: str
 ) -> Fitted:
@@ -230,13 +249,29 @@ def collapse_runs(
         not p and _is_cut(messages, u, budget) for u, p in zip(us, pinned, strict=True)
     ]
     left = sum(c for c, is_cut in zip(cost, cut, strict=True) if is_cut)
+    # A run: cut exchanges, and the agent's own text between them (kept).
+    joins = [
+        cut[k] or (not pinned[k] and _is_said(messages, u)) for k, u in enumerate(us)
+    ]
     runs: list[list[int]] = []
-    for k, is_cut in enumerate(cut):
-        if is_cut:
+    for k, joined in enumerate(joins):
+        if joined:
             if runs and runs[-1][-1] == k - 1:
                 runs[-1].append(k)
             else:
                 runs.append([k])
+    runs = [_trimmed(ks, cut) for ks in runs if any(cut[k] for k in ks)]
+    if total > budget.limit:
+        # Still over: the oldest units will go (DropOldest), so the share that
+        # matters is that of the newest units the budget holds.
+        kept, start = 0, len(us)
+        while start > 0 and kept + cost[start - 1] <= budget.limit:
+            start -= 1
+            kept += cost[start]
+        newest = [ks for ks in runs if ks[0] >= start]
+        if newest:  # else nothing of note fits: collapse from the oldest
+            runs, total = newest, kept
+            left = sum(cost[k] for k in range(start, len(us)) if cut[k])
     replaced: dict[int, Message] = {}  # first unit of a run -> its line
     gone: set[int] = set()
     changes: list[Change] = []
@@ -265,7 +300,7 @@ def collapse_runs(
         replaced[ks[0]] = line
         gone.update(ks)
         total -= before - after
-        left -= before
+        left -= sum(cost[k] for k in ks if cut[k])
         ids = tuple(m.id for u in run for m in messages[u.start : u.stop])
         changes.append(
             Change(
@@ -275,7 +310,7 @@ def collapse_runs(
                 run[0].start,
                 before,
                 after,
-                f"{len(run)} cut tool exchanges into one line",
+                f"{sum(cut[k] for k in ks)} cut tool exchanges into one line",
                 len(run),
             )
         )
