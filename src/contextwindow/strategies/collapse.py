@@ -13,12 +13,12 @@ Contract:
 - ``collapse_runs`` replaces runs of consecutive cut exchanges, oldest first,
   each by one assistant line naming the tools called and the paths, commands
   and short arguments they touched, with the handle of the run
-  (``handles.run_handle``), until cut exchanges take
-  at most ``max_share`` of the request's tokens (of the newest units the
-  budget holds, when the conversation is still over it and the oldest units
-  are to go). A run may hold the agent's
-  own text messages between its exchanges: what the agent wrote (in them and
-  in the calling messages) stays, before the line; reasoning goes. The line keeps the id of the run's first calling message;
+  (``handles.run_handle``), until cut exchanges take at most ``max_share`` of
+  the request's tokens (of the newest units the budget holds, when the
+  conversation is still over it and the oldest units are to go). A run may
+  hold the agent's own text messages between its exchanges: what the agent
+  wrote (in them and in the calling messages) stays, before the line;
+  reasoning goes. The line keeps the id of the run's first calling message;
   the rest of the run goes; each run is one ``collapsed`` change.
 - ``cut_share`` is the measure: tokens of cut exchanges over the request's.
 
