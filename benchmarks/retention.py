@@ -31,8 +31,9 @@ needing it. Two countings of "again after it" (``--count``, both by
 default): *all*, anywhere after (tool results and user text included: much of
 it the environment supplied again, such as test timings or a directory
 listing); and *agent*, only what the agent itself wrote after (its text,
-thinking and tool-call arguments): what it needed from memory. For each reference fact and each method, *kept* means the method's
-text holds it. The methods:
+thinking and tool-call arguments): what it needed from memory. For each
+reference fact and each method, *kept* means the method's text holds it. The
+methods:
 
 - (a) Claude's compaction summary, as recorded;
 - (b) ours: ``Summarize(ExtractiveSummarizer(o200k), keep_recent=0,
