@@ -85,7 +85,7 @@ def original_sizes(message: Message) -> tuple[int, ...] | None:
     """Tokens of each tool result of the original, when a rewrite recorded them."""
     sizes: Any = _origin(message).get("tokens")
     if isinstance(sizes, list):
-        given: list[Any] = sizes
+        given = cast("Sequence[Any]", sizes)
         found = [n for n in given if isinstance(n, int)]
         if len(found) == len(given):
             return tuple(found)

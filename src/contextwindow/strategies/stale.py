@@ -55,7 +55,7 @@ from contextwindow.strategies.files import (
     FileTool,
     file_actions,
 )
-from contextwindow.strategies.tool_results import Origin, _rewrite
+from contextwindow.strategies.tool_results import Origin, rewrite_results
 
 __all__ = [
     "DEFAULT_FILE_TOOLS",
@@ -130,7 +130,7 @@ class StaleReads:
                 handle=origin.handle,
             )
 
-        return _rewrite(messages, budget, "StaleReads", "stale", rewrite)
+        return rewrite_results(messages, budget, "StaleReads", "stale", rewrite)
 
     def _stale(
         self, messages: Sequence[Message]

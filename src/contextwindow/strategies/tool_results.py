@@ -41,7 +41,13 @@ from contextwindow.strategies.collapse import (
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["ClearToolResults", "Deduplicate", "TruncateToolResults"]
+__all__ = [
+    "ClearToolResults",
+    "Deduplicate",
+    "Origin",
+    "TruncateToolResults",
+    "rewrite_results",
+]
 
 
 class Origin(NamedTuple):
@@ -108,7 +114,9 @@ class TruncateToolResults:
                 return None
             return truncate(result.text, self.max_tokens, tok, handle=origin.handle)
 
-        return _rewrite(messages, budget, "TruncateToolResults", "truncated", rewrite)
+        return rewrite_results(
+            messages, budget, "TruncateToolResults", "truncated", rewrite
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +204,7 @@ class ClearToolResults:
                 names=f", naming {', '.join(named)}" if named else "",
             )
 
-        step = _rewrite(messages, budget, "ClearToolResults", "cleared", rewrite)
+        step = rewrite_results(messages, budget, "ClearToolResults", "cleared", rewrite)
         if self.max_share >= 1 or cut_share(step.messages, budget) <= self.max_share:
             return step
         later = collapse_runs(step.messages, budget, self.max_share, "ClearToolResults")
@@ -275,7 +283,7 @@ class Deduplicate:
             but = "" if exact[last] == result.content else NEAR_NOTE
             return self.note.format(call_id=latest[key], handle=origin.handle, but=but)
 
-        return _rewrite(messages, budget, "Deduplicate", "deduplicated", rewrite)
+        return rewrite_results(messages, budget, "Deduplicate", "deduplicated", rewrite)
 
     def _key(self, result: ToolResult) -> object:
         content = result.content
@@ -328,7 +336,7 @@ def _count_results(messages: Sequence[Message]) -> int:
     return sum(len(m.tool_results) for m in messages)
 
 
-def _rewrite(
+def rewrite_results(
     messages: Sequence[Message],
     budget: Budget,
     stage: str,
