@@ -22,10 +22,18 @@ library's extractor:
 - numbers: a number with a unit (``43 tests``, ``0 failures``, ``1.7s``,
   ``50%``, ``12 files``).
 
+- identifiers: a name in backticks (``close_review_session``, ``Repo.all``,
+  ``:render_mode``).
+
 A fact is *referenced* when it appears before the compaction (anywhere in
 the text, tool calls and tool results) and again after it: the work went on
-needing it. For each reference fact and each method, *kept* means the method's
-text holds it. The methods:
+needing it. Two countings of "again after it" (``--count``, both by
+default): *all*, anywhere after (tool results and user text included: much of
+it the environment supplied again, such as test timings or a directory
+listing); and *agent*, only what the agent itself wrote after (its text,
+thinking and tool-call arguments): what it needed from memory. For each
+reference fact and each method, *kept* means the method's text holds it. The
+methods:
 
 - (a) Claude's compaction summary, as recorded;
 - (b) ours: ``Summarize(ExtractiveSummarizer(o200k), keep_recent=0,
@@ -56,7 +64,7 @@ from pathlib import Path
 from _data import data_dir
 
 from contextwindow.errors import BudgetError
-from contextwindow.messages import Message, Text, ToolCall, ToolResult
+from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 from contextwindow.strategies import Budget, DropOldest, Summarize
 from contextwindow.summarizers import ExtractiveSummarizer, is_summary
 from contextwindow.tokens import BPETokenizer, TokenCounter
@@ -69,8 +77,9 @@ _NUMBER = re.compile(
     r"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:%|ms\b|s\b|seconds?\b|minutes?\b|[KMG]B\b|tokens?\b|"
     r"lines?\b|files?\b|tests?\b|failures?\b|errors?\b|warnings?\b|doctests?\b)"
 )
+_IDENT = re.compile(r"`(:?[A-Za-z_][\w.:!?/]*(?:\(\))?)`")
 _SKIP = ("cd", "echo", "export", "sleep", "true", "set", "source")
-KINDS = ("path", "command", "number")
+KINDS = ("path", "command", "number", "identifier")
 
 
 def text_of(m: Message) -> str:
@@ -86,6 +95,22 @@ def text_of(m: Message) -> str:
                 out.append(command)  # unescaped, as a summary would quote it
         elif isinstance(p, ToolResult):
             out.append(p.text)
+    return "\n".join(out)
+
+
+def agent_text(m: Message) -> str:
+    """What the agent itself wrote: its text, thinking and tool-call arguments."""
+    if m.role != "assistant":
+        return ""
+    out: list[str] = []
+    for p in m.parts:
+        if isinstance(p, (Text, Thinking)):
+            out.append(p.text)
+        elif isinstance(p, ToolCall):
+            out.append(p.arguments)
+            command = p.input.get("command") if isinstance(p.input, dict) else None
+            if isinstance(command, str):
+                out.append(command)
     return "\n".join(out)
 
 
@@ -112,6 +137,7 @@ def facts(text: str, cwd: str, cmds: set[str]) -> dict[str, set[str]]:
         "path": paths,
         "command": {c for c in cmds if c in text},
         "number": {" ".join(n.split()) for n in _NUMBER.findall(text)},
+        "identifier": {i for i in _IDENT.findall(text) if len(i) >= 3},
     }
 
 
@@ -137,7 +163,9 @@ def cwd_of(path: Path) -> str:
     return ""
 
 
-def measure(path: Path, tok: BPETokenizer, show: int) -> list[Point]:
+def measure(
+    path: Path, tok: BPETokenizer, show: int, count: str = "all"
+) -> list[Point]:
     (t,) = read_transcripts(path)
     cwd = cwd_of(path)
     counter = TokenCounter(tok, "anthropic")
@@ -150,7 +178,8 @@ def measure(path: Path, tok: BPETokenizer, show: int) -> list[Point]:
         claude = t.messages[at].text
         after = t.messages[at + 1 : end]
         text_before = "\n".join(map(text_of, before))
-        text_after = "\n".join(map(text_of, after))
+        read = agent_text if count == "agent" else text_of
+        text_after = "\n".join(map(read, after))
         cmds = commands(before)
         pre = facts(text_before, cwd, cmds)
         post = facts(text_after, cwd, cmds | commands(after))
@@ -197,16 +226,35 @@ def drop_text(before: Sequence[Message], limit: int, counter: TokenCounter) -> s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--show", type=int, default=0, help="print our summaries")
+    parser.add_argument(
+        "--count",
+        choices=("all", "agent", "both"),
+        default="both",
+        help="needed facts: anywhere after the compaction, or what the agent wrote",
+    )
     args = parser.parse_args()
+    for count in ("all", "agent") if args.count == "both" else (args.count,):
+        print(f"\nneeded facts: {COUNTS[count]}\n")
+        table(count, args.show)
+
+
+COUNTS = {
+    "all": "those before the compaction found anywhere after it (results too)",
+    "agent": "those before the compaction the agent itself wrote after it "
+    "(its text, thinking and tool-call arguments)",
+}
+
+
+def table(count: str, show: int) -> None:
     data = data_dir()
     tok = BPETokenizer("o200k_base")
     root = data / "claude_code_sessions"
     points = [
-        p for f in sorted(root.glob("*.jsonl")) for p in measure(f, tok, args.show)
+        p for f in sorted(root.glob("*.jsonl")) for p in measure(f, tok, show, count)
     ]
     names = ("claude", "ours", "drop-oldest")
     head = (
-        "| session | tokens before | referenced facts (paths/commands/numbers) "
+        "| session | tokens before | referenced facts (paths/commands/numbers/ids) "
         "| (a) Claude: tokens, kept | (b) ours: tokens, kept "
         "| (c) drop-oldest: tokens, kept |"
     )
@@ -236,6 +284,15 @@ def main() -> None:
         for n in names
     ]
     print(f"| all | | {total_ref} | " + " | ".join(cells) + " |")
+    for k in KINDS:
+        ref_k = sum(len(p.reference[k]) for p in points)
+        shares = ", ".join(
+            f"{n} {sum(p.kept[n][k] for p in points) / ref_k:.0%}"
+            if ref_k
+            else f"{n} -"
+            for n in names
+        )
+        print(f"  {k}: {ref_k} needed; kept: {shares}")
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ class TestParseStrategy:
         pipe = parse_strategy("sliding-window(30),default")
         assert pipe == Pipeline(SlidingWindow(30), DEFAULT_STRATEGY)
         assert parse_strategy("default") == parse_strategy(
-            "dedupe,truncate,clear,drop-oldest"
+            "lossless,dedupe,stale,truncate,clear,drop-oldest"
         )
 
     @pytest.mark.parametrize(
@@ -194,7 +194,8 @@ class TestFitOutput:
         assert out.rstrip().endswith(f"wrote {target} (openai shape)")
         text = target.read_text(encoding="utf-8")
         assert text.endswith("]\n")
-        assert len(read_back(json.loads(text), "openai")) == 27
+        # 27 messages; collapsing runs of cleared exchanges leaves 18.
+        assert len(read_back(json.loads(text), "openai")) == 18
 
     def test_output_dash_is_stdout(self) -> None:
         """-o - is standard output, as without -o."""
@@ -217,7 +218,7 @@ class TestFitOutput:
         """FILE - reads standard input."""
         code, out, _ = run("fit", "-", "--budget", "50%", stdin=EXAMPLE.read_text())
         assert code == 0
-        assert len(read_back(json.loads(out), "openai")) == 27
+        assert len(read_back(json.loads(out), "openai")) == 18
 
     @pytest.mark.parametrize("to", ["openai", "anthropic", "responses"])
     def test_to_provider(self, to: Provider) -> None:
@@ -241,7 +242,8 @@ class TestFitOutput:
         """The fitted output, fitted again to the same budget, is left as it is."""
         target = tmp_path / "fitted.json"
         _, out, _ = run("fit", str(EXAMPLE), "--budget", "1200", "-o", str(target))
-        assert "dropped" in out
+        assert "cleared" in out
+        assert "collapsed" in out
         data, report = fit_json(str(target), "--budget", "1200")
         assert data == json.loads(target.read_text())
         assert report["changes"] == []
@@ -480,13 +482,14 @@ class TestFitReport:
         assert lines[2] == "budget    1,176 tokens (40% of the conversation's 2,941)"
         assert lines[3].startswith("tokens    2,941 → ")
         assert lines[3].endswith(" / 1,176 (0.9% of the window)")
-        assert lines[4] == "messages  27 → 22"
+        assert lines[4] == "messages  27 → 19"
         assert lines[5] == (
-            "stages    Deduplicate, TruncateToolResults, ClearToolResults, DropOldest"
+            "stages    CompactLossless, Deduplicate, StaleReads, TruncateToolResults, "
+            "ClearToolResults, DropOldest"
         )
         assert "changes" in lines
         row = next(ln for ln in lines if ln.lstrip().startswith("truncated  #3"))
-        assert row.split()[-3:] == ["554", "462", "TruncateToolResults"]
+        assert row.split()[-3:] == ["554", "472", "TruncateToolResults"]
         all_row = next(ln for ln in lines if ln.lstrip().startswith("all "))
         _, report = fit_json(str(EXAMPLE), "--budget", "40%")
         assert all_row.split()[1:] == [
@@ -504,7 +507,14 @@ class TestFitReport:
         assert sum(c["saved"] for c in report["changes"]) == report["saved"]
         totals = report["totals"]
         assert sum(t["changes"] for t in totals.values()) == len(report["changes"])
-        assert set(totals) == {"truncated", "cleared", "dropped"}
+        assert set(totals) == {
+            "compacted",
+            "stale",
+            "truncated",
+            "cleared",
+            "collapsed",
+            "dropped",
+        }
         change = report["changes"][0]
         assert set(change) == {
             "kind",
@@ -518,9 +528,9 @@ class TestFitReport:
             "saved",
         }
         assert (change["kind"], change["index"], change["stage"]) == (
-            "truncated",
-            3,
-            "TruncateToolResults",
+            "compacted",
+            2,
+            "CompactLossless",
         )
 
     def test_json_report_with_output_goes_to_stdout(self, tmp_path: Path) -> None:
@@ -533,10 +543,13 @@ class TestFitReport:
 
     def test_long_lists_show_the_largest(self) -> None:
         """Over 20 changes, the 20 largest are listed; totals count them all."""
-        spec = "truncate(keep_recent=0,max_tokens=5),clear(keep_recent=0),drop-oldest"
+        spec = (
+            "lossless,truncate(keep_recent=0,max_tokens=5),clear(keep_recent=0),"
+            "drop-oldest"
+        )
         _, _, err = run("fit", str(EXAMPLE), "--budget", "100", "--strategy", spec)
         assert (
-            "changes (the 20 largest of 23, in the order made; --json lists all)"
+            "changes (the 20 largest of 26, in the order made; --json lists all)"
             in (err)
         )
         section = err.split("in the order made; --json lists all)\n")[1]
@@ -545,7 +558,7 @@ class TestFitReport:
         assert (
             "truncated  #10 " not in section.split("totals")[0]
         )  # a small one left out
-        assert "  all             23" in err
+        assert "  all             26" in err
 
 
 class TestFitSharedData:

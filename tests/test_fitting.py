@@ -16,10 +16,12 @@ from contextwindow.messages import PROVIDERS, Message, Provider, ToolCall, ToolS
 from contextwindow.models import get_model
 from contextwindow.strategies import (
     ClearToolResults,
+    CompactLossless,
     Deduplicate,
     DropOldest,
     Pipeline,
     SlidingWindow,
+    StaleReads,
     TruncateToolResults,
 )
 from contextwindow.testing import FakeTokenizer
@@ -261,10 +263,13 @@ class TestFit:
             assert list(fitted.messages) == conv[1:], protected
 
     def test_default_strategy(self) -> None:
-        """By default: deduplicate, truncate, clear, then drop."""
+        """By default: compact losslessly, deduplicate, mark stale reads,
+        truncate, clear, then drop."""
         assert isinstance(DEFAULT_STRATEGY, Pipeline)
         assert [type(s) for s in DEFAULT_STRATEGY.stages] == [
+            CompactLossless,
             Deduplicate,
+            StaleReads,
             TruncateToolResults,
             ClearToolResults,
             DropOldest,
@@ -275,7 +280,12 @@ class TestFit:
         conv = agent(size=600)  # 3,749 tokens; 3,386 with old results truncated
         fitted = fit(conv, limit=3500, tokenizer=FakeTokenizer())
         r = fitted.report
-        assert r.stages == ("Deduplicate", "TruncateToolResults")
+        assert r.stages == (
+            "CompactLossless",
+            "Deduplicate",
+            "StaleReads",
+            "TruncateToolResults",
+        )
         assert set(r.totals()) == {"truncated"}
         assert len(fitted.messages) == len(conv)
         assert r.fits
@@ -286,7 +296,9 @@ class TestFit:
         fitted = fit(conv, limit=300, tokenizer=FakeTokenizer())
         r = fitted.report
         assert r.stages == (
+            "CompactLossless",
             "Deduplicate",
+            "StaleReads",
             "TruncateToolResults",
             "ClearToolResults",
             "DropOldest",

@@ -69,6 +69,7 @@ from contextwindow.messages import (
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
 from contextwindow.multiagent import SharedContext, fold_result, handoff
+from contextwindow.recall import answer_recall, context_recall, recall_tool
 from contextwindow.store import (
     ConversationInfo,
     MemoryStore,
@@ -85,6 +86,7 @@ from contextwindow.store import (
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
+    CompactLossless,
     Deduplicate,
     DropOldest,
     Fitted,
@@ -93,6 +95,7 @@ from contextwindow.strategies import (
     Report,
     SelectRelevant,
     SlidingWindow,
+    StaleReads,
     Strategy,
     Summarize,
     TruncateToolResults,
@@ -136,6 +139,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "ClearToolResults",
+    "CompactLossless",
     "Compaction",
     "CompactionPolicy",
     "ConflictError",
@@ -170,6 +174,7 @@ __all__ = [
     "SelectRelevant",
     "SharedContext",
     "SlidingWindow",
+    "StaleReads",
     "Store",
     "StoreError",
     "StoredConversation",
@@ -194,7 +199,9 @@ __all__ = [
     "UnknownModelWarning",
     "ViewMessage",
     "__version__",
+    "answer_recall",
     "check_facts",
+    "context_recall",
     "count_messages",
     "ensure_valid",
     "extract_facts",
@@ -214,6 +221,7 @@ __all__ = [
     "read_transcript",
     "read_transcripts",
     "recall",
+    "recall_tool",
     "register_model",
     "summary_sources",
     "to_anthropic",

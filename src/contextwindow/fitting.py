@@ -34,11 +34,12 @@ Example:
     >>> fitted.report.limit  # a quarter of the limit is left for the reply
     3000
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 2893)
-    >>> fitted.report.stages
-    ('Deduplicate', 'TruncateToolResults', 'ClearToolResults')
+    (12793, 2629)
+    >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
+    ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
+     'ClearToolResults')
     >>> fitted.report.totals()
-    {'cleared': (25, 9900)}
+    {'compacted': (29, 29), 'cleared': (26, 10035), 'collapsed': (18, 100)}
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ from contextwindow.messages import Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy
 from contextwindow.strategies.drop import DropOldest
+from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -73,12 +76,21 @@ from contextwindow.tokens.counting import TokenCounter
 __all__ = ["DEFAULT_STRATEGY", "fit", "provider_of", "reply_reserve"]
 
 DEFAULT_STRATEGY: Strategy = Pipeline(
-    Deduplicate(), TruncateToolResults(), ClearToolResults(), DropOldest()
+    CompactLossless(),
+    Deduplicate(),
+    StaleReads(),
+    TruncateToolResults(),
+    ClearToolResults(),
+    DropOldest(),
 )
-"""What ``fit`` does by default, cheapest loss first: repeated tool outputs
-point to their latest copy, then old tool results are truncated, then cleared,
-then the oldest units are dropped; each stage runs only while the
-conversation does not fit."""
+"""What ``fit`` does by default, cheapest loss first: tool output and
+arguments are compacted without loss, repeated tool outputs (also but for
+timestamps and ids) point to their latest copy, file reads a later read or
+write supersedes become markers, then old tool results are truncated, then
+cleared (runs of cleared exchanges collapse to one line once they would take
+more than ``MAX_CUT_SHARE`` of the request), then the oldest units are
+dropped; each stage runs only while the conversation does not fit. Every
+marker names the handle of its original (``contextwindow.recall``)."""
 
 
 def provider_of(model: ModelInfo) -> Provider:

@@ -150,6 +150,8 @@ CALLS: dict[str, Call] = {
     "TruncateToolResults": Call(TruncateToolResults, (2, 100)),
     "ClearToolResults": Call(ClearToolResults, (2,)),
     "Deduplicate": Call(Deduplicate),
+    "CompactLossless": Call(cw.CompactLossless),
+    "StaleReads": Call(cw.StaleReads, (), {"shell": ("bash",), "marker": "{path}"}),
     "SelectRelevant": Call(SelectRelevant, (2,)),
     "Summarize": Call(Summarize, (None, 2, 100, 0.5)),
     "Pipeline": Call(Pipeline, (SlidingWindow(2), DropOldest())),
@@ -212,6 +214,11 @@ CALLS: dict[str, Call] = {
     "is_summary": Call(cw.is_summary, (Message.user("hi"),)),
     "summary_sources": Call(cw.summary_sources, (Message.user("hi"),)),
     "recall": Call(cw.recall, (conv(), ["x"])),
+    "context_recall": Call(cw.context_recall, (conv(), "x"), {"max_tokens": 50}),
+    "answer_recall": Call(
+        cw.answer_recall, (conv(), ToolCall("r1", "context_recall", '{"handle": "x"}'))
+    ),
+    "recall_tool": Call(cw.recall_tool, ("anthropic",)),
     # -- stores and transcripts
     "MemoryStore": Call(cw.MemoryStore),
     "SQLiteStore": Call(SQLiteStore, (":memory:",), {"timeout": 1.0}),

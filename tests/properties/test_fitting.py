@@ -29,6 +29,8 @@ import pytest
 
 from contextwindow import fit
 from contextwindow.errors import BudgetError
+from contextwindow.fitting import DEFAULT_STRATEGY
+from contextwindow.handles import find_handles, handle_of, originals
 from contextwindow.messages import (
     Image,
     Message,
@@ -43,6 +45,7 @@ from contextwindow.relevance import EmbeddingScorer
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
+    CompactLossless,
     Deduplicate,
     DropOldest,
     Fitted,
@@ -50,6 +53,7 @@ from contextwindow.strategies import (
     Pipeline,
     SelectRelevant,
     SlidingWindow,
+    StaleReads,
     Strategy,
     TruncateToolResults,
 )
@@ -71,6 +75,9 @@ STRATEGIES: dict[str, Callable[[random.Random], Strategy]] = {
     "TruncateToolResults": lambda rng: TruncateToolResults(keep_recent=1, max_tokens=5),
     "ClearToolResults": lambda rng: ClearToolResults(keep_recent=1),
     "Deduplicate": lambda rng: Deduplicate(),
+    "CompactLossless": lambda rng: CompactLossless(),
+    "StaleReads": lambda rng: StaleReads(),
+    "default": lambda rng: DEFAULT_STRATEGY,
     "Pipeline": lambda rng: Pipeline(
         Deduplicate(),
         TruncateToolResults(keep_recent=1, max_tokens=5),
@@ -92,7 +99,7 @@ STRATEGIES: dict[str, Callable[[random.Random], Strategy]] = {
 ``SelectRelevant`` draw their windows)."""
 
 ALWAYS_FITS = frozenset(
-    ("DropOldest", "Pipeline", "Pipeline-window", "Pipeline-relevant")
+    ("DropOldest", "Pipeline", "Pipeline-window", "Pipeline-relevant", "default")
 )
 """Strategies that meet the budget (or raise ``BudgetError``) when called directly."""
 
@@ -103,6 +110,11 @@ OWN_KINDS: dict[str, frozenset[str]] = {
     "TruncateToolResults": frozenset(("truncated",)),
     "ClearToolResults": frozenset(("cleared",)),
     "Deduplicate": frozenset(("deduplicated",)),
+    "CompactLossless": frozenset(("compacted",)),
+    "StaleReads": frozenset(("stale",)),
+    # The generated tool results are short: the default's truncation and
+    # stale reads rarely get their turn there (StaleReads alone shows its own).
+    "default": frozenset(("compacted", "deduplicated", "cleared", "dropped")),
     "Pipeline": frozenset(("dropped", "truncated", "cleared", "deduplicated")),
     "Pipeline-window": frozenset(("dropped",)),
     "SelectRelevant": frozenset(("dropped",)),
@@ -111,8 +123,22 @@ OWN_KINDS: dict[str, frozenset[str]] = {
 }
 """The kinds of change each strategy makes; a batch must show each of them."""
 
-REWRITES = frozenset(("truncated", "cleared", "deduplicated", "repaired"))
-"""Changes that leave a message in place with other content."""
+REWRITES = frozenset(
+    (
+        "truncated",
+        "cleared",
+        "deduplicated",
+        "compacted",
+        "stale",
+        "collapsed",
+        "repaired",
+    )
+)
+"""Changes that leave a message in place with other content (a collapsed run's
+first message holds the run's line)."""
+
+MARKERS = frozenset(("truncated", "cleared", "deduplicated", "stale"))
+"""Changes that put a marker in a tool result (and keep the message's role)."""
 
 How = Literal["fit", "direct"]
 
@@ -483,7 +509,17 @@ def check_units(run: Run) -> None:
         head = out[u.start]
         assert head.id in exchanges, f"{head.id} opens no exchange of the input"
         start, stop = exchanges[head.id]
-        assert head == valid[start], "the calling message was changed"
+        if head != valid[start]:  # only a lossless compaction of its arguments
+            was = valid[start]
+            assert [(t.id, t.name) for t in head.tool_calls] == [
+                (t.id, t.name) for t in was.tool_calls
+            ], "the calling message's calls were changed"
+            assert [t.input for t in head.tool_calls] == [
+                t.input for t in was.tool_calls
+            ], "the calling message's arguments were changed"
+            assert [p for p in head.parts if not isinstance(p, ToolCall)] == [
+                p for p in was.parts if not isinstance(p, ToolCall)
+            ], "the calling message was changed"
         got = [m.id for m in out[u.start : u.stop]]
         assert got == [m.id for m in valid[start:stop]], "split"
         for m in out[u.start + 1 : u.stop]:
@@ -552,13 +588,26 @@ def check_report(run: Run) -> None:
             assert ch.tokens_after == 0
             gone = [i for i in ch.ids if i in by_id and i != CONTINUED_ID]
             assert not gone, ("dropped but present", ch)
-        elif ch.kind in ("truncated", "cleared", "deduplicated"):
+        elif ch.kind in MARKERS:
             assert ch.saved > 0, ch
             (only,) = ch.ids
             assert c.conv[raw[only]].role == "tool", ch
             if only in by_id:
                 assert by_id[only] != c.conv[raw[only]], ("not changed", ch)
-    removed = named.get("dropped", set()) | named.get("repaired", set())
+        elif ch.kind == "compacted":
+            assert ch.saved > 0, ch
+            (only,) = ch.ids
+            assert c.conv[raw[only]].role in ("assistant", "tool"), ch
+        elif ch.kind == "collapsed":
+            assert ch.saved > 0, ch
+            first, *rest = ch.ids
+            assert first not in by_id or by_id[first].role == "assistant", ch
+            assert not any(i in by_id for i in rest), ("collapsed but present", ch)
+    removed = (
+        named.get("dropped", set())
+        | named.get("repaired", set())
+        | named.get("collapsed", set())
+    )
     rewritten = set().union(*(named.get(k, set()) for k in REWRITES))
     for m in c.conv:
         if m.id not in by_id:
@@ -572,6 +621,40 @@ def check_report(run: Run) -> None:
                 assert m.id in rewritten, f"{m.id} changed without a change naming it"
 
 
+def check_handles(run: Run) -> None:
+    """Every rewritten message, and every marker, names a handle recalling the
+    exact original from the history the strategy was given (the input, or the
+    input as ``fit`` repaired it)."""
+    if run.fitted is None:
+        return
+    c = run.case
+    histories = [c.conv, c.valid]
+    by_id = [{m.id: m for m in h} for h in histories]
+    collapsed = {
+        ch.ids[0]: ch.ids for ch in run.fitted.report.changes if ch.kind == "collapsed"
+    }
+    for m in run.fitted.messages:
+        was = by_id[1].get(m.id)
+        if was is None or (m == was and m.meta == was.meta):
+            continue
+        ids = collapsed.get(m.id, (m.id,))
+        if m.id not in collapsed and (
+            m.role != was.role or len(m.parts) != len(was.parts)
+        ):
+            continue  # a repair (it removes parts; nothing to recall)
+        h = handle_of(m)
+        assert any(
+            originals(hist, h) == [known[i] for i in ids]
+            for hist, known in zip(histories, by_id, strict=True)
+            if all(i in known for i in ids)
+        ), ("handle does not recall the original", m.id, h)
+        for named in find_handles(m.text):
+            assert named == h or any(originals(hist, named) for hist in histories), (
+                "a marker names an unknown handle",
+                named,
+            )
+
+
 ALL_CHECKS = (
     check_fits,
     check_pinned,
@@ -579,6 +662,7 @@ ALL_CHECKS = (
     check_order,
     check_provider,
     check_report,
+    check_handles,
 )
 
 
@@ -612,6 +696,10 @@ class TestFitting:
         """Every conversation, in the wire form, is as it was before any run."""
         for run in batch.runs:
             assert to_dicts(run.case.conv) == run.case.wire, run.describe()
+
+    def test_every_cut_recalls_its_original(self, batch: Batch) -> None:
+        """Each rewritten message's handle recalls exactly its original."""
+        each(batch.runs, check_handles)
 
     def test_report_accounts_for_every_change(self, batch: Batch) -> None:
         """tokens_before - saved == tokens_after; every drop and rewrite is named."""

@@ -12,6 +12,7 @@ valid) exceeds the budget, which is computed here without the strategies.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,15 +21,18 @@ import pytest
 
 from contextwindow import fit
 from contextwindow.errors import BudgetError
+from contextwindow.handles import ORIGIN_KEY, content_handle, handle_of, originals
 from contextwindow.messages import Message, Provider, ToolSpec, units
 from contextwindow.strategies import (
     ClearToolResults,
+    CompactLossless,
     Deduplicate,
     DropOldest,
     Fitted,
     Pipeline,
     SelectRelevant,
     SlidingWindow,
+    StaleReads,
     Strategy,
     TruncateToolResults,
 )
@@ -48,6 +52,8 @@ STRATEGIES: dict[str, Strategy | None] = {
     "TruncateToolResults": TruncateToolResults(keep_recent=1, max_tokens=5),
     "ClearToolResults": ClearToolResults(keep_recent=1),
     "Deduplicate": Deduplicate(),
+    "CompactLossless": CompactLossless(),
+    "StaleReads": StaleReads(),
     "Pipeline": Pipeline(
         Deduplicate(),
         TruncateToolResults(keep_recent=1, max_tokens=5),
@@ -78,6 +84,12 @@ class Trace:
     """Tokens of the whole request."""
     valid: tuple[Message, ...]
     """``ensure_valid(messages)``."""
+
+    @functools.cached_property
+    def handles(self) -> dict[str, Message]:
+        """Each message of ``valid`` by its handle (``contextwindow.handles``)."""
+        return {content_handle(m): m for m in reversed(self.valid)}
+
     pinned: tuple[Message, ...]
     """Messages of ``valid`` that must come back unchanged."""
     floor: int
@@ -249,6 +261,25 @@ def check(t: Trace, fitted: Fitted, limit: int) -> None:
         if u.kind == "tool_exchange":
             got = [m.id for m in out[u.start : u.stop]]
             assert exchanges.get(got[0]) == got, f"exchange {got[0]} split"
+    check_handles(t, fitted)
+
+
+def check_handles(t: Trace, fitted: Fitted) -> None:
+    """Every cut names a handle that recalls exactly its original."""
+    own = {m.id: m for m in t.valid}
+    by_handle = t.handles
+    collapsed = {
+        c.ids[0]: c.ids for c in fitted.report.changes if c.kind == "collapsed"
+    }
+    for m in fitted.messages:
+        was = own.get(m.id)
+        if was is None or ORIGIN_KEY not in m.meta:
+            continue
+        h = handle_of(m)
+        if m.id in collapsed:
+            assert originals(t.valid, h) == [own[i] for i in collapsed[m.id]], h
+        else:
+            assert by_handle.get(h) == was, ("handle does not recall", m.id, h)
 
 
 def errors_expected(outcomes: Sequence[Outcome]) -> list[bool]:

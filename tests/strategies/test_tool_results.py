@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from contextwindow.errors import ContextWindowError
+from contextwindow.handles import content_handle
 from contextwindow.messages import Image, Message, Provider, Text, ToolCall, ToolResult
 from contextwindow.strategies import (
     Budget,
@@ -165,8 +166,12 @@ class TestTruncateToolResults:
         conv = three_reads()
         fitted = TruncateToolResults(keep_recent=1, max_tokens=10)(conv, budget())
         out = fitted.messages
-        assert out[2].text == "w w w w w \n[... 90 tokens cut ...]\nw w w w w "
-        assert out[4].text == out[2].text
+        h = content_handle(conv[2])
+        assert (
+            out[2].text
+            == f"w w w w w \n[... 90 tokens cut; recall {h} ...]\nw w w w w "
+        )
+        assert out[4].text == out[2].text.replace(h, content_handle(conv[4]))
         assert out[6] is conv[6]
         assert [(c.kind, c.stage, c.index) for c in fitted.report.changes] == [
             ("truncated", "TruncateToolResults", 2),
@@ -182,9 +187,9 @@ class TestTruncateToolResults:
         assert [
             (c.ids, c.index, c.tokens_before, c.tokens_after, c.what) for c in r.changes
         ] == [
-            ((conv[2].id,), 2, 104, 19, "tool result: read"),
-            ((conv[4].id,), 4, 104, 19, "tool result: read"),
-            ((conv[6].id,), 6, 104, 19, "tool result: grep"),
+            ((conv[2].id,), 2, 104, 21, "tool result: read"),
+            ((conv[4].id,), 4, 104, 21, "tool result: read"),
+            ((conv[6].id,), 6, 104, 21, "tool result: grep"),
         ]
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
         assert r.tokens_after == b.count(fitted.messages)
@@ -246,7 +251,7 @@ class TestTruncateToolResults:
     def test_brings_in_no_marker(self) -> None:
         """A cut whose marker text holds a protected marker is not made."""
         conv = three_reads()
-        fitted = TruncateToolResults(0, 10)(conv, budget(protected=("cut ...",)))
+        fitted = TruncateToolResults(0, 10)(conv, budget(protected=("tokens cut",)))
         assert fitted.report.changes == ()
 
     def test_final_result_untouched(self) -> None:
@@ -262,7 +267,8 @@ class TestTruncateToolResults:
         fitted = TruncateToolResults(0, 10)(conv, budget())
         result = fitted.messages[2].tool_results[0]
         assert isinstance(result.content, str)
-        assert "[... 90 tokens cut ...]" in result.content
+        h = content_handle(conv[2])
+        assert f"[... 90 tokens cut; recall {h} ...]" in result.content
         assert fitted.report.changes[0].saved > 255
 
     def test_short_text_with_image_untouched(self) -> None:
@@ -286,7 +292,7 @@ class TestTruncateToolResults:
         assert b.count(conv) == 352
         fitted = TruncateToolResults(0, 10)(conv, b)
         assert [c.index for c in fitted.report.changes] == [2]
-        assert fitted.report.tokens_after == 267
+        assert fitted.report.tokens_after == 269
         assert fitted.messages[4] is conv[4]
 
     def test_nothing_when_it_fits(self) -> None:
@@ -312,7 +318,9 @@ class TestTruncateToolResults:
         assert r.changes[0].tokens_before == b.counter.message(conv[2])
         assert r.changes[0].tokens_after == b.counter.message(fitted.messages[2])
         assert r.tokens_before - r.changes[0].saved == r.tokens_after
-        assert "lines) cut ...]" in fitted.messages[2].text
+        text = fitted.messages[2].text
+        assert "(292 lines) cut, naming test_4, test_5," in text
+        assert f"; recall {content_handle(conv[2])} ...]" in text
 
 
 class TestToolNames:
@@ -325,7 +333,7 @@ class TestToolNames:
             Message("tool", tuple(ToolResult(c.id, "w " * 50) for c in calls)),
             Message.user("?"),
         ]
-        (c,) = ClearToolResults(0)(conv, budget()).report.changes
+        (c,) = ClearToolResults(0, max_share=1)(conv, budget()).report.changes
         assert c.what == "tool result: Read x2, Bash"
 
     def test_named_from_the_call(self) -> None:
@@ -335,7 +343,7 @@ class TestToolNames:
             *exchange("c1", "w " * 100, name=None, call="read_file"),
             Message.user("?"),
         ]
-        for strategy in (TruncateToolResults(0, 10), ClearToolResults(0)):
+        for strategy in (TruncateToolResults(0, 10), ClearToolResults(0, max_share=1)):
             (c,) = strategy(conv, budget()).report.changes
             assert c.what == "tool result: read_file"
 
@@ -346,7 +354,7 @@ class TestToolNames:
             *exchange("c1", "w " * 100, name="search", call="grep"),
             Message.user("?"),
         ]
-        (c,) = ClearToolResults(0)(conv, budget()).report.changes
+        (c,) = ClearToolResults(0, max_share=1)(conv, budget()).report.changes
         assert c.what == "tool result: search"
 
     def test_reused_call_id(self) -> None:
@@ -425,8 +433,12 @@ class TestClearToolResults:
     def test_placeholder(self) -> None:
         """An old result becomes a placeholder giving its size."""
         conv = [Message.user("go"), *exchange("c1", "w " * 1500), Message.user("?")]
-        fitted = ClearToolResults(keep_recent=0)(conv, budget())
-        assert fitted.messages[2].text == "[tool result cleared: 1,500 tokens]"
+        fitted = ClearToolResults(keep_recent=0, max_share=1)(conv, budget())
+        h = content_handle(conv[2])
+        assert (
+            fitted.messages[2].text
+            == f"[tool result cleared: 1,500 tokens; recall {h}]"
+        )
         c = fitted.report.changes[0]
         assert (c.kind, c.stage, c.ids, c.index, c.what) == (
             "cleared",
@@ -435,7 +447,7 @@ class TestClearToolResults:
             2,
             "tool result: read",
         )
-        assert (c.tokens_before, c.tokens_after) == (1504, 9)
+        assert (c.tokens_before, c.tokens_after) == (1504, 11)
 
     def test_name_in_placeholder(self) -> None:
         """``{name}`` is the result's tool name, else its call's, else empty."""
@@ -460,9 +472,12 @@ class TestClearToolResults:
             Message.user("?"),
         ]
         b = budget()
-        fitted = ClearToolResults(0)(conv, b)
+        fitted = ClearToolResults(0, max_share=1)(conv, b)
         n = 2 + b.counter.image(IMAGE)
-        assert fitted.messages[2].text == f"[tool result cleared: {n} tokens]"
+        h = content_handle(conv[2])
+        assert (
+            fitted.messages[2].text == f"[tool result cleared: {n} tokens; recall {h}]"
+        )
 
     @pytest.mark.parametrize(
         "placeholder", ["{size}", "{0}", "{tokens", "{tokens:d}", "{name.size}"]
@@ -475,7 +490,7 @@ class TestClearToolResults:
     def test_keep_recent(self) -> None:
         """The most recent results stay whole."""
         conv = three_reads()
-        fitted = ClearToolResults(keep_recent=2)(conv, budget())
+        fitted = ClearToolResults(keep_recent=2, max_share=1)(conv, budget())
         assert [c.index for c in fitted.report.changes] == [2]
         assert fitted.messages[4] is conv[4]
         with pytest.raises(ContextWindowError, match="keep_recent"):
@@ -488,7 +503,7 @@ class TestClearToolResults:
             *exchange("c1", "w " * 50, is_error=True),
             Message.user("?"),
         ]
-        out = ClearToolResults(0)(conv, budget()).messages
+        out = ClearToolResults(0, max_share=1)(conv, budget()).messages
         result = out[2].tool_results[0]
         assert (result.call_id, result.name, result.is_error) == ("c1", "read", True)
         assert out[1] is conv[1]
@@ -496,19 +511,19 @@ class TestClearToolResults:
     def test_only_when_it_saves(self) -> None:
         """A result shorter than the placeholder is left alone."""
         conv = [Message.user("go"), *exchange("c1", "ok"), Message.user("?")]
-        fitted = ClearToolResults(0)(conv, budget())
+        fitted = ClearToolResults(0, max_share=1)(conv, budget())
         assert fitted.messages[2] is conv[2]
 
     def test_brings_in_no_marker(self) -> None:
         """A placeholder holding a protected marker is not put in."""
         conv = three_reads()
-        fitted = ClearToolResults(0)(conv, budget(protected=("cleared",)))
+        fitted = ClearToolResults(0, max_share=1)(conv, budget(protected=("cleared",)))
         assert fitted.report.changes == ()
 
     def test_stops_once_it_fits(self) -> None:
         """Clearing stops as soon as the budget is met."""
         conv = three_reads()
-        fitted = ClearToolResults(0)(conv, budget(300))
+        fitted = ClearToolResults(0, max_share=1)(conv, budget(300))
         assert [c.index for c in fitted.report.changes] == [2]
 
     def test_pinned_untouched(self) -> None:
@@ -518,7 +533,7 @@ class TestClearToolResults:
             *exchange("c1", "w " * 50, pinned=True),
             Message.user("?"),
         ]
-        fitted = ClearToolResults(0)(conv, budget())
+        fitted = ClearToolResults(0, max_share=1)(conv, budget())
         assert fitted.messages[2] is conv[2]
 
 
@@ -541,8 +556,9 @@ class TestDeduplicate:
         conv = repeated(up, up, "other " * 30, up)
         fitted = Deduplicate()(conv, budget())
         texts = [fitted.messages[i].text for i in (2, 5, 8, 11)]
-        note = "[same output as the later result of call c4]"
-        assert texts == [note, note, "other " * 30, up]
+        note = "[same output as the later result of call c4; recall {}]"
+        notes = [note.format(content_handle(conv[i])) for i in (2, 5)]
+        assert texts == [*notes, "other " * 30, up]
         r = fitted.report
         assert [(c.kind, c.stage, c.index, c.ids) for c in r.changes] == [
             ("deduplicated", "Deduplicate", 2, (conv[2].id,)),
@@ -565,7 +581,8 @@ class TestDeduplicate:
         fitted = Deduplicate()(repeated(a, b, a), budget())
         assert [c.index for c in fitted.report.changes] == [2]
         assert fitted.messages[2].tool_results[0].content == (
-            "[same output as the later result of call c3]"
+            f"[same output as the later result of call c3; recall "
+            f"{content_handle(repeated(a, b, a)[2])}]"
         )
 
     def test_pinned_untouched(self) -> None:
@@ -591,7 +608,10 @@ class TestDeduplicate:
         out = "same " * 30
         fitted = Deduplicate("(see {call_id})")(repeated(out, out), budget())
         assert fitted.messages[2].text == "(see c2)"
-        with pytest.raises(ContextWindowError, match=r"may use only \{call_id\}"):
+        with pytest.raises(
+            ContextWindowError,
+            match=r"may use only \{call_id\}, \{handle\} and \{but\}",
+        ):
             Deduplicate("(see {id})")
 
     def test_stops_once_it_fits(self) -> None:

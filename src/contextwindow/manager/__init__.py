@@ -113,6 +113,10 @@ _ARGS = """
             conversation already there is resumed as it was left.
         conversation_id: The stored conversation (default: the URL's
             ``#id``, else a new id, in ``conversation_id``).
+        offer_recall: Offer the model the ``context_recall`` tool (its
+            schema joins ``tools``; ``recall_schema`` gives it in the
+            provider's shape): ``answer_recall`` answers a call of it from
+            the full history, so what compaction cut can be had back.
 
     Raises:
         ArgumentError: An argument of the wrong type or out of range (a

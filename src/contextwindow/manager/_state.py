@@ -42,11 +42,13 @@ from contextwindow.manager._wire import Writer
 from contextwindow.messages import (
     Message,
     Provider,
+    ToolCall,
     ToolSpec,
     check_provider,
     new_id,
 )
 from contextwindow.models import ModelInfo, get_tokenizer
+from contextwindow.recall import RECALL_SPEC, RECALL_TOOL, answer_recall, recall_tool
 from contextwindow.store.base import Store
 from contextwindow.store.urls import open_store, split_url
 from contextwindow.strategies.base import Budget, Strategy, stage_name
@@ -86,6 +88,7 @@ class State:
         system: str | None = None,
         store: Store | str | None = None,
         conversation_id: str | None = None,
+        offer_recall: bool = False,
     ) -> None:
         self._setup()
         info = as_model(model)
@@ -125,6 +128,8 @@ class State:
         self._tools = coerce_tools(tools)
         self._shape: Shape = NEUTRAL
         """The shape pushed messages last came in (``Prepared.as_input``)."""
+        if offer_recall and all(t.name != RECALL_TOOL for t in self._tools):
+            self._tools += (RECALL_SPEC,)
         self._strategy: Strategy | None = (
             DEFAULT_STRATEGY if strategy == "default" else _strategy_checked(strategy)
         )
@@ -478,6 +483,38 @@ class State:
             ['the file is src/app.py']
         """
         return recall(self._history, ids)
+
+    @property
+    def recall_schema(self) -> dict[str, Any]:
+        """The ``context_recall`` tool's schema, in this manager's provider shape.
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> ContextManager(token_limit=1000).recall_schema["function"]["name"]
+            'context_recall'
+        """
+        return recall_tool(self._provider)
+
+    def answer_recall(self, call: ToolCall) -> Message:
+        """The tool message answering a ``context_recall`` call, from the history.
+
+        Markers in the view name handles (``contextwindow.handles``); the
+        history (and the store it is read back from) holds the originals, so
+        the answer is the original text, within the call's ``max_tokens``.
+        Push the answer like any tool result.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message, ToolCall
+            >>> m = ContextManager(token_limit=1000, offer_recall=True)
+            >>> first = Message.user("the key is in src/app.py")
+            >>> m.push(first)
+            >>> call = ToolCall("r1", "context_recall", f'{{"handle": "{first.id}"}}')
+            >>> m.answer_recall(call).text
+            'user: the key is in src/app.py'
+        """
+        return answer_recall(
+            self._history, call, tokenizer=self._counter.tokenizer, view=self._view
+        )
 
     # -- state -----------------------------------------------------------------------
 

@@ -28,9 +28,12 @@ from contextwindow.strategies.base import (
     pinned_flags,
 )
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
+from contextwindow.strategies.files import FileTool
+from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.relevant import SelectRelevant
+from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -44,14 +47,17 @@ __all__ = [
     "Change",
     "ChangeKind",
     "ClearToolResults",
+    "CompactLossless",
     "Deduplicate",
     "DropOldest",
+    "FileTool",
     "Fitted",
     "MaxMessages",
     "Pipeline",
     "Report",
     "SelectRelevant",
     "SlidingWindow",
+    "StaleReads",
     "Strategy",
     "Summarize",
     "TruncateToolResults",

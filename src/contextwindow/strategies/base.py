@@ -76,13 +76,18 @@ ChangeKind = Literal[
     "truncated",
     "cleared",
     "deduplicated",
+    "compacted",
+    "stale",
+    "collapsed",
     "summarized",
     "repaired",
     "rewritten",
     "added",
 ]
 """What a change did to the messages it touched (``rewritten`` and ``added``
-come from a caller's own edit, such as a manager's ``replace_messages``)."""
+come from a caller's own edit, such as a manager's ``replace_messages``;
+``compacted`` loses nothing, ``stale`` marks a superseded file read,
+``collapsed`` makes a run of cut tool exchanges one line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +161,9 @@ class Change:
     """
 
     kind: ChangeKind
-    """``dropped``, ``truncated``, ``cleared``, ``deduplicated``,
-    ``summarized``, ``repaired``, ``rewritten`` or ``added``."""
+    """``dropped``, ``truncated``, ``cleared``, ``deduplicated``, ``compacted``,
+    ``stale``, ``collapsed``, ``summarized``, ``repaired``, ``rewritten`` or
+    ``added``."""
     stage: str
     """The strategy that made it (``ensure_valid`` for repairs)."""
     ids: tuple[str, ...]

@@ -40,8 +40,11 @@ from types import MappingProxyType
 from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
+from contextwindow.strategies.files import DEFAULT_FILE_TOOLS, FileTool
+from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.relevant import SelectRelevant
+from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
@@ -99,6 +102,38 @@ NUMBER = Value("X", _number)
 """A finite number."""
 TEXT = Value("TEXT", _text)
 """A text, quoted when it holds ``,``, ``(`` or ``)``."""
+
+
+def _bool(text: str) -> bool:
+    word = text.lower()
+    if word in ("true", "yes", "on", "1"):
+        return True
+    if word in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(text)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(_text(text).replace("|", " ").split())
+    if not names:
+        raise ValueError(text)
+    return names
+
+
+def _file_tools(text: str) -> Mapping[str, FileTool]:
+    names = _names(text)
+    unknown = [n for n in names if n not in DEFAULT_FILE_TOOLS]
+    if unknown:
+        raise ValueError(text)
+    return {n: DEFAULT_FILE_TOOLS[n] for n in names}
+
+
+BOOL = Value("BOOL", _bool)
+"""``true`` or ``false`` (also ``yes``/``no``, ``on``/``off``, ``1``/``0``)."""
+NAMES = Value("NAMES", _names)
+"""Names separated by spaces or ``|``: ``shell='bash zsh'``."""
+FILE_TOOLS = Value("TOOLS", _file_tools)
+"""Known file tools by name (``DEFAULT_FILE_TOOLS``): ``tools='Read Edit'``."""
 
 
 def choice(**made: Callable[[], object]) -> Value:
@@ -217,13 +252,24 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
         ),
         "clear": StrategyName(
             ClearToolResults,
-            _args(keep_recent=INT, placeholder=TEXT),
+            _args(keep_recent=INT, placeholder=TEXT, max_share=NUMBER),
             summary="replace old tool results with a placeholder",
+        ),
+        "lossless": StrategyName(
+            CompactLossless,
+            summary="compact JSON, repeated lines and whitespace in tool output "
+            "(loses nothing)",
         ),
         "dedupe": StrategyName(
             Deduplicate,
-            _args(note=TEXT),
-            summary="point repeated tool outputs to the latest copy",
+            _args(note=TEXT, near=BOOL),
+            summary="point repeated tool outputs (also but for timestamps and "
+            "ids) to the latest copy",
+        ),
+        "stale": StrategyName(
+            StaleReads,
+            _args(tools=FILE_TOOLS, shell=NAMES, marker=TEXT),
+            summary="mark file reads that a later read or write supersedes",
         ),
         "summarize": StrategyName(
             Summarize,
@@ -237,7 +283,8 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             "that keeps their facts (offline)",
         ),
         "default": StrategyName(
-            _default, summary="dedupe, truncate, clear, then drop-oldest"
+            _default,
+            summary="lossless, dedupe, stale, truncate, clear, then drop-oldest",
         ),
     }
 )
@@ -264,8 +311,9 @@ def parse_strategy(spec: str) -> Strategy:
 
     Example:
         >>> parse_strategy("clear(keep_recent=5)")
-        ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens]')
-        >>> parse_strategy("default") == parse_strategy("dedupe,truncate,clear,drop-oldest")
+        ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens{names}; recall {handle}]', max_share=0.1)
+        >>> parse_strategy("default") == parse_strategy(
+        ...     "lossless,dedupe,stale,truncate,clear,drop-oldest")
         True
         >>> parse_strategy("truncate(keep=2)")
         Traceback (most recent call last):
@@ -379,7 +427,14 @@ def _arguments(
     return kwargs
 
 
-_KINDS = {"N": "an integer", "X": "a number", "TEXT": "a text"}
+_KINDS = {
+    "N": "an integer",
+    "X": "a number",
+    "TEXT": "a text",
+    "BOOL": "true or false",
+    "NAMES": "names separated by spaces",
+    "TOOLS": "file tool names (" + ", ".join(DEFAULT_FILE_TOOLS) + ")",
+}
 
 
 def _value(part: str, key: str, kind: Value, value: str) -> object:

@@ -13,11 +13,14 @@ message is one change in the report.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
-from contextwindow._args import check_int, check_str
+from contextwindow._args import check_int, check_number, check_str
 from contextwindow.errors import ContextWindowError
+from contextwindow.handles import handle_of, original_sizes, with_origin
 from contextwindow.messages import Message, Part, ToolResult
 from contextwindow.strategies.base import (
     Budget,
@@ -26,14 +29,40 @@ from contextwindow.strategies.base import (
     Fitted,
     finish,
     pinned_flags,
+    relocate,
+)
+from contextwindow.strategies.collapse import (
+    MAX_CUT_SHARE,
+    MAX_NAMED,
+    collapse_runs,
+    cut_share,
+    is_marker,
+    named_in,
 )
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["ClearToolResults", "Deduplicate", "TruncateToolResults"]
+__all__ = [
+    "ClearToolResults",
+    "Deduplicate",
+    "Origin",
+    "TruncateToolResults",
+    "rewrite_results",
+]
 
-Rewrite = Callable[[ToolResult, int], "str | None"]
-"""Given a result and its position among all results, new text or ``None``."""
+
+class Origin(NamedTuple):
+    """What a rewrite knows of a result's original (``contextwindow.handles``)."""
+
+    handle: str
+    """The handle of the original message."""
+    tokens: int
+    """Tokens the original result took (text and images)."""
+
+
+Rewrite = Callable[[ToolResult, int, Origin], "str | None"]
+"""Given a result, its position among all results and its original, new text
+or ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +90,7 @@ class TruncateToolResults:
         >>> print(fitted.messages[2].text)
         line 0
         line 1
-        [... 192 tokens (96 lines) cut ...]
+        [... 192 tokens (96 lines) cut; recall 07cf12edf0 ...]
         line 98
         line 99
     """
@@ -80,12 +109,14 @@ class TruncateToolResults:
         tok = _Cached(budget.counter)
         last = _count_results(messages) - self.keep_recent
 
-        def rewrite(result: ToolResult, position: int) -> str | None:
+        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
             if position >= last:
                 return None
-            return truncate(result.text, self.max_tokens, tok)
+            return truncate(result.text, self.max_tokens, tok, handle=origin.handle)
 
-        return _rewrite(messages, budget, "TruncateToolResults", "truncated", rewrite)
+        return rewrite_results(
+            messages, budget, "TruncateToolResults", "truncated", rewrite
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +124,29 @@ class ClearToolResults:
     """Replace old tool results with a short placeholder; the calls stay.
 
     Like Anthropic's ``clear_tool_uses`` context edit: the model still sees
-    what it called and with which arguments, and can call again.
+    what it called and with which arguments, and can call again. Once cut
+    exchanges (bare calls and their markers) take more than ``max_share`` of
+    the request, clearing no longer pays: the oldest runs of them become one
+    line each, naming the tools and the paths and commands they touched
+    (``strategies.collapse``).
 
     Args:
         keep_recent: The most recent results left whole.
         placeholder: The text put in place of a result; ``{tokens}`` becomes
-            the tokens it took (text and images), ``{name}`` the tool's name
-            (the result's own, else its call's).
+            the tokens the original took (text and images; before any other
+            stage truncated it), ``{name}`` the tool's name (the result's
+            own, else its call's), ``{handle}`` the original's handle, which
+            ``context_recall`` brings back, ``{names}`` the paths, code
+            identifiers and numbers it held (``collapse.named_in``), as
+            ``, naming a.py, 8080`` (empty when none).
+        max_share: The share of the request cut exchanges may take before
+            runs of them collapse (1 never collapses).
 
     Raises:
-        ContextWindowError: ``keep_recent`` below 0, or a placeholder using
-            other fields than ``{tokens}`` and ``{name}``.
+        ContextWindowError: ``keep_recent`` below 0, a placeholder using
+            other fields than ``{tokens}``, ``{name}``, ``{handle}`` and
+            ``{names}``, or
+            ``max_share`` outside [0, 1].
 
     Example:
         >>> from contextwindow import Message, TokenCounter, ToolCall
@@ -112,90 +155,156 @@ class ClearToolResults:
         >>> conv = [Message.user("look"),
         ...         Message.assistant(tool_calls=[ToolCall("c1", "ls")]),
         ...         Message.tool("c1", "a.txt " * 50), Message.assistant("done")]
-        >>> fitted = ClearToolResults(keep_recent=0)(
-        ...     conv, Budget(0, TokenCounter(FakeTokenizer())))
+        >>> budget = Budget(0, TokenCounter(FakeTokenizer()))
+        >>> fitted = ClearToolResults(keep_recent=0, max_share=1)(conv, budget)
         >>> fitted.messages[2].text
-        '[tool result cleared: 50 tokens]'
+        '[tool result cleared: 50 tokens; recall fea8ab1d03]'
+        >>> fitted = ClearToolResults(keep_recent=0)(conv, budget)  # a flood
+        >>> [m.text for m in fitted.messages][1:]
+        ['[1 earlier tool call, results cut: ls; recall 59f151410b+2]', 'done']
+        >>> [c.kind for c in fitted.report.changes]
+        ['cleared', 'collapsed']
     """
 
     keep_recent: int = 3
     """The most recent results left whole."""
-    placeholder: str = "[tool result cleared: {tokens} tokens]"
-    """The text put in place of a result (``{tokens}``, ``{name}`` filled in)."""
+    placeholder: str = "[tool result cleared: {tokens} tokens{names}; recall {handle}]"
+    """The text put in place of a result (``{tokens}``, ``{name}``,
+    ``{handle}``, ``{names}`` filled in)."""
+    max_share: float = MAX_CUT_SHARE
+    """The share of the request cut exchanges may take before runs collapse."""
 
     def __post_init__(self) -> None:
         check_int(self.keep_recent, "keep_recent", low=0)
-        _check_format("placeholder", self.placeholder, tokens="1,234", name="read")
+        check_number(self.max_share, "max_share", low=0, high=1)
+        _check_format(
+            "placeholder",
+            self.placeholder,
+            tokens="1,234",
+            name="read",
+            handle="0123456789",
+            names="",
+        )
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
-        counter = budget.counter
         last = _count_results(messages) - self.keep_recent
 
-        def rewrite(result: ToolResult, position: int) -> str | None:
+        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
             if position >= last:
                 return None
-            n = counter.text(result.text) + sum(counter.image(i) for i in result.images)
-            return self.placeholder.format(tokens=f"{n:,}", name=result.name or "")
+            named = named_in(result.text)
+            return self.placeholder.format(
+                tokens=f"{origin.tokens:,}",
+                name=result.name or "",
+                handle=origin.handle,
+                names=f", naming {', '.join(named)}" if named else "",
+            )
 
-        return _rewrite(messages, budget, "ClearToolResults", "cleared", rewrite)
+        step = rewrite_results(messages, budget, "ClearToolResults", "cleared", rewrite)
+        if self.max_share >= 1 or cut_share(step.messages, budget) <= self.max_share:
+            return step
+        later = collapse_runs(step.messages, budget, self.max_share, "ClearToolResults")
+        report = step.report.then(relocate(later.report, messages, step.messages))
+        return Fitted(later.messages, replace(report, stages=step.report.stages))
 
 
 @dataclass(frozen=True, slots=True)
 class Deduplicate:
-    """Point repeated identical tool outputs to their latest copy.
+    """Point repeated tool outputs to their latest copy.
 
     When the same output (same content, same error flag) appears more than
     once, the latest copy stays whole and each earlier one becomes a short
-    note naming the call that holds it.
+    note naming the call that holds it. With ``near``, outputs that differ
+    only in volatile values (``VOLATILE``: dates, clock times, durations,
+    UUIDs, long hex ids) count as the same too, and the note says so; the
+    original stays recallable by its handle.
 
     Args:
         note: The text put in place of an earlier copy; ``{call_id}`` becomes
-            the id of the call whose result is the latest copy.
+            the id of the call whose result is the latest copy, ``{handle}``
+            the original's handle, ``{but}`` what differs (empty for an
+            exact copy).
+        near: Whether near-duplicates count (outputs of at least
+            ``NEAR_MIN_CHARS`` characters).
 
     Raises:
-        ContextWindowError: A note using another field than ``{call_id}``.
+        ContextWindowError: A note using other fields than ``{call_id}``,
+            ``{handle}`` and ``{but}``.
 
     Example:
         >>> from contextwindow import Message, TokenCounter, ToolCall
         >>> from contextwindow.strategies import Budget
         >>> from contextwindow.testing import FakeTokenizer
         >>> conv = []
-        >>> for i in (1, 2):
+        >>> for i in (1, 2, 3):
         ...     conv += [Message.user("status?"),
         ...              Message.assistant(tool_calls=[ToolCall(f"c{i}", "status")]),
-        ...              Message.tool(f"c{i}", "all services up " * 20)]
+        ...              Message.tool(f"c{i}", f"12:0{i}:00 " + "all up " * 40)]
         >>> fitted = Deduplicate()(conv, Budget(0, TokenCounter(FakeTokenizer())))
-        >>> fitted.messages[2].text
-        '[same output as the later result of call c2]'
+        >>> print(fitted.messages[2].text)  # doctest: +ELLIPSIS
+        [same output as the later result of call c3, but for timestamps and ids; ...
     """
 
-    note: str = "[same output as the later result of call {call_id}]"
-    """The text put in place of an earlier copy (``{call_id}`` filled in)."""
+    note: str = (
+        "[same output as the later result of call {call_id}{but}; recall {handle}]"
+    )
+    """The text put in place of an earlier copy (``{call_id}``, ``{handle}``,
+    ``{but}`` filled in)."""
+    near: bool = True
+    """Whether outputs differing only in volatile values count as the same."""
 
     def __post_init__(self) -> None:
-        _check_format("note", self.note, call_id="call_1")
+        _check_format("note", self.note, call_id="call_1", handle="0123456789", but="")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Replace earlier copies of repeated outputs."""
         latest: dict[tuple[object, bool], str] = {}
         keys: list[tuple[object, bool]] = []
+        exact: list[object] = []
         for m in messages:
             for r in m.tool_results:
-                key = (r.content, r.is_error)
+                key = (self._key(r), r.is_error)
                 keys.append(key)
+                exact.append(r.content)
                 latest[key] = r.call_id
         seen: dict[tuple[object, bool], int] = {}
         for position, output in enumerate(keys):
             seen[output] = position  # the last position holding each output
 
-        def rewrite(result: ToolResult, position: int) -> str | None:
+        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
             key = keys[position]
-            if seen[key] == position:
+            last = seen[key]
+            if last == position:
                 return None
-            return self.note.format(call_id=latest[key])
+            but = "" if exact[last] == result.content else NEAR_NOTE
+            return self.note.format(call_id=latest[key], handle=origin.handle, but=but)
 
-        return _rewrite(messages, budget, "Deduplicate", "deduplicated", rewrite)
+        return rewrite_results(messages, budget, "Deduplicate", "deduplicated", rewrite)
+
+    def _key(self, result: ToolResult) -> object:
+        content = result.content
+        if self.near and isinstance(content, str) and len(content) >= NEAR_MIN_CHARS:
+            return ("near", VOLATILE.sub("\x00", content))
+        return content
+
+
+VOLATILE = re.compile(
+    r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"
+    r"|\b\d\d?:\d\d:\d\d(?:[.,]\d+)?\b"
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"
+    r"|\b\d+(?:\.\d+)?(?:ms|s|sec|seconds)\b",
+    re.IGNORECASE,
+)
+"""Values that differ between runs of the same command: dates and times,
+clock times, UUIDs, long hex ids, durations (``0.04s``, ``12ms``)."""
+
+NEAR_MIN_CHARS = 80
+"""Shorter outputs are compared exactly (a short output is mostly its values)."""
+
+NEAR_NOTE = ", but for timestamps and ids"
+"""What a near-duplicate's note adds (its ``{but}``)."""
 
 
 # -- shared machinery ------------------------------------------------------------
@@ -207,7 +316,10 @@ def _check_format(field: str, template: str, **sample: str) -> None:
     try:
         template.format(**sample)
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-        names = " and ".join(f"{{{k}}}" for k in sample)
+        fields = [f"{{{k}}}" for k in sample]
+        names = " and ".join(
+            [", ".join(fields[:-1]), fields[-1]] if fields[1:] else fields
+        )
         raise ContextWindowError(
             f"{field} {template!r} may use only {names}: {exc!r}"
         ) from exc
@@ -217,14 +329,18 @@ def _count_results(messages: Sequence[Message]) -> int:
     return sum(len(m.tool_results) for m in messages)
 
 
-def _rewrite(
+def rewrite_results(
     messages: Sequence[Message],
     budget: Budget,
     stage: str,
     kind: ChangeKind,
     rewrite: Rewrite,
 ) -> Fitted:
-    """Apply ``rewrite`` to each tool result outside pinned messages."""
+    """Apply ``rewrite`` to each tool result outside pinned messages.
+
+    A rewritten message keeps its original's handle and sizes
+    (``handles.with_origin``), whatever stage rewrote it first.
+    """
     flags = pinned_flags(messages, budget.protected, budget.provider)
     counter = budget.counter
     total = budget.count(messages)
@@ -240,16 +356,27 @@ def _rewrite(
             continue
         parts: list[Part] = []
         touched: list[str] = []
+        sizes = [_size(counter, r) for r in m.tool_results]
+        known = original_sizes(m)
+        first = known if known is not None and len(known) == len(sizes) else sizes
+        handle = handle_of(m)
+        j = 0
         for part in m.parts:
             if isinstance(part, ToolResult):
                 fits = total <= budget.limit
                 named = part
                 if part.name is None and part.call_id in names:  # for {name}
                     named = replace(part, name=names[part.call_id])
-                text = None if flags[i] or fits else rewrite(named, position)
+                origin = Origin(handle, first[j])
+                j += 1
+                # A marker is already the least a result can say: left alone.
+                skip = flags[i] or fits or is_marker(part)
+                text = None if skip else rewrite(named, position, origin)
                 position += 1
                 # A marker in the new text would pin the message for later stages.
-                if text is not None and not any(k in text for k in budget.protected):
+                if text is not None and not any(
+                    mark in text for mark in budget.protected
+                ):
                     new = _with_text(part, text)
                     saved = counter.part(part) - counter.part(new)
                     if saved > 0:
@@ -263,7 +390,7 @@ def _rewrite(
         if not touched:
             out.append(m)
             continue
-        new_msg = m.with_parts(parts)
+        new_msg = with_origin(m.with_parts(parts), m, sizes)
         out.append(new_msg)
         changes.append(
             Change(
@@ -277,6 +404,11 @@ def _rewrite(
             )
         )
     return finish(stage, messages, out, changes, budget)
+
+
+def _size(counter: TokenCounter, result: ToolResult) -> int:
+    """Tokens of a result's content (text and images), as placeholders state them."""
+    return counter.text(result.text) + sum(counter.image(i) for i in result.images)
 
 
 def _names(names: Sequence[str]) -> str:
@@ -318,8 +450,18 @@ NEAR_LINE_END = 0.25
 """A cut moves to a line end when one lies within this share of the kept span."""
 
 
-def truncate(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
+def truncate(
+    text: str, max_tokens: int, tokenizer: Tokenizer, *, handle: str | None = None
+) -> str | None:
     r"""Keep about ``max_tokens`` tokens of ``text``: head and tail, and a marker.
+
+    Args:
+        text: The text to cut.
+        max_tokens: Tokens of text kept (head and tail), without the marker.
+        tokenizer: Counts them.
+        handle: The original's handle; when given, the marker names it and
+            the paths, identifiers and numbers the cut held
+            (``collapse.named_in``, up to ``MAX_NAMED``).
 
     Returns:
         The truncated text, or ``None`` when ``text`` already fits.
@@ -328,6 +470,8 @@ def truncate(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
         >>> from contextwindow.testing import FakeTokenizer
         >>> truncate("a b c d e f g h i j", 4, FakeTokenizer())
         'a b\n[... 6 tokens cut ...]\ni j'
+        >>> truncate("a b c d e f g h i j", 4, FakeTokenizer(), handle="0123456789")
+        'a b\n[... 6 tokens cut; recall 0123456789 ...]\ni j'
     """
     total = tokenizer.count(text)
     if total <= max_tokens:
@@ -342,7 +486,12 @@ def truncate(text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
     cut = max(total - tokenizer.count(head) - tokenizer.count(tail), 0)
     lines = middle.strip("\n").count("\n") + 1
     what = f"{cut:,} tokens ({lines:,} lines)" if lines > 1 else f"{cut:,} tokens"
-    return f"{head}\n[... {what} cut ...]\n{tail}"
+    back = f"; recall {handle}" if handle else ""
+    if handle:  # what the cut named, when the original can be recalled
+        inside = set(named_in(head + "\n" + tail, 10**6))
+        gone = [n for n in named_in(middle, 10**6) if n not in inside][:MAX_NAMED]
+        back = f", naming {', '.join(gone)}{back}" if gone else back
+    return f"{head}\n[... {what} cut{back} ...]\n{tail}"
 
 
 def _prefix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> str:

@@ -1,0 +1,162 @@
+r"""Handles: the way back from a cut to the original in the full history.
+
+Contract:
+
+- A message's *handle* is ten hex digits of a hash of its content (role,
+  name and parts; not its id or meta), so it names the same message in the
+  history a strategy was given, in a manager's log and in a store, whatever
+  ids a conversion gave the messages.
+- The first strategy that rewrites a message (clears, truncates,
+  deduplicates, marks stale, compacts) records the original's handle, and
+  the tokens each of its tool results took, in the rewritten message's
+  ``meta[ORIGIN_KEY]``; later stages keep that record, so a marker always
+  names the original, never an intermediate rewrite, and a placeholder states
+  the original size. A marker shows the handle in its text.
+- A run of messages (one line standing for many) has a handle made of its
+  messages' handles, and a count: ``3f2a9c1b0d+12`` (``run_handle``), so it
+  names that run even where the same message occurs elsewhere.
+- ``originals(history, handle)`` finds what a handle names: the message with
+  that content hash, the run with that handle, or the message with that id.
+  Nothing is changed.
+
+Example:
+    >>> from contextwindow.messages import Message
+    >>> history = [Message.user("fix a.py"), Message.tool("c1", "x = 1\n" * 50)]
+    >>> h = handle_of(history[1])
+    >>> (len(h), originals(history, h) == [history[1]])
+    (10, True)
+    >>> originals(history, run_handle(history)) == history
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from contextwindow.messages import Message
+
+__all__ = [
+    "HANDLE_PATTERN",
+    "ORIGIN_KEY",
+    "content_handle",
+    "find_handles",
+    "handle_of",
+    "original_sizes",
+    "originals",
+    "run_handle",
+    "with_origin",
+]
+
+ORIGIN_KEY = "contextwindow.origin"
+"""The ``Message.meta`` key of the record a rewrite keeps of its original."""
+
+HANDLE_PATTERN = re.compile(r"\b([0-9a-f]{10})(?:\+(\d+))?\b")
+"""A handle as markers show it: ten hex digits, and ``+count`` for a run."""
+
+_MARKED = re.compile(r"(?:recall|handle) ([0-9a-f]{10}(?:\+\d+)?)")
+
+
+def content_handle(message: Message) -> str:
+    """Ten hex digits of the hash of ``message``'s content (role, name, parts).
+
+    Example:
+        >>> content_handle(Message.user("hi")) == content_handle(Message.user("hi"))
+        True
+    """
+    shown = repr((message.role, message.name, message.parts))
+    return hashlib.sha1(shown.encode(), usedforsecurity=False).hexdigest()[:10]
+
+
+def _origin(message: Message) -> Mapping[str, Any]:
+    value = message.meta.get(ORIGIN_KEY)
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
+
+
+def handle_of(message: Message) -> str:
+    """The handle of ``message``'s original: its record's, else its own content's."""
+    handle = _origin(message).get("handle")
+    return handle if isinstance(handle, str) else content_handle(message)
+
+
+def original_sizes(message: Message) -> tuple[int, ...] | None:
+    """Tokens of each tool result of the original, when a rewrite recorded them."""
+    sizes: Any = _origin(message).get("tokens")
+    if isinstance(sizes, list):
+        given = cast("Sequence[Any]", sizes)
+        found = [n for n in given if isinstance(n, int)]
+        if len(found) == len(given):
+            return tuple(found)
+    return None
+
+
+def with_origin(new: Message, old: Message, sizes: Sequence[int]) -> Message:
+    """``new`` with ``old``'s origin record (a fresh one when ``old`` has none).
+
+    Args:
+        new: The rewritten message.
+        old: The message it was made from (an original or an earlier rewrite).
+        sizes: Tokens of each of ``old``'s tool results, used when ``old``
+            holds no record yet (then ``old`` is the original).
+    """
+    record = _origin(old)
+    if not record:
+        record = {"handle": content_handle(old), "tokens": list(sizes)}
+    if _origin(new) == record:
+        return new
+    meta = {**new.meta, ORIGIN_KEY: dict(record)}
+    return Message(new.role, new.parts, new.name, new.agent, new.pinned, new.id, meta)
+
+
+def run_handle(messages: Sequence[Message]) -> str:
+    """The handle of a run of messages: their originals' handles hashed, and a count.
+
+    Example:
+        >>> run_handle([Message.user("a"), Message.user("b")]).endswith("+2")
+        True
+    """
+    return f"{_joined([handle_of(m) for m in messages])}+{len(messages)}"
+
+
+def _joined(handles: Sequence[str]) -> str:
+    digest = hashlib.sha1("+".join(handles).encode(), usedforsecurity=False)
+    return digest.hexdigest()[:10]
+
+
+def find_handles(text: str) -> list[str]:
+    """The handles a marker's text names (after ``recall`` or ``handle``).
+
+    Example:
+        >>> find_handles("[tool result cleared: 9 tokens; recall 0123456789]")
+        ['0123456789']
+    """
+    return _MARKED.findall(text)
+
+
+def originals(history: Sequence[Message], handle: str) -> list[Message]:
+    """The messages of ``history`` that ``handle`` names (see the module's contract).
+
+    Returns:
+        The original message, or the run of them, in history order; ``[]``
+        when nothing in ``history`` has that handle or id.
+    """
+    handle = handle.strip()
+    m = HANDLE_PATTERN.fullmatch(handle)
+    if m is not None:
+        digest, count = m.group(1), m.group(2)
+        if count is None:
+            for msg in history:
+                if content_handle(msg) == digest:
+                    return [msg]
+        else:
+            n = int(count)
+            own = [content_handle(msg) for msg in history]
+            for i in range(len(history) - n + 1):
+                if n > 0 and _joined(own[i : i + n]) == digest:
+                    return list(history[i : i + n])
+    for msg in history:
+        if msg.id == handle:
+            return [msg]
+    return []

@@ -1,0 +1,271 @@
+r"""``CompactLossless``: shrink tool output and arguments without losing a thing.
+
+Contract:
+
+- Rewrites only what reads the same afterwards: JSON in tool results and
+  tool-call arguments is re-serialised compactly where it parses, holds no
+  repeated key and parses back to the same value; in tool results, trailing
+  whitespace goes from each line, runs of blank lines become one, and a run of
+  identical lines becomes the line and a count. Text parts, thinking, images,
+  ids, names and error flags are never touched, nor anything in a pinned
+  message.
+- Each message is rewritten by ``compact_message``, a pure function of the
+  message alone (so a caller may memoise it per message); the strategy works
+  oldest first and stops once the conversation fits, like every stage.
+- Each changed message is one ``compacted`` change; its ``what`` gives the
+  tokens each rewrite saved (``json``, ``repeats``, ``whitespace``). The
+  rewritten message keeps its original's handle (``contextwindow.handles``).
+
+Example:
+    >>> from contextwindow import Message, TokenCounter, ToolCall
+    >>> from contextwindow.strategies import Budget
+    >>> from contextwindow.testing import FakeTokenizer
+    >>> log = "\n".join(["starting"] + ["waiting for the database"] * 5)
+    >>> conv = [Message.user("go"),
+    ...         Message.assistant(tool_calls=[ToolCall("c1", "run", '{"a": 1}')]),
+    ...         Message.tool("c1", log),
+    ...         Message.assistant(tool_calls=[ToolCall("c2", "get", "{}")]),
+    ...         Message.tool("c2", '{\n  "ok": true,\n  "n": 3\n}'),
+    ...         Message.assistant("done")]
+    >>> fitted = CompactLossless()(conv, Budget(0, TokenCounter(FakeTokenizer())))
+    >>> print(fitted.messages[2].text)
+    starting
+    waiting for the database
+    [previous line repeated 4 more times]
+    >>> fitted.messages[1].tool_calls[0].arguments, fitted.messages[4].text
+    ('{"a":1}', '{"ok":true,"n":3}')
+    >>> for c in fitted.report.changes:
+    ...     print(c.kind, c.what, c.saved)
+    compacted tool call: run (json 1) 1
+    compacted tool result: run (repeats 10) 10
+    compacted tool result: get (json 5) 5
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from contextwindow.handles import with_origin
+from contextwindow.messages import Message, Part, Text, ToolCall, ToolResult
+from contextwindow.strategies.base import Budget, Change, Fitted, finish, pinned_flags
+
+__all__ = [
+    "REWRITES",
+    "CompactLossless",
+    "compact_json",
+    "compact_message",
+    "squeeze_repeats",
+    "squeeze_whitespace",
+]
+
+MIN_REPEATS = 3
+"""Identical lines in a row that become one line and a count."""
+
+_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+_BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
+
+
+class _Duplicate(ValueError):
+    """A JSON object with a repeated key: compacting it would lose a value."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Duplicate
+    return out
+
+
+def compact_json(text: str) -> str | None:
+    r"""``text`` as compact JSON, when it is JSON that survives the round trip.
+
+    Returns:
+        The compact form, or ``None`` when ``text`` is not an object or an
+        array, holds a repeated key, does not parse back to the same value, or
+        is compact already.
+
+    Example:
+        >>> compact_json('{"a": [1, 2],\n "b": "x"}')
+        '{"a":[1,2],"b":"x"}'
+        >>> compact_json('{"a": 1, "a": 2}') is None  # a value would be lost
+        True
+    """
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        value = json.loads(stripped, object_pairs_hook=_no_duplicates)
+        out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        same = json.loads(out, object_pairs_hook=_no_duplicates) == value
+    except (ValueError, RecursionError):
+        return None
+    return out if same and len(out) < len(text) else None
+
+
+def squeeze_whitespace(text: str) -> str | None:
+    r"""``text`` without trailing blanks on its lines, blank-line runs made one.
+
+    Example:
+        >>> squeeze_whitespace("a  \n\n\n\nb\t")
+        'a\n\nb'
+    """
+    out = _BLANKS.sub("\n\n", _TRAILING.sub("", text))
+    return out if out != text else None
+
+
+def squeeze_repeats(text: str) -> str | None:
+    r"""``text`` with each run of identical lines made the line and a count.
+
+    Example:
+        >>> print(squeeze_repeats("start\nwait\nwait\nwait\nwait\nend"))
+        start
+        wait
+        [previous line repeated 3 more times]
+        end
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    i, changed = 0, False
+    while i < len(lines):
+        j = i + 1
+        while j < len(lines) and lines[j] == lines[i]:
+            j += 1
+        out.append(lines[i])
+        n = j - i
+        if n >= MIN_REPEATS and lines[i].strip():
+            out.append(f"[previous line repeated {n - 1} more times]")
+            changed = True
+        else:
+            out.extend(lines[i + 1 : j])
+        i = j
+    return "\n".join(out) if changed else None
+
+
+REWRITES: tuple[tuple[str, Callable[[str], str | None]], ...] = (
+    ("json", compact_json),
+    ("repeats", squeeze_repeats),
+    ("whitespace", squeeze_whitespace),
+)
+"""The lossless rewrites of tool output, in the order applied, by name."""
+
+
+def compact_message(
+    message: Message, count: Callable[[str], int]
+) -> tuple[Message, dict[str, int]]:
+    """``message`` with its tool results and arguments compacted losslessly.
+
+    Args:
+        message: Any message (only tool results and tool calls change).
+        count: Counts a text's tokens (for the savings).
+
+    Returns:
+        The message (the same object when nothing changed) and the tokens
+        each rewrite saved, by name.
+    """
+    saved: dict[str, int] = {}
+    parts: list[Part] = []
+    changed = False
+    for part in message.parts:
+        new: Part = part
+        if isinstance(part, ToolCall):
+            args = compact_json(part.arguments)
+            if args is not None:
+                gain = count(part.arguments) - count(args)
+                if gain > 0:
+                    saved["json"] = saved.get("json", 0) + gain
+                    new = replace(part, arguments=args)
+        elif isinstance(part, ToolResult):
+            new = _compact_result(part, count, saved)
+        changed = changed or new is not part
+        parts.append(new)
+    return (message.with_parts(parts) if changed else message), saved
+
+
+def _compact_result(
+    result: ToolResult, count: Callable[[str], int], saved: dict[str, int]
+) -> ToolResult:
+    def squeeze(text: str) -> str:
+        for name, rewrite in REWRITES:
+            out = rewrite(text)
+            if out is None:
+                continue
+            gain = count(text) - count(out)
+            if gain > 0:
+                saved[name] = saved.get(name, 0) + gain
+                text = out
+        return text
+
+    if isinstance(result.content, str):
+        text = squeeze(result.content)
+        return result if text == result.content else replace(result, content=text)
+    content = tuple(
+        Text(squeeze(p.text)) if isinstance(p, Text) else p for p in result.content
+    )
+    return result if content == result.content else replace(result, content=content)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactLossless:
+    """Compact JSON, repeated lines and whitespace in tool output, losing nothing.
+
+    See the module's contract. It has no options: what it does reads the
+    same to a model, so there is nothing to tune.
+    """
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Compact every unpinned message, oldest first, until the budget is met."""
+        flags = pinned_flags(messages, budget.protected, budget.provider)
+        counter = budget.counter
+        total = budget.count(messages)
+        out: list[Message] = []
+        changes: list[Change] = []
+        names: dict[str, str] = {}  # call id -> tool name, for the report
+        for i, m in enumerate(messages):
+            names.update((c.id, c.name) for c in m.tool_calls)
+            if (
+                flags[i]
+                or total <= budget.limit
+                or m.role not in ("assistant", "tool")
+                or not any(isinstance(p, (ToolCall, ToolResult)) for p in m.parts)
+            ):
+                out.append(m)
+                continue
+            new, saved = compact_message(m, counter.text)
+            before, after = counter.message(m), counter.message(new)
+            if new is m or after >= before or not saved:
+                out.append(m)
+                continue
+            if any(k in new.text and k not in m.text for k in budget.protected):
+                out.append(m)  # a marker would appear and pin it for later stages
+                continue
+            sizes = [counter.part(r) for r in m.tool_results]
+            new = with_origin(new, m, sizes)
+            total -= before - after
+            out.append(new)
+            what = "tool call" if m.role == "assistant" else "tool result"
+            shown = ", ".join(
+                dict.fromkeys(
+                    [c.name for c in m.tool_calls]
+                    + [
+                        r.name or names.get(r.call_id, r.call_id)
+                        for r in m.tool_results
+                    ]
+                )
+            )
+            gains = ", ".join(f"{k} {v:,}" for k, v in saved.items())
+            changes.append(
+                Change(
+                    "compacted",
+                    "CompactLossless",
+                    (m.id,),
+                    i,
+                    before,
+                    after,
+                    f"{what}: {shown} ({gains})",
+                )
+            )
+        return finish("CompactLossless", messages, out, changes, budget)

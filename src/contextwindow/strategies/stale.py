@@ -1,0 +1,178 @@
+r"""``StaleReads``: a file read that a later read or write supersedes becomes a marker.
+
+Contract:
+
+- File tools are known by name (``FileTool``: whether the tool reads or
+  writes, which argument holds the path, which arguments make a read partial);
+  ``DEFAULT_FILE_TOOLS`` covers Claude Code (``Read``, ``Write``, ``Edit``,
+  ``MultiEdit``, ``NotebookEdit``), the generic ``read_file`` / ``write_file``
+  / ``str_replace`` shapes (and ``str_replace_editor``'s ``view``), and shell
+  tools (``SHELL_TOOLS``: Codex's ``shell``, ``Bash``, ...) whose command is a
+  plain read (``cat``, ``nl``, ``head``, ``tail``, ``sed -n``) or an
+  ``apply_patch``.
+- A read is stale when a later call writes the same path, or reads it whole,
+  or reads the same part of it again. Its result becomes one line naming the
+  path, its lines, a short hash of what was read, which later message (and
+  tool) superseded it, and the original's handle (``context_recall`` brings
+  it back). Errors, pinned messages and results that would not shrink stay.
+- Like every stage it works oldest first and stops once the conversation
+  fits; the decision for a read depends only on the calls after it, so a
+  memo per message stays valid while nothing after it changes. Each changed
+  message is one ``stale`` change.
+
+Example:
+    >>> import json
+    >>> from contextwindow import Message, TokenCounter, ToolCall
+    >>> from contextwindow.strategies import Budget
+    >>> from contextwindow.testing import FakeTokenizer
+    >>> def read(i):
+    ...     args = json.dumps({"file_path": "src/app.py"})
+    ...     return [Message.assistant(tool_calls=[ToolCall(f"r{i}", "Read", args)]),
+    ...             Message.tool(f"r{i}", "import os\n" * 40)]
+    >>> conv = [Message.user("fix it"), *read(1), *read(2), Message.assistant("ok")]
+    >>> fitted = StaleReads()(conv, Budget(0, TokenCounter(FakeTokenizer())))
+    >>> print(fitted.messages[2].text.replace("; ", ";\n"))
+    [stale read of src/app.py: 40 lines, sha bd8ce531;
+    superseded by Read at message 3;
+    recall 505ea0963f]
+    >>> [(c.kind, c.index) for c in fitted.report.changes]
+    [('stale', 2)]
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from contextwindow._args import check_str, check_strs, shown
+from contextwindow.errors import ArgumentTypeError, ContextWindowError
+from contextwindow.messages import Message, ToolResult, units
+from contextwindow.strategies.base import Budget, Fitted
+from contextwindow.strategies.files import (
+    DEFAULT_FILE_TOOLS,
+    SHELL_TOOLS,
+    FileAction,
+    FileTool,
+    file_actions,
+)
+from contextwindow.strategies.tool_results import Origin, rewrite_results
+
+__all__ = [
+    "DEFAULT_FILE_TOOLS",
+    "SHELL_TOOLS",
+    "FileAction",
+    "FileTool",
+    "StaleReads",
+    "file_actions",
+]
+
+
+def _supersedes(later: FileAction, read: FileAction) -> bool:
+    if later.path != read.path:
+        return False
+    return later.action == "write" or later.part is None or later.part == read.part
+
+
+@dataclass(frozen=True, slots=True)
+class StaleReads:
+    """Replace file reads that a later read or write supersedes with a marker.
+
+    See the module's contract.
+
+    Args:
+        tools: File tools by name (default ``DEFAULT_FILE_TOOLS``).
+        shell: Tools whose ``command`` is read for plain reads and patches.
+        marker: The line put in place of a stale read: ``{path}``,
+            ``{lines}``, ``{sha}``, ``{by}`` (the superseding tool),
+            ``{index}`` (its message), ``{handle}``.
+
+    Raises:
+        ContextWindowError: A marker using other fields.
+    """
+
+    tools: Mapping[str, FileTool] = field(default_factory=lambda: DEFAULT_FILE_TOOLS)
+    """File tools by name."""
+    shell: tuple[str, ...] = SHELL_TOOLS
+    """Shell tools whose commands are read."""
+    marker: str = (
+        "[stale read of {path}: {lines} lines, sha {sha}; "
+        "superseded by {by} at message {index}; recall {handle}]"
+    )
+    """The line put in place of a stale read."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tools, Mapping) or not all(  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            isinstance(k, str) and isinstance(v, FileTool)  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            for k, v in self.tools.items()
+        ):
+            raise ArgumentTypeError(
+                "tools", shown(self.tools), "a mapping of tool names to FileTool"
+            )
+        object.__setattr__(self, "shell", check_strs(self.shell, "shell"))
+        check_str(self.marker, "marker")
+        sample = {"path": "a", "lines": "1", "sha": "0", "by": "Read", "index": "1"}
+        try:
+            self.marker.format(handle="0123456789", **sample)
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise ContextWindowError(
+                f"marker {self.marker!r} may use only {{path}}, {{lines}}, {{sha}}, "
+                f"{{by}}, {{index}} and {{handle}}: {exc!r}"
+            ) from exc
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Mark every stale read, oldest first, until the budget is met."""
+        stale = self._stale(messages)
+
+        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
+            found = stale.get(position)
+            if found is None or result.is_error:
+                return None
+            action, by, index = found
+            text = result.text
+            return self.marker.format(
+                path=action.path,
+                lines=f"{text.rstrip(chr(10)).count(chr(10)) + 1:,}",
+                sha=hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:8],
+                by=by,
+                index=index,
+                handle=origin.handle,
+            )
+
+        return rewrite_results(messages, budget, "StaleReads", "stale", rewrite)
+
+    def _stale(
+        self, messages: Sequence[Message]
+    ) -> dict[int, tuple[FileAction, str, int]]:
+        """Result position -> (its read, the superseding tool, that call's message)."""
+        positions: dict[int, int] = {}  # message index -> position of its first result
+        position = 0
+        for i, m in enumerate(messages):
+            positions[i] = position
+            position += len(m.tool_results)
+        # Every file action, in order, with the result position of a read.
+        events: list[tuple[FileAction, str, int, int | None]] = []
+        for u in units(messages):
+            if u.kind != "tool_exchange":
+                continue
+            calls = messages[u.start].tool_calls
+            where: dict[str, int] = {}
+            for k in range(u.start + 1, u.stop):
+                for j, r in enumerate(messages[k].tool_results):
+                    where.setdefault(r.call_id, positions[k] + j)
+            for c in calls:
+                for a in file_actions(c, self.tools, self.shell):
+                    at = where.get(c.id) if a.action == "read" else None
+                    events.append((a, c.name, u.start, at))
+        stale: dict[int, tuple[FileAction, str, int]] = {}
+        latest: dict[str, list[tuple[FileAction, str, int]]] = {}
+        for a, name, index, at in reversed(events):
+            later = latest.setdefault(a.path, [])
+            if a.action == "read" and at is not None:
+                # The nearest later call that supersedes it (later is newest last).
+                for b, by, k in reversed(later):
+                    if k > index and _supersedes(b, a):
+                        stale[at] = (a, by, k)
+                        break
+            later.append((a, name, index))
+        return stale

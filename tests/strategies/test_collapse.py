@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import json
+
+from contextwindow.handles import handle_of, originals
+from contextwindow.messages import Message, ToolCall
+from contextwindow.strategies import Budget, ClearToolResults, Deduplicate
+from contextwindow.strategies.collapse import MAX_CUT_SHARE, cut_share, named_in
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import TokenCounter
+
+
+def budget(limit: int = 0) -> Budget:
+    return Budget(limit, TokenCounter(FakeTokenizer(), "openai"))
+
+
+def reads(n: int) -> list[Message]:
+    conv = [Message.user("go")]
+    for i in range(n):
+        args = json.dumps({"file_path": f"lib/m{i}.ex"})
+        conv += [
+            Message.assistant(tool_calls=[ToolCall(f"c{i}", "Read", args)]),
+            Message.tool(f"c{i}", f"defmodule M{i} do\n" + "  x = 1\n" * 60),
+        ]
+    return [*conv, Message.user("next?")]
+
+
+class TestClearCollapses:
+    def test_placeholder_states_the_original_size_and_names(self) -> None:
+        """A placeholder gives the original's tokens, what it named, its handle."""
+        conv = reads(2)
+        b = budget()
+        fitted = ClearToolResults(keep_recent=0, max_share=1)(conv, b)
+        text = fitted.messages[2].text
+        n = b.counter.text(conv[2].text)
+        assert text == (
+            f"[tool result cleared: {n} tokens; recall {handle_of(fitted.messages[2])}]"
+        )
+
+    def test_runs_of_cut_exchanges_become_one_line(self) -> None:
+        """Past MAX_CUT_SHARE, a run of cleared exchanges is one line with its paths."""
+        conv = reads(6)
+        fitted = ClearToolResults(keep_recent=0)(conv, budget())
+        assert [m.role for m in fitted.messages] == ["user", "assistant", "user"]
+        line = fitted.messages[1].text
+        assert line.startswith("[6 earlier tool calls, results cut: Read x6 (lib/m0.ex")
+        assert "lib/m5.ex" in line
+        kinds = [c.kind for c in fitted.report.changes]
+        assert kinds == ["cleared"] * 6 + ["collapsed"]
+        collapsed = fitted.report.changes[-1]
+        assert collapsed.ids == tuple(m.id for m in conv[1:13])
+        assert originals(conv, handle_of(fitted.messages[1])) == conv[1:13]
+        assert cut_share(fitted.messages, budget()) <= MAX_CUT_SHARE
+
+    def test_under_the_share_nothing_collapses(self) -> None:
+        """A few cut exchanges among real content stay as they are."""
+        conv = [Message.user("context " * 400), *reads(2)]
+        fitted = ClearToolResults(keep_recent=0)(conv, budget())
+        assert "collapsed" not in fitted.report.totals()
+
+    def test_names(self) -> None:
+        """Paths first, then identifiers and numbers; Read's line numbers skipped."""
+        assert named_in("   120→def run_all(): Repo.all 8080 a/b.py") == [
+            "a/b.py",
+            "run_all",
+            "Repo.all",
+            "8080",
+        ]
+
+
+class TestNearDuplicates:
+    def test_near_duplicates_point_to_the_latest(self) -> None:
+        """Outputs differing only in timestamps and ids count as the same."""
+        body = "build finished: 412 files, all green " * 5
+        conv: list[Message] = []
+        for i, stamp in enumerate(("2026-01-02T10:00:01Z", "2026-01-02T10:05:09Z")):
+            conv += [
+                Message.user("status?"),
+                Message.assistant(tool_calls=[ToolCall(f"c{i}", "status")]),
+                Message.tool(f"c{i}", f"{stamp} {body} took 1.52s"),
+            ]
+        conv.append(Message.user("ok"))
+        fitted = Deduplicate()(conv, budget())
+        note = fitted.messages[2].text
+        assert note.startswith(
+            "[same output as the later result of call c1, but for timestamps and ids"
+        )
+        assert Deduplicate(near=False)(conv, budget()).report.changes == ()

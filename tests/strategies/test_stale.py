@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import json
+
+from contextwindow.handles import handle_of, originals
+from contextwindow.messages import Message, ToolCall
+from contextwindow.strategies import Budget, FileTool, StaleReads
+from contextwindow.strategies.files import FileAction, file_actions
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import TokenCounter
+
+
+def budget(limit: int = 0) -> Budget:
+    return Budget(limit, TokenCounter(FakeTokenizer(), "anthropic"))
+
+
+def call(cid: str, name: str, output: str = "ok", **args: object) -> list[Message]:
+    return [
+        Message.assistant(tool_calls=[ToolCall(cid, name, json.dumps(args))]),
+        Message.tool(cid, output),
+    ]
+
+
+BODY = "\n".join(f"line {i} of the module" for i in range(60))
+
+
+class TestFileActions:
+    def test_known_tools(self) -> None:
+        """Claude Code, generic and editor tools, by name and argument."""
+        assert file_actions(ToolCall("1", "Read", '{"file_path": "a/b.py"}')) == [
+            FileAction("read", "a/b.py")
+        ]
+        part = file_actions(
+            ToolCall("1", "Read", '{"file_path": "a.py", "offset": 5, "limit": 9}')
+        )
+        assert part == [FileAction("read", "a.py", "offset=5 limit=9")]
+        assert file_actions(ToolCall("1", "write_file", '{"path": "./x.txt"}')) == [
+            FileAction("write", "x.txt")
+        ]
+        view = '{"command": "view", "path": "x.py"}'
+        assert (
+            file_actions(ToolCall("1", "str_replace_editor", view))[0].action == "read"
+        )
+        assert file_actions(ToolCall("1", "ls", '{"path": "x"}')) == []
+
+    def test_shell_reads_and_patches(self) -> None:
+        """Plain reads in a shell command; apply_patch writes; pipes are not reads."""
+        cat = '{"command": ["bash", "-lc", "cat src/a.py"]}'
+        assert file_actions(ToolCall("1", "shell", cat)) == [
+            FileAction("read", "src/a.py")
+        ]
+        piped = '{"command": "cat a.py | grep x"}'
+        assert file_actions(ToolCall("1", "Bash", piped)) == []
+        patch = {"command": ["apply_patch", "*** Begin Patch\n*** Update File: a.py\n"]}
+        assert file_actions(ToolCall("1", "shell", json.dumps(patch))) == [
+            FileAction("write", "a.py")
+        ]
+
+
+class TestStaleReads:
+    def test_read_superseded_by_a_later_read(self) -> None:
+        """An earlier read of a file read again becomes a one-line marker."""
+        conv = [
+            Message.user("fix"),
+            *call("r1", "Read", BODY, file_path="src/a.py"),
+            *call("r2", "Read", BODY, file_path="src/a.py"),
+            Message.user("done?"),
+        ]
+        fitted = StaleReads()(conv, budget())
+        marker = fitted.messages[2].text
+        assert marker.startswith("[stale read of src/a.py: 60 lines, sha ")
+        assert "superseded by Read at message 3" in marker
+        assert f"recall {handle_of(fitted.messages[2])}]" in marker
+        assert fitted.messages[4] is conv[4]
+        assert [(c.kind, c.stage, c.index) for c in fitted.report.changes] == [
+            ("stale", "StaleReads", 2)
+        ]
+        assert originals(conv, handle_of(fitted.messages[2])) == [conv[2]]
+
+    def test_write_supersedes_partial_reads_and_other_parts_do_not(self) -> None:
+        """A write supersedes any read; a read of another part supersedes none."""
+        conv = [
+            Message.user("fix"),
+            *call("r1", "Read", BODY, file_path="a.py", offset=1, limit=50),
+            *call("r2", "Read", BODY, file_path="a.py", offset=50, limit=50),
+            *call("r3", "Read", BODY, file_path="b.py"),
+            *call("w1", "Edit", "updated", file_path="b.py"),
+            Message.user("done?"),
+        ]
+        fitted = StaleReads()(conv, budget())
+        assert [c.index for c in fitted.report.changes] == [6]
+        assert "superseded by Edit at message 7" in fitted.messages[6].text
+
+    def test_configurable_tools(self) -> None:
+        """Other tools are known by name and path argument."""
+        tools = {"fetch_doc": FileTool("read", "doc")}
+        conv = [
+            Message.user("x"),
+            *call("r1", "fetch_doc", BODY, doc="d1"),
+            *call("r2", "fetch_doc", BODY, doc="d1"),
+            Message.user("?"),
+        ]
+        assert StaleReads()(conv, budget()).report.changes == ()
+        assert len(StaleReads(tools=tools)(conv, budget()).report.changes) == 1
+
+    def test_errors_pinned_and_fitting_left_alone(self) -> None:
+        """An error, a pinned result and a fitting conversation stay."""
+        conv = [
+            Message.user("fix"),
+            *call("r1", "Read", BODY, file_path="a.py"),
+            *call("r2", "Read", BODY, file_path="a.py"),
+            Message.user("?"),
+        ]
+        assert StaleReads()(conv, budget(10**6)).report.changes == ()
+        conv[2] = Message.tool("r1", BODY, is_error=True)
+        assert StaleReads()(conv, budget()).report.changes == ()
