@@ -1,35 +1,53 @@
-"""Fit the weights of ``contextwindow.tokens.heuristic`` against o200k_base.
+"""Fit the weights of ``contextwindow.tokens.heuristic`` against o200k_base,
+and measure them on texts they were not fitted on.
 
 Usage::
 
     python scripts/fit_heuristic.py   # data: $CONTEXTWINDOW_DATA or ../shared/data
 
-Two stages, both least squares on the *relative* error (each text weighs the
-same whatever its length, which is what "median / p90 relative error over every
-message" rewards):
+Least squares on the *relative* error (each text weighs the same whatever its
+length, which is what "median / p90 relative error over every message"
+rewards), over every feature at once.
 
-1. ASCII and U+2000-block weights, on every message text of the shared data
-   (``benchmarks/_data.py`` walks the raw files).
-2. The weights of the other scripts (Latin extended, Greek/Cyrillic/Hebrew/
-   Arabic, Indic/Thai, CJK, Hangul, emoji), which the data barely contains, on
-   the small multilingual sample below with stage 1's weights held fixed.
+The data sets, each split into a training and a held-out part by group (a
+tau-bench trajectory, a Claude Code session file, a LoCoMo conversation, a
+source file, a language), one group in five held out:
 
-It prints the ``_W_*`` block to paste into heuristic.py, then the accuracy of
-the fitted estimate and of ``len/4`` on the shared data. Needs only the
-package (tiktoken) and the standard library.
+- the shared data (``benchmarks/_data.py`` walks the raw files): ``tau-bench``,
+  ``claude-code``, ``locomo``;
+- texts that packages installed from PyPI ship: ``code`` (the Python sources
+  of ``click``, in chunks of about 1,500 characters at line ends), ``json``
+  (the JSON Schema metaschemas of ``jsonschema-specifications`` and the model
+  table ``litellm`` ships, in chunks), ``cjk`` and ``prose`` (the interface
+  strings of ``mkdocs-material``'s translations, one text per language:
+  Chinese, Japanese and Korean; every other language but English), plus the
+  small multilingual sample below (training only).
+
+It prints three tables: each shared data set left out (the weights fitted on
+the two others and every training part), each held-out part (the weights
+refitted on every training part, and beside them the weights heuristic.py
+ships, which were fitted on all of the shared data, so that column is
+in-sample for the three shared sets), and the refitted weights on their own
+training texts, labelled in-sample. Then the refitted ``_W_*`` block, to paste
+into heuristic.py when it does better. Needs only the package (tiktoken), the standard
+library and the packages named above (a missing one's set is skipped).
 """
 
 # ruff: noqa: RUF001  (the multilingual sample is meant to hold look-alike letters)
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
 import statistics
 import sys
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from _data import message_texts
+import _data
 
 from contextwindow.tokens import heuristic
 from contextwindow.tokens.bpe import BPETokenizer
@@ -139,45 +157,178 @@ def errors(estimates: Sequence[float], truth: Sequence[int]) -> tuple[float, flo
     return statistics.median(errs), errs[int(0.9 * (len(errs) - 1))]
 
 
+Grouped = list[tuple[str, str]]
+"""(group, text) pairs of one data set."""
+
+
+def _chunks(text: str, size: int = 1500) -> list[str]:
+    """``text`` cut at line ends into pieces of about ``size`` characters."""
+    out, piece = [], ""
+    for line in text.splitlines(keepends=True):
+        piece += line
+        if len(piece) >= size:
+            out.append(piece)
+            piece = ""
+    if piece.strip():
+        out.append(piece)
+    return out
+
+
+def shared_sets() -> dict[str, Grouped]:
+    """The shared data, grouped: trajectory, session file, conversation."""
+    data = _data.data_dir()
+    tau: Grouped = []
+    for k, traj in enumerate(
+        json.loads((data / "tau-bench_gpt-4o-airline.json").read_text())
+    ):
+        for msg in traj["traj"]:
+            content = msg.get("content")
+            if isinstance(content, str) and content:
+                tau.append((str(k), content))
+            for call in msg.get("tool_calls") or ():
+                if call["function"].get("arguments"):
+                    tau.append((str(k), call["function"]["arguments"]))
+    claude: Grouped = []
+    for path in _data.claude_files(data):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                record = json.loads(line)
+                if record.get("type") not in ("user", "assistant"):
+                    continue
+                content = record["message"].get("content")
+                blocks = (
+                    [content]
+                    if isinstance(content, str)
+                    else [t for b in content or () for t in _data._block_texts(b)]
+                )
+                claude += [(path.name, t) for t in blocks if t]
+    locomo: Grouped = []
+    for k, sample in enumerate(json.loads((data / "locomo10.json").read_text())):
+        for key, turns in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(turns, list):
+                locomo += [(str(k), t["text"]) for t in turns if t.get("text")]
+    return {"tau-bench": tau, "claude-code": claude, "locomo": locomo}
+
+
+def package_sets() -> dict[str, Grouped]:
+    """Code, JSON, CJK and other prose that installed PyPI packages ship."""
+    out: dict[str, Grouped] = {}
+    root = _package("click")
+    if root is not None:
+        out["code"] = [
+            (p.name, c)
+            for p in sorted(root.glob("*.py"))
+            for c in _chunks(p.read_text())
+        ]
+    found: Grouped = []
+    root = _package("jsonschema_specifications")
+    if root is not None:
+        for p in sorted(root.rglob("*.json")):
+            found += [(p.name, c) for c in _chunks(p.read_text())]
+    root = _package("litellm")  # found, not imported: importing it goes online
+    if root is not None:
+        p = root / "model_prices_and_context_window_backup.json"
+        if p.exists():
+            pieces = _chunks(p.read_text())[:400]
+            found += [(f"litellm-{k // 20}", c) for k, c in enumerate(pieces)]
+    if found:
+        out["json"] = found
+    root = _package("material")
+    if root is not None:
+        root = root / "templates" / "partials" / "languages"
+        cjk: Grouped = []
+        prose: Grouped = []
+        for p in sorted(root.glob("*.html")):
+            lang = p.stem
+            values = re.findall(r'^\s*"[\w.]+": "(.*)",?$', p.read_text(), re.M)
+            kept = [v for v in values if len(v) > 3 and not v.startswith("[")]
+            if lang == "en":
+                continue
+            into = cjk if lang.split("-")[0] in ("zh", "ja", "ko") else prose
+            # Eight strings a text, one line each; held out by language.
+            for k in range(0, len(kept), 8):
+                into.append((lang, "\n".join(kept[k : k + 8])))
+        out["cjk"], out["prose"] = cjk, prose
+    return out
+
+
+def _package(name: str) -> Path | None:
+    """Where an installed package's files are (``None`` if it is not installed)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def held_out(group: str) -> bool:
+    """One group in five is held out (a stable hash of its name)."""
+    return zlib.crc32(group.encode()) % 5 == 0
+
+
+Rows = list[tuple[list[int], int]]
+
+
+def rows(texts: Sequence[str], bpe: BPETokenizer) -> Rows:
+    """Features and the exact count of each text (empty ones left out)."""
+    return [(list(heuristic._features(t)), n) for t in texts if (n := bpe.count(t)) > 0]
+
+
+def fit(data: Rows) -> list[float]:
+    """Weights of every feature, least squares on the relative error."""
+    return solve([f for f, _ in data], [n for _, n in data], [n for _, n in data])
+
+
+def score(weights: Sequence[float], data: Rows) -> tuple[float, float, int]:
+    """Median and p90 relative error of the rounded estimate, and the count."""
+    est = [
+        max(1, int(sum(w * x for w, x in zip(weights, f, strict=True)) + 0.5))
+        for f, _ in data
+    ]
+    med, p90 = errors(est, [n for _, n in data])
+    return med, p90, len(data)
+
+
 def main() -> None:
     bpe = BPETokenizer("o200k_base")
-    index = {name: i for i, name in enumerate(heuristic.FEATURES)}
+    sets = {**shared_sets(), **package_sets()}
+    train: dict[str, Rows] = {}
+    test: dict[str, Rows] = {}
+    for name, grouped in sets.items():
+        train[name] = rows([t for g, t in grouped if not held_out(g)], bpe)
+        test[name] = rows([t for g, t in grouped if held_out(g)], bpe)
+    sample = rows(MULTILINGUAL, bpe)
+    shared = ("tau-bench", "claude-code", "locomo")
 
-    texts = message_texts()
-    truth = [bpe.count(t) for t in texts]
-    feats = [heuristic._features(t) for t in texts]
-    cols1 = [index[n] for n in STAGE1]
-    w1 = solve([[f[i] for i in cols1] for f in feats], truth, truth)
-    weights = dict(zip(STAGE1, w1, strict=True))
+    shipped = heuristic._weights()
 
-    def partial(f: Sequence[int]) -> float:
-        return sum(w * f[index[n]] for n, w in weights.items())
+    def line(label: str, *results: tuple[float, float, int]) -> str:
+        cells = "".join(f"{med:>9.2%}{p90:>9.2%}" for med, p90, _ in results)
+        return f"  {label:<30}{results[0][2]:>7,}{cells}"
 
-    sample = [heuristic._features(t) for t in MULTILINGUAL]
-    sample_truth = [bpe.count(t) for t in MULTILINGUAL]
-    cols2 = [index[n] for n in STAGE2]
-    # Fit what stage 1 leaves unexplained, still relative to the true count.
-    rows2 = [[f[i] for i in cols2] for f in sample]
-    residual = [y - partial(f) for f, y in zip(sample, sample_truth, strict=True)]
-    w2 = solve(rows2, residual, sample_truth)
-    weights.update(zip(STAGE2, w2, strict=True))
-
-    print("# Fitted by scripts/fit_heuristic.py (o200k_base).")
-    for name in heuristic.FEATURES:
-        print(f"{CONSTANTS[name]} = {weights[name]:.4f}")
-
-    def estimate(f: Sequence[int]) -> float:
-        est = sum(weights[n] * f[index[n]] for n in heuristic.FEATURES)
-        return max(1, int(est + 0.5))
-
-    med, p90 = errors([estimate(f) for f in feats], truth)
-    q_med, q_p90 = errors([len(t) / 4 for t in texts], truth)
-    s_med, s_p90 = errors([estimate(f) for f in sample], sample_truth)
-    print(f"\n{len(texts)} texts: median {med:.2%}, p90 {p90:.2%}", end=" ")
-    print(f"(len/4: {q_med:.2%}, {q_p90:.2%})")
+    print("each shared data set left out (fitted on the others), median and p90:")
+    for out in shared:
+        fitted = [r for name in sets if name != out for r in train[name]]
+        fitted += [r for name in shared if name != out for r in test[name]]
+        w = fit(fitted + sample)
+        print(line(out, score(w, train[out] + test[out])))
+    weights = fit([r for name in sets for r in train[name]] + sample)
     print(
-        f"{len(MULTILINGUAL)} multilingual samples: median {s_med:.2%}, p90 {s_p90:.2%}"
+        "held-out part of each set: refitted on every training part | the "
+        "weights heuristic.py ships (fitted on all of the shared data: "
+        "in-sample there)"
     )
+    pooled: Rows = []
+    for name in sets:
+        pooled += test[name]
+        print(line(name, score(weights, test[name]), score(shipped, test[name])))
+    print(line("all held-out parts", score(weights, pooled), score(shipped, pooled)))
+    print("in-sample: the refitted weights on the texts they were fitted on")
+    seen = [r for name in sets for r in train[name]]
+    print(line("all training parts", score(weights, seen)))
+
+    print("\n# Refitted by scripts/fit_heuristic.py (o200k_base), training parts.")
+    for name, w in zip(heuristic.FEATURES, weights, strict=True):
+        print(f"{CONSTANTS[name]} = {w:.4f}")
 
 
 if __name__ == "__main__":
