@@ -5,7 +5,12 @@ from pathlib import Path
 
 from contextwindow import ContextManager, Message, ToolCall, fit
 from contextwindow.handles import find_handles
-from contextwindow.recall import RECALL_TOOL, answer_recall, context_recall, recall_tool
+from contextwindow.recalling import (
+    RECALL_TOOL,
+    answer_recall,
+    context_recall,
+    recall_tool,
+)
 from contextwindow.strategies import ClearToolResults, DropOldest, Pipeline
 from contextwindow.testing import FakeTokenizer
 

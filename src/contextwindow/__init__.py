@@ -69,7 +69,7 @@ from contextwindow.messages import (
 )
 from contextwindow.models import ModelInfo, get_model, get_tokenizer, register_model
 from contextwindow.multiagent import SharedContext, fold_result, handoff
-from contextwindow.recall import answer_recall, context_recall, recall_tool
+from contextwindow.recalling import answer_recall, context_recall, recall_tool
 from contextwindow.store import (
     ConversationInfo,
     MemoryStore,

@@ -90,7 +90,7 @@ write supersedes become markers, then old tool results are truncated, then
 cleared (runs of cleared exchanges collapse to one line once they would take
 more than ``MAX_CUT_SHARE`` of the request), then the oldest units are
 dropped; each stage runs only while the conversation does not fit. Every
-marker names the handle of its original (``contextwindow.recall``)."""
+marker names the handle of its original (``context_recall`` returns it)."""
 
 
 def provider_of(model: ModelInfo) -> Provider:

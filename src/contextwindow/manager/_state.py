@@ -48,7 +48,7 @@ from contextwindow.messages import (
     new_id,
 )
 from contextwindow.models import ModelInfo, get_tokenizer
-from contextwindow.recall import RECALL_SPEC, RECALL_TOOL, answer_recall, recall_tool
+from contextwindow.recalling import RECALL_SPEC, RECALL_TOOL, answer_recall, recall_tool
 from contextwindow.store.base import Store
 from contextwindow.store.urls import open_store, split_url
 from contextwindow.strategies.base import Budget, Strategy, stage_name
