@@ -110,14 +110,14 @@ class TestSite:
 
 class TestReadmeSections:
     def test_markers_name_sections(self) -> None:
-        """Each page's README marker names a section the README has."""
+        """Each page's README marker names a section the README keeps whole."""
         markers = 0
         for page in PAGES:
             text = page.read_text(encoding="utf-8")
             for title in re.findall(r"^<!-- README: (.+?) -->$", text, re.M):
                 markers += 1
                 assert HOOK.section(title).strip(), (page.name, title)
-        assert markers >= 5
+        assert markers >= 1
 
     def test_headings_and_links(self) -> None:
         """A section's ### headings move up one level; README links become pages."""

@@ -326,8 +326,20 @@ class TestResponsesKinds:
         assert problems(from_responses(out), "responses") == ()
         kept = {json.dumps(i) for i in items}
         changed = [i for i in out if json.dumps(i) not in kept]
-        # Only cut outputs (a shell listing) may differ from what came in.
-        assert {i["type"] for i in changed} <= {"local_shell_call_output"}
+        # Only cut outputs (a shell listing) may differ from what came in, and
+        # call arguments re-serialised compactly (the same JSON value).
+        assert {i["type"] for i in changed} <= {
+            "local_shell_call_output",
+            "mcp_approval_request",
+        }
+        by_id = {i.get("id"): i for i in items}
+        for item in changed:
+            if item["type"] == "mcp_approval_request":
+                original = by_id[item["id"]]
+                assert json.loads(item["arguments"]) == json.loads(
+                    original["arguments"]
+                )
+                assert {**item, "arguments": original["arguments"]} == original
 
     def test_a_screenshot_is_counted_as_an_image(self) -> None:
         """computer_call_output's screenshot counts as an image, not as base64."""

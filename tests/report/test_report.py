@@ -62,9 +62,9 @@ class TestAlignFit:
         kinds = {c.kind for c in fitted.report.changes}
         assert "kept" in fates
         assert fates - {"kept", "added"} <= kinds
-        for r in rows:  # a message not sent ends dropped (or summarised)
+        for r in rows:  # a message not sent ends dropped, summarised or collapsed
             if r.after is None:
-                assert r.fate in ("dropped", "summarized")
+                assert r.fate in ("dropped", "summarized", "collapsed")
 
     def test_summary_is_added(self) -> None:
         """A summary is a new row; the messages it stands for are summarised."""

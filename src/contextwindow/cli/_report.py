@@ -125,6 +125,9 @@ def report_cmd(
                 t.messages,
                 model=info,
                 limit=limit,
+                # A budget is what the request may take, as ``fit --budget``
+                # reads it; the model's window leaves room for the reply.
+                reserve=0 if budget else None,
                 strategy=strategy,
                 provider=wire,
                 tokenizer=counter,

@@ -44,11 +44,14 @@ ROLE_COLOURS = {
 }
 FATE_COLOURS = {
     "kept": "#4a9c6d",
+    "compacted": "#68b08a",
     "later": "#7fb89a",
+    "stale": "#975a16",
     "truncated": "#d69e2e",
     "cleared": "#dd6b20",
     "deduplicated": "#b7791f",
     "summarized": "#805ad5",
+    "collapsed": "#b83280",
     "dropped": "#c53030",
     "repaired": "#718096",
     "rewritten": "#3182ce",

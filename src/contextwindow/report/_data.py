@@ -70,9 +70,11 @@ class Row:
     after: int | None
     """Index of the message sent (``None`` when it is not sent)."""
     fate: str
-    """``kept``, ``truncated``, ``cleared``, ``deduplicated``, ``summarized``,
-    ``dropped``, ``repaired``, ``rewritten``, ``added`` or ``later`` (a stored
-    view: logged after the view was made, sent as it is)."""
+    """``kept``, the kind of the last change made to the message
+    (``compacted``, ``stale``, ``truncated``, ``cleared``, ``deduplicated``,
+    ``collapsed``, ``summarized``, ``dropped``, ``repaired``, ``rewritten``),
+    ``added``, or ``later`` (a stored view: logged after the view was made,
+    sent as it is)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
@@ -127,8 +127,21 @@ BARE_CALL_TOKENS = 200
 write): its exchange is not a cut one, and is never collapsed."""
 
 
+def _holds_items(m: Message) -> bool:
+    """Whether ``m`` holds items a provider ran itself (a Responses web search).
+
+    Read as text, they go back out as those items, so they are never folded
+    into a collapsed line's text.
+    """
+    entry = m.meta.get("responses")
+    items = entry.get("items") if isinstance(entry, Mapping) else None
+    return isinstance(items, list) and any(
+        isinstance(e, Mapping) and "item" in e for e in items
+    )
+
+
 def _is_cut(messages: Sequence[Message], unit: Unit, budget: Budget) -> bool:
-    if unit.kind != "tool_exchange":
+    if unit.kind != "tool_exchange" or _holds_items(messages[unit.start]):
         return False
     if budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
         return False
@@ -220,6 +233,7 @@ def _is_said(messages: Sequence[Message], unit: Unit) -> bool:
         unit.kind == "message"
         and m.role == "assistant"
         and all(isinstance(p, (Text, Thinking)) for p in m.parts)
+        and not _holds_items(m)
     )
 
 
