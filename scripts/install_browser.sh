@@ -8,14 +8,4 @@ missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v tmux >/dev/null || missing+=(tmux)
 [ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" -eq 0 ]; then
-    sudo=()
-elif command -v sudo >/dev/null; then
-    sudo=(sudo -n)
-else
-    echo "install_browser.sh: root needed to apt-get install ${missing[*]}" >&2
-    exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+CALLER="$0" bash "$(dirname "$0")/apt_install.sh" "${missing[@]}"

@@ -10,14 +10,4 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v in
     missing+=(postgresql)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" -eq 0 ]; then
-    sudo=()
-elif command -v sudo >/dev/null; then
-    sudo=(sudo -n)
-else
-    echo "install_servers.sh: root needed to apt-get install ${missing[*]}" >&2
-    exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+CALLER="$0" bash "$(dirname "$0")/apt_install.sh" "${missing[@]}"
