@@ -111,9 +111,13 @@ OWN_KINDS: dict[str, frozenset[str]] = {
     "ClearToolResults": frozenset(("cleared",)),
     "Deduplicate": frozenset(("deduplicated",)),
     "CompactLossless": frozenset(("compacted",)),
-    "StaleReads": frozenset(("stale",)),
-    # The generated tool results are short: the default's truncation and
-    # stale reads rarely get their turn there (StaleReads alone shows its own).
+    # The generated tool results are a few tokens: a stale-read marker would
+    # be longer than any of them, so StaleReads never acts on this pool. Its
+    # own kind is checked on the real Claude Code sessions (tests/strategies/
+    # test_stale.py); here it keeps the invariants.
+    "StaleReads": frozenset(),
+    # The same holds for the default's stale reads; its truncation rarely
+    # gets a turn.
     "default": frozenset(("compacted", "deduplicated", "cleared", "dropped")),
     "Pipeline": frozenset(("dropped", "truncated", "cleared", "deduplicated")),
     "Pipeline-window": frozenset(("dropped",)),

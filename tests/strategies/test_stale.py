@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from contextwindow.handles import handle_of, originals
 from contextwindow.messages import Message, ToolCall
@@ -8,6 +9,7 @@ from contextwindow.strategies import Budget, FileTool, StaleReads
 from contextwindow.strategies.files import FileAction, file_actions
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
+from contextwindow.transcripts import read_transcripts
 
 
 def budget(limit: int = 0) -> Budget:
@@ -114,3 +116,20 @@ class TestStaleReads:
         assert StaleReads()(conv, budget(10**6)).report.changes == ()
         conv[2] = Message.tool("r1", BODY, is_error=True)
         assert StaleReads()(conv, budget()).report.changes == ()
+
+
+def test_real_sessions_have_stale_reads(shared_data: Path) -> None:
+    """On the real Claude Code sessions, re-read and rewritten files are marked.
+
+    The generated pool of the property tests has no result long enough for
+    a marker to pay; these sessions have hundreds of ``Read`` calls.
+    """
+    marked = 0
+    for path in sorted((shared_data / "claude_code_sessions").glob("*.jsonl")):
+        (t,) = read_transcripts(path)
+        fitted = StaleReads()(t.messages, budget())
+        kinds = {c.kind for c in fitted.report.changes}
+        # A raw session may end on a pending call: fit's repair shows too.
+        assert kinds <= {"stale", "repaired"}, path.name
+        marked += sum(c.kind == "stale" for c in fitted.report.changes)
+    assert marked > 20
