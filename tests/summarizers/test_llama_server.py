@@ -13,6 +13,7 @@ import asyncio
 import json
 
 import pytest
+from tests.llama import LlamaServer, free_port
 
 from contextwindow import Message, ToolCall, fit
 from contextwindow.errors import SummarizerError
@@ -26,8 +27,6 @@ from contextwindow.summarizers import (
     summary_sources,
 )
 from contextwindow.tokens import HeuristicTokenizer, TokenCounter
-
-from .conftest import LlamaServer, free_port
 
 
 def session() -> list[Message]:

