@@ -92,6 +92,14 @@ class LRU(Generic[K, V]):
         if len(data) > self._max:
             data.popitem(last=False)
 
+    def pop(self, key: K) -> None:
+        """Forget ``key`` (nothing happens when it is not kept).
+
+        Raises:
+            TypeError: ``key`` is not hashable.
+        """
+        self._data.pop(key, None)
+
     def grow(self, size: int) -> None:
         """Keep up to ``size`` entries from now on (never fewer than before)."""
         self._max = max(self._max, size)

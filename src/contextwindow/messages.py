@@ -43,6 +43,7 @@ from contextwindow._args import (
     check_str,
     shown,
 )
+from contextwindow._prefix import common_prefix
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -63,6 +64,7 @@ __all__ = [
     "UnitKind",
     "check_provider",
     "new_id",
+    "unit_at",
     "units",
 ]
 
@@ -560,33 +562,73 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
             out.extend(found[:-1])
             _scan(seq, found[-1].start, out)
             break
-        # A strategy that rewrote some contents (tool results cut or cleared)
-        # changed no role and no call id: the units are the same.
-        if (
-            n == k
-            and n
-            and all(
-                a is b or (isinstance(a, Message) and _shape(a) == _shape(b))
-                for a, b in zip(seq, last, strict=True)
-            )
-        ):
-            out.extend(found)
-            break
     else:
         if not _all_messages(seq, 0):
             return units(_neutral(seq))
-        _scan(seq, 0, out)
+        # Only a prefix shared (a strategy's output that rewrote or dropped
+        # something): units that end inside it, before its last message,
+        # cannot change. A strategy that rewrote some contents (tool results
+        # cut or cleared) changed no role and no call id: then the units are
+        # the same.
+        k, last, found = _longest_shared(seq, recent)
+        if (
+            found
+            and len(last) == n
+            and all(
+                a is b or _shape(a) == _shape(b)
+                for a, b in zip(seq[k:], last[k:], strict=True)
+            )
+        ):
+            out.extend(found)
+        else:
+            out.extend(found[: _units_before(found, k)])
+            _scan(seq, out[-1].stop if out else 0, out)
     result = tuple(out)
-    with _recent_lock:
-        # A copy: a caller's list changed in place later must not match.
-        _recent.insert(0, (list(seq), result))
-        del _recent[_RECENT:]
+    if n >= _MIN_SHARED:  # a short one is cheaper to scan than to look up
+        with _recent_lock:
+            # A copy: a caller's list changed in place later must not match.
+            _recent.insert(0, (list(seq), result))
+            del _recent[_RECENT:]
     return result
 
 
-_RECENT = 4
-"""Sequences remembered by ``units`` (a strategy groups its input and its
-output; a manager its history and its view)."""
+_RECENT = 8
+"""Sequences remembered by ``units`` (a pipeline's input and each stage's
+output; a manager's history and its view)."""
+_MIN_SHARED = 64
+"""Fewer shared leading messages than this: the units are found from scratch."""
+
+
+def _longest_shared(
+    seq: list[Message], recent: Sequence[tuple[list[Message], tuple[Unit, ...]]]
+) -> tuple[int, list[Message], tuple[Unit, ...]]:
+    """The remembered sequence sharing the longest prefix with ``seq``."""
+    best: tuple[int, list[Message], tuple[Unit, ...]] = (0, [], ())
+    for last, found in recent:
+        if last and seq[:1] == last[:1]:
+            k = common_prefix(seq, last)
+            if k > best[0]:
+                best = (k, last, found)
+    if best[0] >= _MIN_SHARED or (best[0] and len(best[1]) == len(seq)):
+        return best
+    return (0, [], ())
+
+
+def _units_before(found: Sequence[Unit], k: int) -> int:
+    """How many of ``found`` end before index ``k - 1``.
+
+    A unit's end is decided by the message after it, which must be shared too.
+    """
+    lo, hi = 0, len(found)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if found[mid].stop < k:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 _recent: list[tuple[list[Message], tuple[Unit, ...]]] = []
 _recent_lock = threading.Lock()
 
@@ -615,14 +657,35 @@ def _shape(m: Message) -> tuple[str, tuple[str, ...]]:
     return m.role, ()
 
 
-def _scan(messages: Sequence[Message], start: int, out: list[Unit]) -> None:
-    """Append the units of ``messages[start:]`` to ``out``."""
+def unit_at(messages: Sequence[Message], start: int) -> Unit:
+    """The unit starting at ``messages[start]``, as ``units`` finds it there.
+
+    For a ``start`` where a unit starts: a strategy that walks on from a known
+    unit boundary looks at the units it needs, not at the whole conversation.
+
+    Example:
+        >>> conv = [Message.user("hi"),
+        ...         Message.assistant(tool_calls=[ToolCall("a", "f")]),
+        ...         Message.tool("a", "1"), Message.user("ok")]
+        >>> unit_at(conv, 1)
+        Unit(kind='tool_exchange', start=1, stop=3, unanswered=())
+    """
+    out: list[Unit] = []
+    _scan(messages, start, out, 1)
+    return out[0]
+
+
+def _scan(
+    messages: Sequence[Message], start: int, out: list[Unit], most: int = -1
+) -> None:
+    """Append the units of ``messages[start:]`` to ``out`` (at most ``most``)."""
     # The hot path of every strategy: plain loops and direct class checks, no
     # per-message tuples (``tool_calls`` would build one per message).
     append = out.append
     n = len(messages)
     i = start
-    while i < n:
+    while i < n and most:
+        most -= 1
         msg = messages[i]
         role = msg.role
         if role == "system":

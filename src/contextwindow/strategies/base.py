@@ -4,7 +4,20 @@ Contract:
 
 - A strategy is any callable ``strategy(messages, budget, /) -> Fitted``; the
   ``Strategy`` protocol names it. Strategies are pure: the input is never
-  mutated, nothing is remembered between calls, nothing is printed or stored.
+  mutated, the output depends on the input and the budget alone, nothing is
+  printed or stored.
+- Incremental: a strategy may keep what it decided in ``budget.memo`` (the
+  counter's bounded memo, ``contextwindow._memo``), keyed by itself and
+  ``budget.settings``, so that a call on the same conversation grown by a
+  few messages re-decides only where something changed. What it keeps
+  changes how fast the answer comes, never the answer: a re-fit equals a fit
+  from scratch, messages, ids and report (``tests/properties/
+  test_incremental.py``). The helpers for it live here: ``finish`` skips
+  what the memo knows is valid and remembers each output's tokens by
+  identity; ``note_shared``/``shares`` say how much of a stage's input is the
+  very objects it saw last; ``note_aligned`` lets a pipeline keep a stage's
+  change indices as they are. ``strategies._rescan`` is the incremental scan
+  the tool-result stages share.
 - A strategy applies its own rule (``TruncateToolResults`` truncates every old
   result, ``DropOldest`` drops until the budget is met). Whether the budget is
   met is for ``Pipeline`` and ``fit`` to decide: they run nothing more once it
@@ -31,6 +44,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast
 
 from contextwindow._args import check_int, check_str, check_strs, shown
+from contextwindow._memo import Memo
+from contextwindow._prefix import same_objects
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -51,6 +66,7 @@ from contextwindow.summarizers.record import SUMMARY_KEY, is_summary
 from contextwindow.tokens.counting import TokenCounter
 from contextwindow.validity import (
     CONTINUED_ID,
+    Valid,
     ensure_valid,
     neutral_ensure_valid,
     neutral_problems,
@@ -62,12 +78,21 @@ __all__ = [
     "ChangeKind",
     "Fitted",
     "Report",
+    "RunTally",
     "Strategy",
+    "aligned",
     "describe",
     "describe_run",
     "finish",
+    "known_valid",
+    "note_aligned",
+    "note_shared",
+    "opens_well",
     "pinned_flags",
+    "pinned_one",
+    "shares",
     "stage_name",
+    "unit_start",
     "verify",
 ]
 
@@ -141,13 +166,55 @@ class Budget:
         """The provider the output must be valid for (the counter's)."""
         return self.counter.provider
 
+    @property
+    def memo(self) -> Memo:
+        """Where strategies keep what they decided last (the counter's memo).
+
+        A strategy keys its entry by itself and ``settings``: a call with
+        the same counter, the same settings and the conversation grown by a
+        few messages then re-decides only the tail (see ``contextwindow._memo``).
+        """
+        return self.counter.memo
+
+    @property
+    def settings(self) -> tuple[object, ...]:
+        """What, besides the conversation, a strategy's decisions depend on."""
+        return (self.limit, self.tools, self.protected, self.query)
+
     def count(self, messages: Sequence[Message]) -> int:
-        """Tokens of a request holding ``messages`` (and the tools)."""
-        return self.counter.messages(list(messages), tools=self.tools)
+        """Tokens of a request holding ``messages`` (and the tools).
+
+        A conversation a strategy returned (``finish``) is known by identity:
+        its tokens are the report's, not counted again.
+        """
+        for seq, total in _totals(self):
+            if seq is messages:
+                return total
+        return self.counter.messages(messages, tools=self.tools)
+
+    def know(self, messages: tuple[Message, ...], tokens: int) -> None:
+        """Remember that ``messages`` (immutable) take ``tokens`` with these tools."""
+        known = _totals(self)
+        known.insert(0, (messages, tokens))
+        del known[_TOTALS_KEPT:]
 
     def fits(self, messages: Sequence[Message]) -> bool:
         """Whether ``messages`` fit within ``limit``."""
         return self.count(messages) <= self.limit
+
+
+_TOTALS_KEPT = 8
+"""Conversations whose request tokens a budget's memo remembers by identity."""
+
+
+def _totals(budget: Budget) -> list[tuple[tuple[Message, ...], int]]:
+    key = ("contextwindow.totals", budget.tools)
+    found = budget.memo.get(key)
+    if isinstance(found, list):
+        return found  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+    fresh: list[tuple[tuple[Message, ...], int]] = []
+    budget.memo.put(key, fresh)
+    return fresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +484,22 @@ def pinned_flags(
     return flags
 
 
+def pinned_one(m: Message, markers: tuple[str, ...], *, summaries: bool = True) -> bool:
+    """Whether ``m`` is pinned for itself, as ``pinned_flags`` decides it.
+
+    Without the final message's rule, which depends on its place.
+
+    Example:
+        >>> pinned_one(Message.user("KEEP: id 7"), ("KEEP:",))
+        True
+    """
+    if m.pinned or m.role == "system":
+        return True
+    if summaries and SUMMARY_KEY in m.meta and is_summary(m):
+        return True
+    return bool(markers) and m.id != CONTINUED_ID and any(k in m.text for k in markers)
+
+
 def final_indices(
     messages: Sequence[Message], provider: Provider | None = None
 ) -> tuple[int, ...]:
@@ -435,10 +518,23 @@ def final_indices(
     last = len(messages) - 1
     if provider is None or _surely_kept(messages[last]):
         return (last,)
+    # Which of the last unit's messages a repair drops depends on that unit
+    # alone (its pairing and each message's content): only it is checked,
+    # unless the repair drops all of it.
+    start = unit_start(messages, last)
     gone = {
-        p.index for p in neutral_problems(messages, provider) if p.fix == "drop_message"
+        p.index
+        for p in neutral_problems(messages, provider, start=start)
+        if p.fix == "drop_message"
     }
-    kept = next((i for i in range(last, -1, -1) if i not in gone), last)
+    kept = next((i for i in range(last, start - 1, -1) if i not in gone), None)
+    if kept is None:
+        gone = {
+            p.index
+            for p in neutral_problems(messages, provider)
+            if p.fix == "drop_message"
+        }
+        kept = next((i for i in range(last, -1, -1) if i not in gone), last)
     return (last,) if kept == last else (last, kept)
 
 
@@ -502,27 +598,87 @@ def describe_run(messages: Sequence[Message], run: Sequence[Unit]) -> str:
         >>> describe_run(conv, units(conv))
         '3 units: 1 tool exchange (ls), 2 messages'
     """
-    if len(run) == 1:
-        return describe(messages, run[0])
-    exchanges = [u for u in run if u.kind == "tool_exchange"]
-    plain = sum(1 for u in run if u.kind == "message")
-    orphans = len(run) - len(exchanges) - plain
-    parts: list[str] = []
-    if exchanges:
-        names: dict[str, None] = {}
-        for u in exchanges:  # the first few names are enough
-            names.update(dict.fromkeys(c.name for c in messages[u.start].tool_calls))
-            if len(names) > MAX_NAMES_SHOWN:
-                break
-        shown = ", ".join(list(names)[:MAX_NAMES_SHOWN])
-        more = ", ..." if len(names) > MAX_NAMES_SHOWN else ""
-        noun = "exchange" if len(exchanges) == 1 else "exchanges"
-        parts.append(f"{len(exchanges)} tool {noun} ({shown}{more})")
-    if plain:
-        parts.append(f"{plain} message" + ("" if plain == 1 else "s"))
-    if orphans:
-        parts.append(f"{orphans} orphan result group" + ("" if orphans == 1 else "s"))
-    return f"{len(run)} units: {', '.join(parts)}"
+    tally = RunTally()
+    for u in run:
+        tally.add(messages, u)
+    return tally.text()
+
+
+class RunTally:
+    """What ``describe_run`` says of a run, gathered one unit at a time.
+
+    A strategy that extends a run it reported before (one more unit dropped
+    at its end) adds the new units instead of describing the run again.
+
+    Example:
+        >>> conv = [Message.user("a"), Message.assistant("b")]
+        >>> tally = RunTally()
+        >>> for u in units(conv):
+        ...     tally.add(conv, u)
+        >>> tally.text()
+        '2 units: 2 messages'
+    """
+
+    __slots__ = ("exchanges", "first", "names", "orphans", "plain")
+
+    def __init__(self) -> None:
+        self.first = ""
+        self.exchanges = 0
+        self.plain = 0
+        self.orphans = 0
+        self.names: dict[str, None] = {}
+
+    @property
+    def units(self) -> int:
+        """Units added."""
+        return self.exchanges + self.plain + self.orphans
+
+    def add(self, messages: Sequence[Message], unit: Unit) -> None:
+        """Count ``unit`` (of ``messages``) into the run."""
+        if not self.units:
+            self.first = describe(messages, unit)
+        if unit.kind == "tool_exchange":
+            self.exchanges += 1
+            if len(self.names) <= MAX_NAMES_SHOWN:  # the first few are enough
+                self.names.update(
+                    dict.fromkeys(c.name for c in messages[unit.start].tool_calls)
+                )
+        elif unit.kind == "message":
+            self.plain += 1
+        else:  # orphan results (a system unit is never in a run)
+            self.orphans += 1
+
+    def copy(self) -> RunTally:
+        """An independent copy."""
+        out = RunTally()
+        out.first, out.exchanges, out.plain, out.orphans = (
+            self.first,
+            self.exchanges,
+            self.plain,
+            self.orphans,
+        )
+        out.names = dict(self.names)
+        return out
+
+    def text(self) -> str:
+        """The run's description, as ``describe_run`` gives it."""
+        n = self.units
+        if n == 1:
+            return self.first
+        parts: list[str] = []
+        if self.exchanges:
+            shown = ", ".join(list(self.names)[:MAX_NAMES_SHOWN])
+            more = ", ..." if len(self.names) > MAX_NAMES_SHOWN else ""
+            noun = "exchange" if self.exchanges == 1 else "exchanges"
+            parts.append(f"{self.exchanges} tool {noun} ({shown}{more})")
+        if self.plain:
+            parts.append(f"{self.plain} message" + ("" if self.plain == 1 else "s"))
+        if self.orphans:
+            parts.append(
+                f"{self.orphans} orphan result group"
+                + ("" if self.orphans == 1 else "s")
+            )
+        return f"{n} units: {', '.join(parts)}"
 
 
 MAX_NAMES_SHOWN = 4
@@ -541,6 +697,8 @@ def finish(
     *,
     start: int = 0,
     counted: int | None = None,
+    kept: bool = False,
+    saved: int | None = None,
 ) -> Fitted:
     """Validate a strategy's output and build its report.
 
@@ -555,14 +713,27 @@ def finish(
         counted: The request tokens of ``before``, when the caller knows
             them; those of the output then follow from the changes (they
             always add up), and nothing is counted again.
+        saved: With ``counted``: what ``changes`` save in all, when the
+            caller knows it (else it is summed).
+        kept: ``after`` is whole units of ``before``, in order. When
+            ``before`` is a conversation this counter's memo knows valid (an
+            earlier ``finish`` returned it), only the rule that dropping
+            units can break (Anthropic's first turn) is checked.
+
+    Known-valid conversations: each output is remembered (by identity, a
+    few at a time) in the budget's memo, and so is an input found valid, so
+    that the next stage, or the next fit of the grown conversation, checks
+    only what is new. The check is the same ``ensure_valid``: what is
+    skipped is what it would find valid.
 
     Returns:
         The valid output, with repairs added to the report.
     """
     shown = list(after)
-    valid = neutral_ensure_valid(shown, budget.provider, start=start)
+    valid = _validate(shown, before, budget, start, kept or after is before)
     out = valid.messages
     found = list(changes)
+    given = len(found)
     if valid.problems:
         counter = budget.counter
         # Output positions are input positions when nothing but repairs ran.
@@ -598,9 +769,184 @@ def finish(
         tokens_before, tokens_after = budget.count(before), budget.count(out)
     else:
         tokens_before = counted
-        tokens_after = counted - sum(c.saved for c in found)
+        if saved is None:
+            tokens_after = counted - sum(c.saved for c in found)
+        else:
+            tokens_after = counted - saved - sum(c.saved for c in found[given:])
     report = Report(tokens_before, tokens_after, budget.limit, tuple(found), (stage,))
+    budget.know(out, tokens_after)
     return Fitted(out, report)
+
+
+_VALID_KEY = ("contextwindow.finish", "valid")
+"""The memo entry listing conversations known valid for the counter's provider."""
+_VALID_KEPT = 8
+"""Known-valid conversations remembered (a pipeline's input and outputs)."""
+
+
+def _valid_list(budget: Budget) -> list[Sequence[Message]]:
+    found = budget.memo.get(_VALID_KEY)
+    if isinstance(found, list):
+        return found  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+    fresh: list[Sequence[Message]] = []
+    budget.memo.put(_VALID_KEY, fresh)
+    return fresh
+
+
+def _note_valid(budget: Budget, messages: Sequence[Message]) -> None:
+    known = _valid_list(budget)
+    if any(v is messages for v in known):
+        return
+    known.insert(0, messages)
+    del known[_VALID_KEPT:]
+
+
+def _validate(
+    shown: list[Message],
+    before: Sequence[Message],
+    budget: Budget,
+    start: int,
+    kept: bool,
+) -> Valid:
+    """``ensure_valid(shown)``, skipping what the memo knows is valid."""
+    known = _valid_list(budget)
+    # Whole units of a valid conversation: only the first-turn rule can break.
+    if kept and any(v is before for v in known) and opens_well(shown, budget.provider):
+        out = tuple(shown)
+        _note_valid(budget, out)
+        return Valid(out, ())
+    if not start:
+        start = _checked_prefix(shown, known)
+    valid = neutral_ensure_valid(shown, budget.provider, start=start)
+    if not valid.problems:
+        _note_valid(budget, valid.messages)
+    return valid
+
+
+def known_valid(budget: Budget, messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` is known valid, by identity.
+
+    That is: an earlier ``finish`` with this budget's counter returned it, or
+    found it valid.
+    """
+    return any(v is messages for v in _valid_list(budget))
+
+
+def opens_well(messages: Sequence[Message], provider: Provider) -> bool:
+    """Whether the first-turn rule holds (the one rule dropping units can break).
+
+    Example:
+        >>> opens_well([Message.system("s"), Message.assistant("a")], "anthropic")
+        False
+    """
+    if provider != "anthropic":
+        return True
+    first = next((m for m in messages if m.role != "system"), None)
+    return first is None or first.role != "assistant"
+
+
+def _checked_prefix(shown: list[Message], known: Sequence[Sequence[Message]]) -> int:
+    """Where checking ``shown`` must start.
+
+    The start of the unit holding the last message of a known-valid
+    conversation it extends (0 if none).
+    """
+    n = len(shown)
+    best = 0
+    for v in known:
+        k = len(v)
+        if best < k <= n and shown[k - 1] is v[-1] and shown[:k] == [*v]:
+            best = k
+    return unit_start(shown, best - 1) if best else 0
+
+
+def unit_start(messages: Sequence[Message], i: int) -> int:
+    """The start of the unit holding ``messages[i]``, in a valid conversation.
+
+    A tool message belongs to the exchange of the last message before it that
+    is not one; in any conversation, a unit starts at the index returned.
+
+    Example:
+        >>> from contextwindow.messages import ToolCall
+        >>> conv = [Message.user("go"),
+        ...         Message.assistant(tool_calls=[ToolCall("1", "ls")]),
+        ...         Message.tool("1", "a.txt")]
+        >>> unit_start(conv, 2)
+        1
+    """
+    while i > 0 and messages[i].role == "tool":
+        i -= 1
+    return max(i, 0)
+
+
+_ALIGNED_KEY = ("contextwindow.aligned",)
+
+
+def note_aligned(
+    budget: Budget, out: Sequence[Message], before: Sequence[Message]
+) -> None:
+    """Record that ``out`` keeps each message of ``before`` where it was.
+
+    At each index a message with the id of ``before``'s there (a stage that
+    rewrote contents and moved nothing): a pipeline need not move its
+    changes' indices.
+    """
+    found = budget.memo.get(_ALIGNED_KEY)
+    known: list[tuple[Sequence[Message], Sequence[Message]]]
+    if isinstance(found, list):
+        known = found  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+    else:
+        known = []
+        budget.memo.put(_ALIGNED_KEY, known)
+    known.insert(0, (out, before))
+    del known[_SHARED_KEPT:]
+
+
+def aligned(budget: Budget, out: Sequence[Message], before: Sequence[Message]) -> bool:
+    """Whether ``note_aligned`` recorded ``out`` against ``before``."""
+    found = budget.memo.get(_ALIGNED_KEY)
+    if isinstance(found, list):
+        for o, b in found:  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+            if o is out and b is before:
+                return True
+    return False
+
+
+_SHARED_KEY = ("contextwindow.shared",)
+_SHARED_KEPT = 16
+
+
+def note_shared(
+    budget: Budget, new: Sequence[Message], old: Sequence[Message], k: int
+) -> None:
+    """Record that ``new[:k]`` holds the very objects of ``old[:k]``.
+
+    A stage built ``new`` from ``old``: ``shares`` then need not look.
+    """
+    found = budget.memo.get(_SHARED_KEY)
+    known: list[tuple[Sequence[Message], Sequence[Message], int]]
+    if isinstance(found, list):
+        known = found  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+    else:
+        known = []
+        budget.memo.put(_SHARED_KEY, known)
+    known.insert(0, (new, old, k))
+    del known[_SHARED_KEPT:]
+
+
+def shares(
+    budget: Budget, new: Sequence[Message], old: Sequence[Message], k: int
+) -> bool:
+    """Whether ``new[:k]`` holds the very objects of ``old[:k]``, ids and all.
+
+    Recorded by ``note_shared``, else looked at.
+    """
+    found = budget.memo.get(_SHARED_KEY)
+    if isinstance(found, list):
+        for n, o, j in found:  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+            if n is new and o is old and j >= k:
+                return True
+    return same_objects(new, old, k)
 
 
 def verify(
@@ -669,7 +1015,14 @@ def verify(
             f"strategy {name!r} returned a Fitted whose report is "
             f"{type(report).__name__}, not a Report"
         )
-    out = _checked_output(name, fitted.messages)
+    given_out = fitted.messages
+    if isinstance(given_out, tuple) and known_valid(budget, given_out):  # pyright: ignore[reportUnnecessaryIsInstance]  # a user's strategy may return anything
+        # A conversation ``finish`` returned: messages, valid, its tokens known.
+        out: tuple[Message, ...] = given_out
+        valid = True
+    else:
+        out = _checked_output(name, given_out)
+        valid = False
     given_changes = tuple(cast("Iterable[object]", report.changes))
     for k, c in enumerate(given_changes):
         if not isinstance(c, Change):
@@ -683,7 +1036,7 @@ def verify(
     unaccounted = before - sum(c.saved for c in changes) - after
     if unaccounted:
         changes = (*changes, _unreported(name, given, out, unaccounted))
-    if ensure_valid(out, budget.provider).problems:
+    if not valid and ensure_valid(out, budget.provider).problems:
         fixed = finish("ensure_valid", out, out, (), budget, counted=after)
         changes = (*changes, *relocate(fixed.report, given, out).changes)
         out, after = fixed.messages, fixed.report.tokens_after
@@ -763,7 +1116,7 @@ def relocate(
             first message after it that is. Without it, the change's first id
             is looked up.
     """
-    where = _positions(messages)
+    where = _Positions(messages)
 
     def index(c: Change) -> int:
         if source is not None and 0 <= c.index < len(source):
@@ -773,7 +1126,19 @@ def relocate(
         return c.index
 
     changes: list[Change] = []
+    n = len(messages)
     for c in report.changes:
+        i = c.index
+        # The common case first: the message is where it was (a stage that
+        # rewrote contents moves nothing).
+        if (
+            source is not None
+            and 0 <= i < n
+            and i < len(source)
+            and (messages[i] is source[i] or messages[i].id == source[i].id)
+        ):
+            changes.append(c)
+            continue
         k = index(c)
         changes.append(c if k == c.index else replace(c, index=k))
     return replace(report, changes=tuple(changes))
@@ -784,14 +1149,57 @@ def _positions(messages: Sequence[Message]) -> dict[str, int]:
     return {m.id: i for i, m in reversed(list(enumerate(messages)))}
 
 
-def _place(seq: Sequence[Message], k: int, where: dict[str, int], default: int) -> int:
+class _Positions:
+    """Each id's first index in ``messages``, the table built only when needed.
+
+    A stage that kept every message where it was (one that rewrote contents)
+    is relocated by looking at the same index, not by indexing ten thousand
+    ids; a change there points at that message even when an earlier one
+    repeats its id.
+    """
+
+    __slots__ = ("_messages", "_table")
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self._messages = messages
+        self._table: dict[str, int] | None = None
+
+    def first(self, message_id: str, hint: int) -> int | None:
+        """Where ``message_id`` is.
+
+        ``hint`` when the message there has that id (the same message, where
+        a stage left it), else its first index.
+        """
+        ms = self._messages
+        if 0 <= hint < len(ms) and ms[hint].id == message_id:
+            return hint
+        return self.table().get(message_id)
+
+    def table(self) -> dict[str, int]:
+        if self._table is None:
+            self._table = _positions(self._messages)
+        return self._table
+
+    def __contains__(self, message_id: str) -> bool:
+        return message_id in self.table()
+
+    def __getitem__(self, message_id: str) -> int:
+        return self.table()[message_id]
+
+
+def _place(
+    seq: Sequence[Message], k: int, where: dict[str, int] | _Positions, default: int
+) -> int:
     """Where ``seq[k]`` is, or would go, in the conversation ``where`` indexes.
 
     The index of the first of ``seq[k:]`` found there (a message that is not,
     such as an inserted one, sits just before it), else ``default``.
     """
     for j in range(k, len(seq)):  # no slice: this runs once per change
-        i = where.get(seq[j].id)
+        if isinstance(where, _Positions):
+            i = where.first(seq[j].id, j)
+        else:
+            i = where.get(seq[j].id)
         if i is not None:
             return i
     return default

@@ -13,17 +13,22 @@ from dataclasses import dataclass
 
 from contextwindow._args import check_int
 from contextwindow.errors import BudgetError
-from contextwindow.messages import Message, Unit
+from contextwindow.messages import Message, Unit, unit_at
 from contextwindow.strategies.base import (
     Budget,
     Change,
     Fitted,
+    RunTally,
     describe,
     describe_run,
     final_indices,
     finish,
+    known_valid,
+    opens_well,
     pinned_flags,
+    pinned_one,
     pinned_units,
+    shares,
 )
 from contextwindow.summarizers.record import is_summary
 from contextwindow.validity import CONTINUED_ID
@@ -74,6 +79,14 @@ class DropOldest:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop units, oldest first, until the budget is met."""
+        key = (self, "DropOldest", budget.settings)
+        state = budget.memo.get(key)
+        if isinstance(state, _DropState):
+            resumed = _resume(state, messages, budget)
+            if resumed is not None:
+                fitted, new_state = resumed
+                budget.memo.put(key, new_state)
+                return fitted
         us, pinned = pinned_units(messages, budget.protected, budget.provider)
         run = budget.counter.running(messages)
         cost = [run[u.stop] - run[u.start] for u in us]
@@ -89,20 +102,25 @@ class DropOldest:
         spared = [k for k in lead if not pinned[k]]
         # First try to keep the lead; when it must go too, plain oldest-first
         # keeps more of the recent units than dropping everything else first.
-        fitted = self._drop(messages, us, later, cost, total, budget)
-        if fitted is None and spared:
+        found = self._drop(messages, us, later, cost, total, budget)
+        if found is not None:
+            fitted, keep = found
+            budget.memo.put(key, _DropState.of(messages, us, keep, cost, lead, fitted))
+            return fitted
+        budget.memo.pop(key)
+        if spared:
             order = sorted(later + spared)
-            fitted = self._drop(messages, us, order, cost, total, budget)
-        if fitted is None:
-            everything = [
-                m
-                for u, p in zip(us, pinned, strict=True)
-                if p
-                for m in messages[u.start : u.stop]
-            ]
-            last = finish("DropOldest", messages, everything, (), budget)
-            raise _budget_error(messages, us, pinned, cost, budget, last)
-        return fitted
+            found = self._drop(messages, us, order, cost, total, budget)
+            if found is not None:
+                return found[0]
+        everything = [
+            m
+            for u, p in zip(us, pinned, strict=True)
+            if p
+            for m in messages[u.start : u.stop]
+        ]
+        last = finish("DropOldest", messages, everything, (), budget)
+        raise _budget_error(messages, us, pinned, cost, budget, last)
 
     @staticmethod
     def _drop(
@@ -112,7 +130,7 @@ class DropOldest:
         cost: Sequence[int],
         total: int,
         budget: Budget,
-    ) -> Fitted | None:
+    ) -> tuple[Fitted, list[bool]] | None:
         """Drop units in ``order`` until the budget is met; ``None`` if it is not."""
         keep = [True] * len(us)
         pos = 0
@@ -123,13 +141,171 @@ class DropOldest:
                 pos += 1
             fitted = keep_units("DropOldest", messages, us, keep, cost, budget)
             if fitted.report.fits:
-                return fitted
+                return fitted, keep
             if pos == len(order):
                 return None
             # A repair (Anthropic's first user turn) cost tokens: drop one more.
             keep[order[pos]] = False
             total -= cost[order[pos]]
             pos += 1
+
+
+@dataclass(slots=True)
+class _DropState:
+    """What ``DropOldest`` decided for the conversation it last fitted.
+
+    Units are dropped oldest first, so the decision is a cut: every
+    unpinned unit up to ``last`` went (the lead aside), ``head`` holds what
+    stayed before the cut, everything after it stayed. A grown conversation
+    needs the same drops and maybe more: the cut moves on from ``last``.
+    Kept only for a clean decision (the first order, no repair).
+    """
+
+    messages: Sequence[Message]
+    """The input (the same objects: the drops are checked by identity)."""
+    last: int
+    """Index of the last unit dropped."""
+    stop: int
+    """Index of the first message after it."""
+    head: tuple[Message, ...]
+    """The messages kept before ``stop``."""
+    dropped: int
+    """Tokens dropped in all."""
+    last_cost: int
+    """Tokens of the last unit dropped."""
+    lead: int
+    """Index of the last lead unit (-1: none)."""
+    changes: tuple[Change, ...]
+    """The report's changes, the last one the run ending at ``last``."""
+    tally: RunTally
+    """What the last run holds, to extend its description."""
+
+    @staticmethod
+    def of(
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        keep: Sequence[bool],
+        cost: Sequence[int],
+        lead: Sequence[int],
+        fitted: Fitted,
+    ) -> _DropState | None:
+        changes = fitted.report.changes
+        gone = [k for k, kept in enumerate(keep) if not kept]
+        if not gone or any(c.kind != "dropped" for c in changes):
+            return None  # nothing dropped, or a repair: no cut to move on from
+        last = gone[-1]
+        first = last
+        while first > 0 and not keep[first - 1]:
+            first -= 1
+        tally = RunTally()
+        for u in us[first : last + 1]:
+            tally.add(messages, u)
+        head = tuple(
+            m
+            for k in range(last)
+            if keep[k]
+            for m in messages[us[k].start : us[k].stop]
+        )
+        return _DropState(
+            messages if isinstance(messages, tuple) else list(messages),
+            last,
+            us[last].stop,
+            head,
+            sum(cost[k] for k in gone),
+            cost[last],
+            max(lead, default=-1),
+            changes,
+            tally,
+        )
+
+
+def _resume(
+    state: _DropState, messages: Sequence[Message], budget: Budget
+) -> tuple[Fitted, _DropState] | None:
+    """The fit of ``messages`` from the cut ``state`` holds.
+
+    ``None`` when it may differ from fitting them from scratch (then that is
+    done).
+    """
+    stop = state.stop
+    # The dropped units and the unit boundary after them, as they were.
+    if (
+        state.lead >= state.last
+        or len(messages) <= stop
+        or not shares(budget, messages, state.messages, stop + 1)
+    ):
+        return None
+    total = budget.count(messages)
+    if total - (state.dropped - state.last_cost) <= budget.limit:
+        return None  # fewer drops would do
+    finals = final_indices(messages, budget.provider)
+    if min(finals) < stop:
+        return None
+    message = budget.counter.message
+    markers = budget.protected
+    at = stop  # where the next unit starts
+    left = total - state.dropped
+    head = list(state.head)
+    changes = list(state.changes)
+    tally: RunTally | None = state.tally.copy()
+    run_start = changes[-1].index
+    run_ids: tuple[str, ...] = changes[-1].ids
+    run_cost = changes[-1].tokens_before
+    changes.pop()
+    last, dropped, last_cost = state.last, state.dropped, state.last_cost
+    k, new_stop = state.last + 1, stop
+    while left > budget.limit:
+        if at == len(messages):
+            return None  # not enough to drop: the full path says what is pinned
+        u = unit_at(messages, at)
+        at = u.stop
+        span = messages[u.start : u.stop]
+        c = sum(map(message, span))
+        if any(pinned_one(m, markers) for m in span) or any(
+            u.start <= i < u.stop for i in finals
+        ):
+            head.extend(span)
+            if tally is not None:
+                changes.append(_run_change(run_start, run_ids, run_cost, tally))
+                tally = None
+        else:
+            if tally is None:
+                tally, run_start, run_ids, run_cost = RunTally(), u.start, (), 0
+            tally.add(messages, u)
+            run_ids += tuple(m.id for m in span)
+            run_cost += c
+            left -= c
+            last, dropped, last_cost, new_stop = k, dropped + c, c, u.stop
+        k += 1
+    assert tally is not None  # the loop ends on a drop, or did not run
+    changes.append(_run_change(run_start, run_ids, run_cost, tally))
+    out = [*head, *messages[new_stop:]]
+    # Whole units of a valid input: only the first-turn rule can break.
+    if not known_valid(budget, messages) or not opens_well(out, budget.provider):
+        return None
+    fitted = finish(
+        "DropOldest", messages, out, changes, budget, counted=total, kept=True
+    )
+    if fitted.report.changes != tuple(changes) or not fitted.report.fits:
+        return None
+    new_state = _DropState(
+        messages if isinstance(messages, tuple) else list(messages),
+        last,
+        new_stop,
+        tuple(head),
+        dropped,
+        last_cost,
+        state.lead,
+        tuple(changes),
+        tally,
+    )
+    return fitted, new_state
+
+
+def _run_change(start: int, ids: tuple[str, ...], cost: int, tally: RunTally) -> Change:
+    return Change(
+        "dropped", "DropOldest", ids, start, cost, 0, tally.text(), tally.units
+    )
 
 
 def keep_units(
@@ -143,7 +319,7 @@ def keep_units(
     """The units flagged in ``keep``, finished: one change per run dropped."""
     out = [m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]]
     changes = dropped_runs(stage, messages, us, keep, cost)
-    return finish(stage, messages, out, changes, budget)
+    return finish(stage, messages, out, changes, budget, kept=True)
 
 
 def dropped_runs(

@@ -24,8 +24,11 @@ from contextwindow.strategies.base import (
     Budget,
     Fitted,
     Strategy,
+    aligned,
     finish,
+    note_shared,
     relocate,
+    shares,
     stage_name,
     verify,
 )
@@ -81,8 +84,12 @@ class Pipeline:
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Run stages until the budget is met (none if it already is)."""
         fitted = finish("Pipeline", messages, messages, (), budget)
+        _note_input(messages, fitted.messages, budget)
         report = replace(fitted.report, stages=())
         current = fitted.messages
+        # While every stage moved nothing (each rewrote contents in place),
+        # the changes' indices already point into the input.
+        in_place = not report.changes
         for stage in self.stages:
             if report.fits:
                 break
@@ -99,6 +106,32 @@ class Pipeline:
             # Any callable is a stage: its output is checked and recounted,
             # so the next decision (stop, or run the next stage) is sound.
             step = verify(stage, current, given, budget, counted=report.tokens_after)
-            report = report.then(relocate(step.report, messages, current))
+            later = step.report
+            report = report.then(
+                later if in_place else relocate(later, messages, current)
+            )
+            in_place = in_place and aligned(budget, step.messages, current)
             current = step.messages
         return Fitted(current, report)
+
+
+_INPUT_KEY = ("contextwindow.pipeline", "input")
+
+
+def _note_input(
+    messages: Sequence[Message], checked: tuple[Message, ...], budget: Budget
+) -> None:
+    """Tell the stages how much of this input is the last input's objects.
+
+    The input is looked at once here (a conversation grown by an append
+    holds the same objects first); each stage then finds that its input
+    shares that much with the one it saw last, without looking again.
+    """
+    last = budget.memo.get(_INPUT_KEY)
+    if isinstance(last, tuple) and len(last) == 2:  # pyright: ignore[reportUnknownArgumentType]  # only this module puts it
+        old, old_checked = last  # pyright: ignore[reportUnknownVariableType]  # as above
+        k = min(len(old), len(messages))  # pyright: ignore[reportUnknownArgumentType]  # as above
+        if k and shares(budget, messages, old, k):  # pyright: ignore[reportUnknownArgumentType]  # as above
+            note_shared(budget, checked, old_checked, k)  # pyright: ignore[reportUnknownArgumentType]  # as above
+    kept = messages if isinstance(messages, tuple) else list(messages)
+    budget.memo.put(_INPUT_KEY, (kept, checked))

@@ -15,7 +15,13 @@ Contract:
   the last few sequences: when a call extends one (the same messages first,
   then new ones), only the new messages are looked at. Recounting a
   10,000-message history after one ``append`` costs one message, not 10,000
-  dictionary lookups.
+  dictionary lookups. A sequence that only shares a prefix with one
+  remembered (a strategy's output that rewrote a message near the end) has
+  the counts of that prefix reused.
+- ``memo`` is a bounded store (``contextwindow._memo``, ``DEFAULT_MEMO_ENTRIES``
+  entries) the strategies use for what they decided on the conversations
+  fitted with this counter; the counter never looks into it. ``clear()``
+  empties it with the caches.
 - Framing follows each provider's published or measured rules (constants below,
   each with its source); what no provider documents is a stated estimate.
 """
@@ -30,6 +36,8 @@ from typing import Any, cast
 from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
+from contextwindow._memo import Memo
+from contextwindow._prefix import common_prefix
 from contextwindow.errors import ContextWindowError
 from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
@@ -105,9 +113,13 @@ ANTHROPIC_TOOLS_OVERHEAD = 346
 """Anthropic's tool-use system prompt (tool_choice auto/none), as its pricing
 documentation lists for current Claude models."""
 
-_RECENT = 4
-"""Sequences whose running totals are remembered (a strategy's input and
-output, a manager's history and view)."""
+_RECENT = 8
+"""Sequences whose running totals are remembered (a pipeline's input and each
+stage's output, a manager's history and view)."""
+
+MIN_SHARED = 64
+"""A sequence sharing fewer leading messages than this with every remembered
+one is counted from scratch (looking for a match would cost more)."""
 
 DEFAULT_CACHE_SIZE = 100_000
 """Messages remembered per counter before the least recently used are evicted
@@ -151,6 +163,7 @@ class TokenCounter:
         "_framing",
         "_grows",
         "_last",
+        "_memo",
         "_provider",
         "_texts",
         "_tok",
@@ -179,6 +192,18 @@ class TokenCounter:
         self._by_id: LRU[int, tuple[Message, int]] = LRU(cache_size)
         self._texts: LRU[str, int] = LRU(cache_size)
         self._last: list[tuple[list[Message], tuple[int, ...]]] = []
+        self._memo = Memo()
+
+    @property
+    def memo(self) -> Memo:
+        """What strategies decided for the conversations this counter fitted last.
+
+        See ``contextwindow._memo``: reusing the counter makes re-fitting a
+        grown conversation cost what was appended. Bounded: at most
+        ``DEFAULT_MEMO_ENTRIES`` entries, each holding references to about
+        one conversation's messages (none is copied).
+        """
+        return self._memo
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -196,6 +221,7 @@ class TokenCounter:
         self._by_id.clear()
         self._texts.clear()
         self._last = []
+        self._memo.clear()
 
     def learn(self, msg: Message, tokens: int) -> None:
         """Remember that ``msg`` takes ``tokens`` (a count this counter made before).
@@ -292,39 +318,50 @@ class TokenCounter:
             return self.running(list(neutral(seq, hint=self._provider)))
         return done
 
-    def _running(self, seq: list[Any]) -> tuple[int, ...] | None:
-        """``running(seq)``, or ``None`` when ``seq`` holds a non-``Message``."""
+    def _running(self, seq: list[Any], owned: bool = False) -> tuple[int, ...] | None:
+        """``running(seq)``, or ``None`` when ``seq`` holds a non-``Message``.
+
+        ``owned``: ``seq`` is a list no caller holds (it may be kept as is).
+        """
         n = len(seq)
         if self._grows and 2 * n > self._cache.size:
             # Room for the sequence and as many rewritten messages (a
             # strategy's output: tool results cut, cleared, summarised).
             for cache in (self._cache, self._by_id, self._texts):
                 cache.grow(2 * n)
-        sums: list[int] | None = None
+        base: tuple[int, ...] | None = None
         k = 0
         # ``==`` on lists compares by identity first, so an unchanged prefix of
-        # the same message objects is checked at C speed.
+        # the same message objects is checked at C speed (an equal message
+        # counts the same: counts depend on content alone).
         for last, last_sums in self._last:
             k = len(last)
             if k and n >= k and seq[k - 1] is last[-1] and seq[:k] == last:
                 if n == k:
                     return last_sums
-                sums = list(last_sums)
+                base = last_sums
                 break
-        if sums is None:
-            sums, k = [0], 0
-        total = sums[-1]
-        append = sums.append
+        if base is None:
+            # A sequence that shares only a prefix with one seen (a strategy's
+            # output that rewrote a message near the end): the counts of that
+            # prefix stand, only the rest is counted.
+            k, found = _longest_prefix(seq, self._last)
+            base = found[: k + 1] if k else (0,)
+        total = base[-1]
+        tail: list[int] = []
+        append = tail.append
+        message = self.message
         for i in range(k, n):
             m = seq[i]
             if m.__class__ is not Message and not isinstance(m, Message):
                 return None
-            total += self.message(m)
+            total += message(m)
             append(total)
-        done = tuple(sums)
-        # A copy: a caller's list changed in place later must not match.
-        self._last.insert(0, (list(seq), done))
-        del self._last[_RECENT:]
+        done = base + tuple(tail)
+        if n >= MIN_SHARED:  # a short one is cheaper to count than to look up
+            # A copy: a caller's list changed in place later must not match.
+            self._last.insert(0, (seq if owned else list(seq), done))
+            del self._last[_RECENT:]
         return done
 
     def _openai_system_adjustment(self, seq: Sequence[Message]) -> int:
@@ -470,6 +507,21 @@ class TokenCounter:
                 )
             return total
         return self._tok.count(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
+
+
+def _longest_prefix(
+    seq: Sequence[Message], recent: Sequence[tuple[list[Message], tuple[int, ...]]]
+) -> tuple[int, tuple[int, ...]]:
+    """The longest prefix ``seq`` shares with a remembered sequence, and its sums."""
+    best = 0
+    sums: tuple[int, ...] = ()
+    for last, last_sums in recent:
+        if not last or seq[:1] != last[:1]:
+            continue
+        k = common_prefix(seq, last)
+        if k > best:
+            best, sums = k, last_sums
+    return (best, sums) if best >= MIN_SHARED else (0, ())
 
 
 def _listed(msgs: Iterable[Any], provider: Provider) -> list[Any]:

@@ -1,0 +1,75 @@
+"""A small, bounded store of what a computation decided last time.
+
+Contract: ``Memo`` maps hashable keys to values and holds at most
+``max_entries`` of them (an ``LRU``): putting one more evicts the least
+recently used. It knows nothing of what it holds: a strategy keeps there what
+it decided for the conversation it last saw (keyed by itself and the budget's
+settings), so that a call on that conversation grown by a few messages
+re-decides only where something changed. A value is never needed for
+correctness: a missing or evicted entry only means working from scratch. A
+key that cannot be hashed keeps nothing. Not thread-safe, like the
+``TokenCounter`` that carries it.
+
+Example:
+    >>> memo = Memo(max_entries=2)
+    >>> memo.put("a", 1); memo.put("b", 2); memo.get("a")
+    1
+    >>> memo.put("c", 3)  # evicts "b", the least recently used
+    >>> memo.get("b"), memo.get("c"), len(memo)
+    (None, 3, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from contextwindow._lru import LRU
+
+__all__ = ["DEFAULT_MEMO_ENTRIES", "Memo"]
+
+DEFAULT_MEMO_ENTRIES = 32
+"""Entries a memo holds: a few per stage of a few pipelines and budgets."""
+
+
+class Memo:
+    """A bounded least-recently-used map (see the module's contract).
+
+    Args:
+        max_entries: The most entries held (at least 1).
+
+    Raises:
+        ContextWindowError: ``max_entries`` below 1.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, max_entries: int = DEFAULT_MEMO_ENTRIES) -> None:
+        self._data: LRU[Hashable, object] = LRU(max_entries)
+
+    def get(self, key: Hashable) -> object | None:
+        """The value kept under ``key`` (``None`` if none), now most recent."""
+        try:
+            return self._data.get(key)
+        except TypeError:  # an unhashable key holds nothing
+            return None
+
+    def put(self, key: Hashable, value: object) -> None:
+        """Keep ``value`` under ``key``, evicting the least recently used."""
+        try:
+            self._data.put(key, value)
+        except TypeError:  # an unhashable key (a budget holding a list): not kept
+            return
+
+    def pop(self, key: Hashable) -> None:
+        """Forget what ``key`` holds (nothing if none)."""
+        try:
+            self._data.pop(key)
+        except TypeError:
+            return
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
