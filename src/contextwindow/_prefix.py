@@ -10,6 +10,8 @@ what a message is: any sequences of values work.
 Example:
     >>> common_prefix([1, 2, 3, 4], [1, 2, 9])
     2
+    >>> common_prefix([1, 2, 3], (1, 2, 3, 4))
+    3
     >>> x, y = [object()], [object()]
     >>> same_objects(x, x, 1), same_objects(x, y, 1)
     (True, False)
@@ -29,6 +31,9 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     n = min(len(a), len(b))
     if not n or a[0] != b[0]:
         return 0
+    if type(a) is not type(b) or not isinstance(a, list | tuple):
+        # A list never equals a tuple: compare lists (a copy at C speed).
+        a, b = list(a), list(b)
     if a[:n] == b[:n]:  # the common case (an extension), at C speed
         return n
     lo, hi = 1, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]

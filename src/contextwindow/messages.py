@@ -592,7 +592,7 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     return result
 
 
-_RECENT = 8
+_RECENT = 16
 """Sequences remembered by ``units`` (a pipeline's input and each stage's
 output; a manager's history and its view)."""
 _MIN_SHARED = 64

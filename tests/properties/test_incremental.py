@@ -21,12 +21,14 @@ from contextwindow.errors import BudgetError
 from contextwindow.messages import Message, Provider, ToolCall, ToolResult
 from contextwindow.strategies import (
     ClearToolResults,
+    CompactLossless,
     Deduplicate,
     DropOldest,
     MaxMessages,
     Pipeline,
     SelectRelevant,
     SlidingWindow,
+    StaleReads,
     Strategy,
     Summarize,
     TruncateToolResults,
@@ -44,6 +46,10 @@ STRATEGIES: dict[str, Callable[[], Strategy | None]] = {
     "ClearToolResults": lambda: ClearToolResults(keep_recent=1),
     "ClearToolResults-0": lambda: ClearToolResults(keep_recent=0),
     "Deduplicate": Deduplicate,
+    "Deduplicate-exact": lambda: Deduplicate(near=False),
+    "CompactLossless": CompactLossless,
+    "StaleReads": StaleReads,
+    "ClearToolResults-nocollapse": lambda: ClearToolResults(keep_recent=1, max_share=1),
     "Pipeline": lambda: Pipeline(
         Deduplicate(),
         TruncateToolResults(keep_recent=1, max_tokens=5),
@@ -57,6 +63,9 @@ STRATEGIES: dict[str, Callable[[], Strategy | None]] = {
 }
 
 PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic")
+
+SAMPLE = 40
+"""Conversations of the pool each strategy is grown through, step by step."""
 
 
 def reissued(conv: Sequence[Message], tag: str) -> list[Message]:
@@ -115,6 +124,51 @@ def test_refit_equals_fit_from_scratch(
             want = outcome(step, cold, limit, **kw)
             assert got == want, f"step {n} of {len(grown)}, limit {limit}"
 
-    # Summarize's summaries make each step costly: a share of the pool.
-    pool = convs[: len(convs) // 4] if name == "Summarize" else convs
+    # Every step of every conversation is fitted twice: a sample of the pool,
+    # the same size in every profile (CI's pool is ten times the default's),
+    # spread over its sizes; Summarize's summaries make each step costly.
+    pool = convs[:: max(1, len(convs) // SAMPLE)]
+    if name == "Summarize":
+        pool = pool[: len(pool) // 4]
     assert for_each(pool, check) > 0
+
+
+def file_session(seed: int, turns: int = 40) -> list[Message]:
+    """An agent reading and editing a few files, again and again."""
+    rng = random.Random(seed)
+    conv = [Message.system("You edit code."), Message.user("fix the tests")]
+    for k in range(turns):
+        path = f"src/m{rng.randrange(4)}.py"
+        tool = rng.choice(("Read", "Read", "Edit", "Bash"))
+        args = (
+            f'{{"command": "cat {path}"}}'
+            if tool == "Bash"
+            else f'{{"file_path": "{path}"}}'
+        )
+        call = ToolCall(f"f{seed}-{k}", tool, args)
+        body = f"{path} v{k}\n" + "def f():\n    return 1\n" * rng.randrange(2, 30)
+        conv += [Message.assistant(tool_calls=[call]), Message.tool(call.id, body)]
+        if rng.random() < 0.3:
+            conv.append(Message.user(f"and {k}?"))
+    return conv
+
+
+@pytest.mark.parametrize("name", ["StaleReads", "default", "CompactLossless"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_refit_equals_fit_from_scratch_on_file_sessions(
+    name: str, provider: Provider
+) -> None:
+    """The same on sessions whose reads go stale (file tools the pool lacks)."""
+    for seed in range(3):
+        grown = file_session(seed)
+        whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+        for share in (0.2, 0.6):
+            limit = int(whole * share)
+            warm = TokenCounter(FakeTokenizer(), provider)
+            for n in range(2, len(grown) + 1):
+                kw = {"strategy": STRATEGIES[name]()}
+                got = outcome(grown[:n], warm, limit, **kw)
+                want = outcome(
+                    grown[:n], TokenCounter(FakeTokenizer(), provider), limit, **kw
+                )
+                assert got == want, f"seed {seed}, step {n}, limit {limit}"

@@ -45,7 +45,7 @@ from typing import Any, Literal, Protocol, cast
 
 from contextwindow._args import check_int, check_str, check_strs, shown
 from contextwindow._memo import Memo
-from contextwindow._prefix import same_objects
+from contextwindow._prefix import common_prefix, same_objects
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -715,7 +715,9 @@ def finish(
             always add up), and nothing is counted again.
         saved: With ``counted``: what ``changes`` save in all, when the
             caller knows it (else it is summed).
-        kept: ``after`` is whole units of ``before``, in order. When
+        kept: ``after`` is whole units of ``before``, in order, and
+            possibly assistant messages of non-blank text alone between
+            them (a collapsed run's line). When
             ``before`` is a conversation this counter's memo knows valid (an
             earlier ``finish`` returned it), only the rule that dropping
             units can break (Anthropic's first turn) is checked.
@@ -780,7 +782,7 @@ def finish(
 
 _VALID_KEY = ("contextwindow.finish", "valid")
 """The memo entry listing conversations known valid for the counter's provider."""
-_VALID_KEPT = 8
+_VALID_KEPT = 16
 """Known-valid conversations remembered (a pipeline's input and outputs)."""
 
 
@@ -848,15 +850,15 @@ def opens_well(messages: Sequence[Message], provider: Provider) -> bool:
 def _checked_prefix(shown: list[Message], known: Sequence[Sequence[Message]]) -> int:
     """Where checking ``shown`` must start.
 
-    The start of the unit holding the last message of a known-valid
-    conversation it extends (0 if none).
+    The start of the unit holding the last message ``shown`` shares with a
+    known-valid conversation (0 if none): the units before it are that
+    conversation's, whose rules (each unit's, each message's, the first
+    turn's) it met.
     """
-    n = len(shown)
     best = 0
     for v in known:
-        k = len(v)
-        if best < k <= n and shown[k - 1] is v[-1] and shown[:k] == [*v]:
-            best = k
+        if v and shown and shown[0] == v[0]:
+            best = max(best, common_prefix(shown, v))
     return unit_start(shown, best - 1) if best else 0
 
 

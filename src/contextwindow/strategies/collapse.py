@@ -21,6 +21,13 @@ Contract:
   reasoning goes. The line keeps the id of the run's first calling message;
   the rest of the run goes; each run is one ``collapsed`` change.
 - ``cut_share`` is the measure: tokens of cut exchanges over the request's.
+- Incremental: what each unit is (its cost, whether it is pinned, cut, or
+  the agent's text) and the runs are kept in the budget's memo for the
+  conversation seen last; a conversation sharing a prefix with it has only
+  the units from where they may differ looked at again (the shared prefix,
+  the final messages), and a run collapsed before is the same line, the
+  same object, when it holds the same messages. The result is what a call
+  from scratch gives.
 
 Example:
     >>> import json
@@ -48,17 +55,29 @@ Example:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from contextwindow._prefix import common_prefix
 from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
-from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult, Unit
+from contextwindow.messages import (
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Unit,
+    units,
+)
 from contextwindow.strategies.base import (
     Budget,
     Change,
     Fitted,
+    final_indices,
     finish,
-    pinned_units,
+    pinned_one,
+    shares,
 )
 from contextwindow.strategies.files import file_actions
 
@@ -154,14 +173,7 @@ def cut_share(messages: Sequence[Message], budget: Budget) -> float:
     total = budget.count(messages)
     if total <= 0:
         return 0.0
-    us, pinned = pinned_units(messages, budget.protected, budget.provider)
-    run = budget.counter.running(messages)
-    cut = sum(
-        run[u.stop] - run[u.start]
-        for u, p in zip(us, pinned, strict=True)
-        if not p and _is_cut(messages, u, budget)
-    )
-    return cut / total
+    return _tables(messages, budget).cutsum[-1] / total
 
 
 def _subjects(call: ToolCall) -> list[str]:
@@ -237,11 +249,109 @@ def _is_said(messages: Sequence[Message], unit: Unit) -> bool:
     )
 
 
-def _trimmed(ks: list[int], cut: Sequence[bool]) -> list[int]:
-    """The run without the text units at its edges (nothing to collapse there)."""
-    first = next(i for i, k in enumerate(ks) if cut[k])
-    last = max(i for i, k in enumerate(ks) if cut[k])
-    return ks[first : last + 1]
+class _Tables:
+    """What ``collapse_runs`` knows of each unit of one conversation."""
+
+    __slots__ = ("cost", "cut", "cutsum", "finals", "joins", "messages", "runs", "us")
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        us: tuple[Unit, ...],
+        cost: list[int],
+        cut: list[bool],
+        joins: list[bool],
+        cutsum: list[int],
+        runs: list[tuple[int, int, tuple[int, int] | None]],
+        finals: tuple[int, ...],
+    ) -> None:
+        self.messages = messages
+        self.us = us
+        self.cost = cost
+        """Each unit's tokens."""
+        self.cut = cut
+        """Whether each unit is a cut exchange (unpinned)."""
+        self.joins = joins
+        """Whether each unit joins a run (cut, or the agent's own text)."""
+        self.cutsum = cutsum
+        """Tokens of the cut units before each unit (running sum)."""
+        self.runs = runs
+        """Each run of joined units: first, last, and its trimmed bounds
+        (``None``: it holds no cut unit)."""
+        self.finals = finals
+
+
+_TABLES_KEY = "contextwindow.collapse.tables"
+
+
+def _tables(messages: Sequence[Message], budget: Budget) -> _Tables:
+    """Each unit's cost, cut flag and the runs, from the memo's where it can."""
+    key = (_TABLES_KEY, budget.protected, budget.provider)
+    old = budget.memo.get(key)
+    if isinstance(old, _Tables) and old.messages is messages:
+        return old
+    us = units(messages)
+    run_tokens = budget.counter.running(messages)
+    finals = final_indices(messages, budget.provider)
+    start = 0  # the first unit looked at again
+    if isinstance(old, _Tables) and old.us and us:
+        k = min(common_prefix(messages, old.messages), *old.finals, *finals)
+        # Units that end before the last shared message stand (``units``
+        # keeps those very objects), if the messages are the same objects.
+        n = bisect_left(old.us, k, key=_stop)
+        n = min(n, len(us))
+        if (
+            n
+            and old.us[n - 1] is us[n - 1]
+            and shares(budget, messages, old.messages, old.us[n - 1].stop)
+        ):
+            start = n
+    if start:
+        assert isinstance(old, _Tables)
+        cost, cut, joins = old.cost[:start], old.cut[:start], old.joins[:start]
+        cutsum = old.cutsum[: start + 1]
+        runs = [r for r in old.runs if r[1] < start - 1]
+    else:
+        cost, cut, joins, cutsum, runs = [], [], [], [0], []
+    markers = budget.protected
+    for i in range(start, len(us)):
+        u = us[i]
+        pinned = any(u.start <= f < u.stop for f in finals) or any(
+            pinned_one(messages[j], markers) for j in range(u.start, u.stop)
+        )
+        c = run_tokens[u.stop] - run_tokens[u.start]
+        is_cut = not pinned and _is_cut(messages, u, budget)
+        cost.append(c)
+        cut.append(is_cut)
+        cutsum.append(cutsum[-1] + (c if is_cut else 0))
+        joins.append(is_cut or (not pinned and _is_said(messages, u)))
+    # Runs of joined units, from the end of the last one that stands.
+    a = -1
+    for i in range(runs[-1][1] + 1 if runs else 0, len(us)):
+        if joins[i]:
+            if a < 0:
+                a = i
+        elif a >= 0:
+            runs.append((a, i - 1, _trim(a, i - 1, cut)))
+            a = -1
+    if a >= 0:
+        runs.append((a, len(us) - 1, _trim(a, len(us) - 1, cut)))
+    found = _Tables(messages, us, cost, cut, joins, cutsum, runs, finals)
+    budget.memo.put(key, found)
+    return found
+
+
+def _stop(u: Unit) -> int:
+    return u.stop
+
+
+def _trim(a: int, b: int, cut: Sequence[bool]) -> tuple[int, int] | None:
+    """A run's bounds without the text units at its edges (``None``: no cut unit)."""
+    while a <= b and not cut[a]:
+        a += 1
+    while b >= a and not cut[b]:
+        b -= 1
+    return (a, b) if a <= b else None
 
 
 def collapse_runs(
@@ -256,84 +366,123 @@ def collapse_runs(
         stage: The strategy reported as making the changes.
     """
     total = budget.count(messages)
-    us, pinned = pinned_units(messages, budget.protected, budget.provider)
-    run_tokens = budget.counter.running(messages)
-    cost = [run_tokens[u.stop] - run_tokens[u.start] for u in us]
-    cut = [
-        not p and _is_cut(messages, u, budget) for u, p in zip(us, pinned, strict=True)
-    ]
-    left = sum(c for c, is_cut in zip(cost, cut, strict=True) if is_cut)
-    # A run: cut exchanges, and the agent's own text between them (kept).
-    joins = [
-        cut[k] or (not pinned[k] and _is_said(messages, u)) for k, u in enumerate(us)
-    ]
-    runs: list[list[int]] = []
-    for k, joined in enumerate(joins):
-        if joined:
-            if runs and runs[-1][-1] == k - 1:
-                runs[-1].append(k)
-            else:
-                runs.append([k])
-    runs = [_trimmed(ks, cut) for ks in runs if any(cut[k] for k in ks)]
+    t = _tables(messages, budget)
+    us, cost, cut, cutsum = t.us, t.cost, t.cut, t.cutsum
+    left = cutsum[-1]
+    runs = [r[2] for r in t.runs if r[2] is not None]
     if total > budget.limit:
         # Still over: the oldest units will go (DropOldest), so the share that
-        # matters is that of the newest units the budget holds.
-        kept, start = 0, len(us)
-        while start > 0 and kept + cost[start - 1] <= budget.limit:
-            start -= 1
-            kept += cost[start]
-        newest = [ks for ks in runs if ks[0] >= start]
-        if newest:  # else nothing of note fits: collapse from the oldest
-            runs, total = newest, kept
-            left = sum(cost[k] for k in range(start, len(us)) if cut[k])
-    replaced: dict[int, Message] = {}  # first unit of a run -> its line
-    gone: set[int] = set()
+        # matters is that of the newest units the budget holds: the longest
+        # run of units, from the end, whose tokens fit.
+        run_tokens = budget.counter.running(messages)
+        end = run_tokens[-1]
+        lo, hi = 0, len(us)  # the first unit of that run lies in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if end - run_tokens[us[mid].start] <= budget.limit:
+                hi = mid
+            else:
+                lo = mid + 1
+        start = lo
+        kept = end - run_tokens[us[start].start] if start < len(us) else 0
+        first = bisect_left(runs, start, key=_first)
+        if first < len(runs):  # else nothing of note fits: collapse from the oldest
+            runs, total = runs[first:], kept
+            left = cutsum[-1] - cutsum[start]
+    key = ("contextwindow.collapse.lines", stage, budget.settings)
+    known = budget.memo.get(key)
+    lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
+        known if isinstance(known, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+    )
+    made: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = {}
     changes: list[Change] = []
-    for ks in runs:
+    done: list[tuple[int, int, Message]] = []  # message span replaced, by its line
+    for a, b in runs:
         if total <= 0 or left <= max_share * total:
             break
-        run = [us[k] for k in ks]
-        first = messages[run[0].start]
-        handle = run_handle(messages[run[0].start : run[-1].stop])
-        said = [
-            p.text
-            for u in run
-            for p in messages[u.start].parts
-            if isinstance(p, Text) and p.text.strip()
-        ]
-        line = Message.assistant(
-            "\n".join([*said, run_line(messages, run, handle)]),
-            id=first.id,
-            agent=first.agent,
-            meta={ORIGIN_KEY: {"handle": handle, "tokens": []}},
-        )
-        before = sum(cost[k] for k in ks)
-        after = budget.counter.message(line)
-        if after >= before:
-            continue
-        replaced[ks[0]] = line
-        gone.update(ks)
-        total -= before - after
-        left -= sum(cost[k] for k in ks if cut[k])
-        ids = tuple(m.id for u in run for m in messages[u.start : u.stop])
-        changes.append(
-            Change(
-                "collapsed",
-                stage,
-                ids,
-                run[0].start,
-                before,
-                after,
-                f"{sum(cut[k] for k in ks)} cut tool exchanges into one line",
-                len(run),
+        span_at = (us[a].start, us[b].stop)
+        before = sum(cost[a : b + 1])
+        hit = lines.get(span_at)
+        if (
+            hit is not None
+            and hit[1].tokens_before == before
+            and _same(hit[0], messages, span_at)
+        ):
+            span, change, line = hit
+        else:
+            span = tuple(messages[span_at[0] : span_at[1]])
+            change, line = _collapsed(
+                messages, us[a : b + 1], cut[a : b + 1], before, budget, stage
             )
-        )
+        made[span_at] = (span, change, line)
+        if change.tokens_after >= before:
+            continue
+        done.append((span_at[0], span_at[1], line))
+        total -= change.saved
+        left -= cutsum[b + 1] - cutsum[a]
+        changes.append(change)
+    budget.memo.put(key, made)
     if not changes:
         return finish(stage, messages, messages, (), budget)
     out: list[Message] = []
-    for k, u in enumerate(us):
-        if k in replaced:
-            out.append(replaced[k])
-        elif k not in gone:
-            out.extend(messages[u.start : u.stop])
-    return finish(stage, messages, out, changes, budget)
+    at = 0
+    for begin, stop, line in sorted(done, key=_first):
+        out.extend(messages[at:begin])
+        out.append(line)
+        at = stop
+    out.extend(messages[at:])
+    # Whole units, and lines that are assistant turns of non-blank text alone,
+    # valid wherever a unit may stand: only the first-turn rule can break.
+    return finish(stage, messages, out, changes, budget, kept=True)
+
+
+def _first(r: tuple[int, ...] | tuple[int, int, Message]) -> int:
+    return r[0]  # pyright: ignore[reportReturnType]  # an int, first in each
+
+
+def _same(
+    span: tuple[Message, ...], messages: Sequence[Message], at: tuple[int, int]
+) -> bool:
+    """Whether ``messages[at[0]:at[1]]`` are the very objects of ``span``."""
+    a, b = at
+    if b - a != len(span) or b > len(messages):
+        return False
+    return all(x is y for x, y in zip(span, messages[a:b], strict=True))
+
+
+def _collapsed(
+    messages: Sequence[Message],
+    run: Sequence[Unit],
+    cut: Sequence[bool],
+    before: int,
+    budget: Budget,
+    stage: str,
+) -> tuple[Change, Message]:
+    """The line standing for ``run`` (whose units take ``before``), and its change."""
+    first = messages[run[0].start]
+    handle = run_handle(messages[run[0].start : run[-1].stop])
+    said = [
+        p.text
+        for u in run
+        for p in messages[u.start].parts
+        if isinstance(p, Text) and p.text.strip()
+    ]
+    line = Message.assistant(
+        "\n".join([*said, run_line(messages, run, handle)]),
+        id=first.id,
+        agent=first.agent,
+        meta={ORIGIN_KEY: {"handle": handle, "tokens": []}},
+    )
+    after = budget.counter.message(line)
+    ids = tuple(m.id for u in run for m in messages[u.start : u.stop])
+    change = Change(
+        "collapsed",
+        stage,
+        ids,
+        run[0].start,
+        before,
+        after,
+        f"{sum(cut)} cut tool exchanges into one line",
+        len(run),
+    )
+    return change, line

@@ -51,7 +51,14 @@ from typing import Any
 
 from contextwindow.handles import with_origin
 from contextwindow.messages import Message, Part, Text, ToolCall, ToolResult
-from contextwindow.strategies.base import Budget, Change, Fitted, finish, pinned_flags
+from contextwindow.strategies._rescan import Always, Rewrite, call_name, rewrite_results
+from contextwindow.strategies.base import (
+    Budget,
+    Change,
+    ChangeKind,
+    Fitted,
+    pinned_one,
+)
 
 __all__ = [
     "REWRITES",
@@ -217,55 +224,94 @@ class CompactLossless:
     """
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
-        """Compact every unpinned message, oldest first, until the budget is met."""
-        flags = pinned_flags(messages, budget.protected, budget.provider)
-        counter = budget.counter
-        total = budget.count(messages)
-        out: list[Message] = []
-        changes: list[Change] = []
-        names: dict[str, str] = {}  # call id -> tool name, for the report
-        for i, m in enumerate(messages):
-            names.update((c.id, c.name) for c in m.tool_calls)
-            if (
-                flags[i]
-                or total <= budget.limit
-                or m.role not in ("assistant", "tool")
-                or not any(isinstance(p, (ToolCall, ToolResult)) for p in m.parts)
-            ):
-                out.append(m)
-                continue
-            new, saved = compact_message(m, counter.text)
-            before, after = counter.message(m), counter.message(new)
-            if new is m or after >= before or not saved:
-                out.append(m)
-                continue
-            if any(k in new.text and k not in m.text for k in budget.protected):
-                out.append(m)  # a marker would appear and pin it for later stages
-                continue
-            sizes = [counter.part(r) for r in m.tool_results]
-            new = with_origin(new, m, sizes)
-            total -= before - after
-            out.append(new)
-            what = "tool call" if m.role == "assistant" else "tool result"
-            shown = ", ".join(
-                dict.fromkeys(
-                    [c.name for c in m.tool_calls]
-                    + [
-                        r.name or names.get(r.call_id, r.call_id)
-                        for r in m.tool_results
-                    ]
-                )
+        """Compact every unpinned message, oldest first, until the budget is met.
+
+        Incremental as the tool-result stages are (``strategies._rescan``):
+        a grown conversation reuses the compacted messages before the first
+        place a decision can change.
+        """
+        return rewrite_results(
+            messages,
+            budget,
+            "CompactLossless",
+            "compacted",
+            _ALWAYS,
+            self,
+            _compact_scan,
+        )
+
+
+def _named(messages: Sequence[Message], i: int, call_id: str) -> str:
+    """The name of the call ``call_id`` (up to ``messages[i]``), else the id."""
+    name = call_name(messages, i + 1, call_id)
+    return call_id if name is None else name
+
+
+def _no_rewrite(result: ToolResult, position: int, origin: object) -> None:
+    return None
+
+
+_ALWAYS = Always(_no_rewrite)
+
+
+def _compact_scan(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    kind: ChangeKind,
+    rewrite: Rewrite,
+    start: int,
+    total: int,
+    position: int,
+    finals: tuple[int, ...],
+) -> tuple[list[Message], list[Change], list[int], int]:
+    """Compact from ``start`` while over budget (a ``_rescan.Scan``)."""
+    counter = budget.counter
+    markers = budget.protected
+    out: list[Message] = []
+    changes: list[Change] = []
+    saved_run: list[int] = []
+    saved_all = 0
+    n = len(messages)
+    stop = n
+    for i in range(start, n):
+        if total <= budget.limit:
+            stop = i
+            break
+        m = messages[i]
+        if (
+            m.role not in ("assistant", "tool")
+            or not any(isinstance(p, (ToolCall, ToolResult)) for p in m.parts)
+            or i in finals
+            or pinned_one(m, markers)
+        ):
+            out.append(m)
+            continue
+        new, saved = compact_message(m, counter.text)
+        before, after = counter.message(m), counter.message(new)
+        if new is m or after >= before or not saved:
+            out.append(m)
+            continue
+        if any(k in new.text and k not in m.text for k in markers):
+            out.append(m)  # a marker would appear and pin it for later stages
+            continue
+        sizes = [counter.part(r) for r in m.tool_results]
+        new = with_origin(new, m, sizes)
+        total -= before - after
+        out.append(new)
+        what = "tool call" if m.role == "assistant" else "tool result"
+        shown = ", ".join(
+            dict.fromkeys(
+                [c.name for c in m.tool_calls]
+                + [r.name or _named(messages, i, r.call_id) for r in m.tool_results]
             )
-            gains = ", ".join(f"{k} {v:,}" for k, v in saved.items())
-            changes.append(
-                Change(
-                    "compacted",
-                    "CompactLossless",
-                    (m.id,),
-                    i,
-                    before,
-                    after,
-                    f"{what}: {shown} ({gains})",
-                )
-            )
-        return finish("CompactLossless", messages, out, changes, budget)
+        )
+        gains = ", ".join(f"{k} {v:,}" for k, v in saved.items())
+        change = Change(
+            kind, stage, (m.id,), i, before, after, f"{what}: {shown} ({gains})"
+        )
+        changes.append(change)
+        saved_all += change.saved
+        saved_run.append(saved_all)
+    out.extend(messages[stop:])
+    return out, changes, saved_run, stop

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from contextwindow._args import check_str, check_strs, shown
 from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.messages import Message, ToolResult, units
+from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import Budget, Fitted
 from contextwindow.strategies.files import (
     DEFAULT_FILE_TOOLS,
@@ -56,7 +57,6 @@ from contextwindow.strategies.files import (
     FileTool,
     file_actions,
 )
-from contextwindow.strategies.tool_results import Origin, rewrite_results
 
 __all__ = [
     "DEFAULT_FILE_TOOLS",
@@ -121,8 +121,20 @@ class StaleReads:
             ) from exc
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
-        """Mark every stale read, oldest first, until the budget is met."""
-        stale = self._stale(messages)
+        """Mark every stale read, oldest first, until the budget is met.
+
+        Incremental (``strategies._rescan``): a grown conversation's new
+        calls mark what they supersede, and the scan resumes from the first
+        read that became stale.
+        """
+        key = (StaleReads, tuple(self.tools.items()), self.shell, self.marker)
+        return rewrite_results(
+            messages, budget, "StaleReads", "stale", _Superseded(self), key
+        )
+
+    def rewrite(self, reads: _Reads) -> Rewrite:
+        """The rewrite marking what ``reads`` found stale."""
+        stale = reads.stale
 
         def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
             found = stale.get(position)
@@ -139,40 +151,106 @@ class StaleReads:
                 handle=origin.handle,
             )
 
-        return rewrite_results(messages, budget, "StaleReads", "stale", rewrite)
+        return rewrite
 
-    def _stale(
-        self, messages: Sequence[Message]
-    ) -> dict[int, tuple[FileAction, str, int]]:
-        """Result position -> (its read, the superseding tool, that call's message)."""
-        positions: dict[int, int] = {}  # message index -> position of its first result
-        position = 0
-        for i, m in enumerate(messages):
+
+@dataclass(slots=True)
+class _Reads:
+    """The file actions of a conversation, read in order (``StaleReads``).
+
+    A read is stale once a later call (in a later unit) supersedes it: the
+    nearest such call, which the first one met going forward is.
+    """
+
+    messages: int
+    """Messages read."""
+    results: int
+    """Result positions counted."""
+    stale: dict[int, tuple[FileAction, str, int]]
+    """Result position -> (its read, the superseding tool, that call's message)."""
+    open: dict[str, list[tuple[FileAction, int, int]]]
+    """Per path, the reads not superseded yet: (read, result position, message)."""
+
+    def copy(self) -> _Reads:
+        return _Reads(
+            self.messages,
+            self.results,
+            dict(self.stale),
+            {k: list(v) for k, v in self.open.items()},
+        )
+
+
+class _Superseded:
+    """StaleReads' rule as a ``_rescan.Policy``."""
+
+    __slots__ = ("strategy",)
+
+    def __init__(self, strategy: StaleReads) -> None:
+        self.strategy = strategy
+
+    def _add(self, reads: _Reads, messages: Sequence[Message]) -> int:
+        """Read ``messages[reads.messages:]``; the first position newly stale."""
+        start = reads.messages
+        since = reads.results
+        positions: dict[int, int] = {}  # message index -> its first result's position
+        position = reads.results
+        for i in range(start, len(messages)):
             positions[i] = position
-            position += len(m.tool_results)
-        # Every file action, in order, with the result position of a read.
-        events: list[tuple[FileAction, str, int, int | None]] = []
-        for u in units(messages):
+            position += len(messages[i].tool_results)
+        tools, shell = self.strategy.tools, self.strategy.shell
+        for u in units(messages[start:]):
             if u.kind != "tool_exchange":
                 continue
-            calls = messages[u.start].tool_calls
+            at_unit = u.start + start
+            calls = messages[at_unit].tool_calls
             where: dict[str, int] = {}
-            for k in range(u.start + 1, u.stop):
+            for k in range(at_unit + 1, u.stop + start):
                 for j, r in enumerate(messages[k].tool_results):
                     where.setdefault(r.call_id, positions[k] + j)
             for c in calls:
-                for a in file_actions(c, self.tools, self.shell):
-                    at = where.get(c.id) if a.action == "read" else None
-                    events.append((a, c.name, u.start, at))
-        stale: dict[int, tuple[FileAction, str, int]] = {}
-        latest: dict[str, list[tuple[FileAction, str, int]]] = {}
-        for a, name, index, at in reversed(events):
-            later = latest.setdefault(a.path, [])
-            if a.action == "read" and at is not None:
-                # The nearest later call that supersedes it (later is newest last).
-                for b, by, k in reversed(later):
-                    if k > index and _supersedes(b, a):
-                        stale[at] = (a, by, k)
-                        break
-            later.append((a, name, index))
-        return stale
+                for a in file_actions(c, tools, shell):
+                    pending = reads.open.get(a.path)
+                    if pending:
+                        left: list[tuple[FileAction, int, int]] = []
+                        for read, at, index in pending:
+                            if index < at_unit and _supersedes(a, read):
+                                reads.stale[at] = (read, c.name, at_unit)
+                                since = min(since, at)
+                            else:
+                                left.append((read, at, index))
+                        reads.open[a.path] = left
+                    if a.action == "read":
+                        found = where.get(c.id)
+                        if found is not None:
+                            reads.open.setdefault(a.path, []).append(
+                                (a, found, at_unit)
+                            )
+        reads.messages = len(messages)
+        reads.results = position
+        return since
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        reads = _Reads(0, 0, {}, {})
+        self._add(reads, messages)
+        return self.strategy.rewrite(reads), reads
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        if (
+            not extends
+            or not isinstance(kept, _Reads)
+            or kept.messages != shared
+            or (shared < len(messages) and messages[shared].role == "tool")
+        ):
+            return None  # a unit may span the old end: a full scan
+        reads = kept.copy()
+        since = self._add(reads, messages)
+        return self.strategy.rewrite(reads), since, reads

@@ -16,19 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 from contextwindow._args import check_int, check_number, check_str
 from contextwindow.errors import ContextWindowError
-from contextwindow.handles import handle_of, original_sizes, with_origin
-from contextwindow.messages import Message, Part, ToolResult
+from contextwindow.messages import Message, ToolResult
+from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import (
     Budget,
-    Change,
-    ChangeKind,
     Fitted,
-    finish,
-    pinned_flags,
     relocate,
 )
 from contextwindow.strategies.collapse import (
@@ -36,7 +31,6 @@ from contextwindow.strategies.collapse import (
     MAX_NAMED,
     collapse_runs,
     cut_share,
-    is_marker,
     named_in,
 )
 from contextwindow.tokens.base import Tokenizer
@@ -49,20 +43,6 @@ __all__ = [
     "TruncateToolResults",
     "rewrite_results",
 ]
-
-
-class Origin(NamedTuple):
-    """What a rewrite knows of a result's original (``contextwindow.handles``)."""
-
-    handle: str
-    """The handle of the original message."""
-    tokens: int
-    """Tokens the original result took (text and images)."""
-
-
-Rewrite = Callable[[ToolResult, int, Origin], "str | None"]
-"""Given a result, its position among all results and its original, new text
-or ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +87,13 @@ class TruncateToolResults:
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Truncate every old result longer than ``max_tokens``."""
         tok = _Cached(budget.counter)
-        last = _count_results(messages) - self.keep_recent
 
-        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
-            if position >= last:
-                return None
+        def rewrite(result: ToolResult, origin: Origin) -> str | None:
             return truncate(result.text, self.max_tokens, tok, handle=origin.handle)
 
+        policy = _Older(self.keep_recent, rewrite)
         return rewrite_results(
-            messages, budget, "TruncateToolResults", "truncated", rewrite
+            messages, budget, "TruncateToolResults", "truncated", policy, self
         )
 
 
@@ -188,11 +166,8 @@ class ClearToolResults:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
-        last = _count_results(messages) - self.keep_recent
 
-        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
-            if position >= last:
-                return None
+        def rewrite(result: ToolResult, origin: Origin) -> str | None:
             named = named_in(result.text)
             return self.placeholder.format(
                 tokens=f"{origin.tokens:,}",
@@ -201,7 +176,10 @@ class ClearToolResults:
                 names=f", naming {', '.join(named)}" if named else "",
             )
 
-        step = rewrite_results(messages, budget, "ClearToolResults", "cleared", rewrite)
+        policy = _Older(self.keep_recent, rewrite)
+        step = rewrite_results(
+            messages, budget, "ClearToolResults", "cleared", policy, self
+        )
         if self.max_share >= 1 or cut_share(step.messages, budget) <= self.max_share:
             return step
         later = collapse_runs(step.messages, budget, self.max_share, "ClearToolResults")
@@ -259,28 +237,9 @@ class Deduplicate:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Replace earlier copies of repeated outputs."""
-        latest: dict[tuple[object, bool], str] = {}
-        keys: list[tuple[object, bool]] = []
-        exact: list[object] = []
-        for m in messages:
-            for r in m.tool_results:
-                key = (self._key(r), r.is_error)
-                keys.append(key)
-                exact.append(r.content)
-                latest[key] = r.call_id
-        seen: dict[tuple[object, bool], int] = {}
-        for position, output in enumerate(keys):
-            seen[output] = position  # the last position holding each output
-
-        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
-            key = keys[position]
-            last = seen[key]
-            if last == position:
-                return None
-            but = "" if exact[last] == result.content else NEAR_NOTE
-            return self.note.format(call_id=latest[key], handle=origin.handle, but=but)
-
-        return rewrite_results(messages, budget, "Deduplicate", "deduplicated", rewrite)
+        return rewrite_results(
+            messages, budget, "Deduplicate", "deduplicated", _Copies(self), self
+        )
 
     def _key(self, result: ToolResult) -> object:
         content = result.content
@@ -325,103 +284,141 @@ def _check_format(field: str, template: str, **sample: str) -> None:
         ) from exc
 
 
-def _count_results(messages: Sequence[Message]) -> int:
-    return sum(len(m.tool_results) for m in messages)
+class _Older:
+    """Rewrite every result but the ``keep_recent`` latest (Truncate, Clear).
 
-
-def rewrite_results(
-    messages: Sequence[Message],
-    budget: Budget,
-    stage: str,
-    kind: ChangeKind,
-    rewrite: Rewrite,
-) -> Fitted:
-    """Apply ``rewrite`` to each tool result outside pinned messages.
-
-    A rewritten message keeps its original's handle and sizes
-    (``handles.with_origin``), whatever stage rewrote it first.
+    A result's new text depends on the result and its message alone, so
+    when the conversation grows, the decisions stand up to the first result
+    the grown conversation no longer keeps whole.
     """
-    flags = pinned_flags(messages, budget.protected, budget.provider)
-    counter = budget.counter
-    total = budget.count(messages)
-    out: list[Message] = []
-    changes: list[Change] = []
-    names: dict[str, str] = {}  # call id -> tool name, for the report
-    position = 0
-    for i, m in enumerate(messages):
-        if m.role != "tool":
-            if m.role == "assistant":
-                names.update((c.id, c.name) for c in m.tool_calls)
-            out.append(m)
-            continue
-        parts: list[Part] = []
-        touched: list[str] = []
-        sizes = [_size(counter, r) for r in m.tool_results]
-        known = original_sizes(m)
-        first = known if known is not None and len(known) == len(sizes) else sizes
-        handle = handle_of(m)
-        j = 0
-        for part in m.parts:
-            if isinstance(part, ToolResult):
-                fits = total <= budget.limit
-                named = part
-                if part.name is None and part.call_id in names:  # for {name}
-                    named = replace(part, name=names[part.call_id])
-                origin = Origin(handle, first[j])
-                j += 1
-                # A marker is already the least a result can say: left alone.
-                skip = flags[i] or fits or is_marker(part)
-                text = None if skip else rewrite(named, position, origin)
-                position += 1
-                # A marker in the new text would pin the message for later stages.
-                if text is not None and not any(
-                    mark in text for mark in budget.protected
-                ):
-                    new = _with_text(part, text)
-                    saved = counter.part(part) - counter.part(new)
-                    if saved > 0:
-                        total -= saved
-                        parts.append(new)
-                        touched.append(
-                            part.name or names.get(part.call_id) or part.call_id
-                        )
-                        continue
-            parts.append(part)
-        if not touched:
-            out.append(m)
-            continue
-        new_msg = with_origin(m.with_parts(parts), m, sizes)
-        out.append(new_msg)
-        changes.append(
-            Change(
-                kind,
-                stage,
-                (m.id,),
-                i,
-                counter.message(m),
-                counter.message(new_msg),
-                f"tool result: {_names(touched)}",
-            )
+
+    __slots__ = ("keep_recent", "text")
+
+    def __init__(
+        self, keep_recent: int, text: Callable[[ToolResult, Origin], str | None]
+    ) -> None:
+        self.keep_recent = keep_recent
+        self.text = text
+
+    def _rewrite(self, results: int) -> Rewrite:
+        last = results - self.keep_recent
+        text = self.text
+
+        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
+            return None if position >= last else text(result, origin)
+
+        return rewrite
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        return self._rewrite(results), results
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        if not isinstance(kept, int):
+            return None
+        since = max(min(kept, results) - self.keep_recent, 0)
+        return self._rewrite(results), since, results
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What ``Deduplicate`` knows of the results it saw, by position."""
+
+    keys: list[tuple[object, bool]]
+    """Each result's output key (content, or content but for volatile values)."""
+    exact: list[object]
+    """Each result's content."""
+    calls: list[str]
+    """Each result's call id."""
+    last: dict[tuple[object, bool], int]
+    """The last position holding each key."""
+    first: dict[tuple[object, bool], int]
+    """The first position holding each key."""
+
+
+class _Copies:
+    """Deduplicate's rule: every copy of an output but the latest is a note.
+
+    When the conversation grows, an earlier output repeated by a new result
+    changes its decision (and so do its other copies, whose note names the
+    latest call): the scan resumes from the first copy of any repeated key.
+    """
+
+    __slots__ = ("strategy",)
+
+    def __init__(self, strategy: Deduplicate) -> None:
+        self.strategy = strategy
+
+    def _add(self, seen: _Seen, messages: Sequence[Message], start: int) -> int:
+        """Add the results of ``messages[start:]``; the first position that changed."""
+        since = len(seen.keys)
+        key_of = self.strategy._key  # pyright: ignore[reportPrivateUsage]  # its own rule
+        for i in range(start, len(messages)):
+            for r in messages[i].tool_results:
+                key = (key_of(r), r.is_error)
+                position = len(seen.keys)
+                seen.keys.append(key)
+                seen.exact.append(r.content)
+                seen.calls.append(r.call_id)
+                earlier = seen.first.setdefault(key, position)
+                if earlier < position:
+                    since = min(since, earlier)
+                seen.last[key] = position
+        return since
+
+    def _rewrite(self, seen: _Seen) -> Rewrite:
+        keys, exact, calls, lasts = seen.keys, seen.exact, seen.calls, seen.last
+        note = self.strategy.note
+
+        def rewrite(result: ToolResult, position: int, origin: Origin) -> str | None:
+            key = keys[position]
+            last = lasts[key]
+            if last == position:
+                return None
+            but = "" if exact[last] == result.content else NEAR_NOTE
+            return note.format(call_id=calls[last], handle=origin.handle, but=but)
+
+        return rewrite
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        seen = _Seen([], [], [], {}, {})
+        self._add(seen, messages, 0)
+        return self._rewrite(seen), seen
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        if not extends or not isinstance(kept, _Seen):
+            return None  # results gone too: a full scan
+        old = kept
+        # The old conversation is a prefix: every result it held is kept.
+        seen = _Seen(
+            list(old.keys),
+            list(old.exact),
+            list(old.calls),
+            dict(old.last),
+            dict(old.first),
         )
-    return finish(stage, messages, out, changes, budget)
-
-
-def _size(counter: TokenCounter, result: ToolResult) -> int:
-    """Tokens of a result's content (text and images), as placeholders state them."""
-    return counter.text(result.text) + sum(counter.image(i) for i in result.images)
-
-
-def _names(names: Sequence[str]) -> str:
-    """``Read x8, Bash``: each name once, in order, with its count."""
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return ", ".join(f"{n} x{k}" if k > 1 else n for n, k in counts.items())
-
-
-def _with_text(result: ToolResult, text: str) -> ToolResult:
-    """The result with its text replaced; its images are dropped too."""
-    return replace(result, content=text)
+        start = shared
+        since = self._add(seen, messages, start)
+        if len(seen.keys) != results:
+            return None
+        return self._rewrite(seen), since, seen
 
 
 class _Cached:

@@ -113,7 +113,7 @@ ANTHROPIC_TOOLS_OVERHEAD = 346
 """Anthropic's tool-use system prompt (tool_choice auto/none), as its pricing
 documentation lists for current Claude models."""
 
-_RECENT = 8
+_RECENT = 16
 """Sequences whose running totals are remembered (a pipeline's input and each
 stage's output, a manager's history and view)."""
 

@@ -1,0 +1,504 @@
+"""Rewriting tool results oldest first, again from where a conversation changed.
+
+Contract:
+
+- ``rewrite_results(messages, budget, stage, kind, policy, key)`` gives
+  exactly what a full scan gives: each tool result outside pinned messages
+  (and not already a marker), oldest first, is offered to the policy's
+  rewrite while the conversation does not fit; a new text is taken when it
+  saves tokens and brings in no protected marker; a rewritten message keeps
+  its original's handle and sizes (``handles.with_origin``); each changed
+  message is one change. The scan stops once the conversation fits.
+- Incremental: what the scan decided is kept in the budget's memo (under
+  ``key`` and the budget's settings; ``key=None`` keeps nothing). When the
+  next call's conversation starts with the same message objects, the
+  decisions before the first place where one could differ are reused (the
+  rewritten messages themselves, not rebuilt), and only the rest is scanned.
+  A decision can differ from where the conversations differ, from where the
+  last scan stopped (the budget was met there; a grown conversation may need
+  more), from the final messages (pinned, then not), and from where the
+  policy says its own rule moved (``Policy.resume``). Anything else (a
+  conversation that now counts fewer tokens, a repaired output) means a
+  full scan. The memo entry holds references, no copies of messages: the
+  input, the output, the changes and one index per tool result.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple, Protocol, cast
+
+from contextwindow._prefix import common_prefix
+from contextwindow.handles import handle_of, original_sizes, with_origin
+from contextwindow.messages import Message, Part, ToolResult
+from contextwindow.strategies.base import (
+    Budget,
+    Change,
+    ChangeKind,
+    Fitted,
+    final_indices,
+    finish,
+    note_aligned,
+    note_shared,
+    pinned_one,
+    shares,
+    unit_start,
+)
+from contextwindow.strategies.collapse import is_marker
+from contextwindow.tokens.counting import TokenCounter
+
+__all__ = [
+    "Always",
+    "Origin",
+    "Policy",
+    "Rewrite",
+    "Scan",
+    "call_name",
+    "rewrite_results",
+]
+
+
+class Origin(NamedTuple):
+    """What a rewrite knows of a result's original (``contextwindow.handles``)."""
+
+    handle: str
+    """The handle of the original message."""
+    tokens: int
+    """Tokens the original result took (text and images)."""
+
+
+Rewrite = Callable[[ToolResult, int, Origin], "str | None"]
+"""Given a result, its position among all results and its original, new text
+or ``None``."""
+
+
+Scan = Callable[
+    [
+        Sequence[Message],
+        Budget,
+        str,
+        ChangeKind,
+        Rewrite,
+        int,
+        int,
+        int,
+        tuple[int, ...],
+    ],
+    tuple[list[Message], list[Change], list[int], int],
+]
+"""A scan: ``(messages, budget, stage, kind, rewrite, start, total, position,
+finals) -> (output from start, changes, their running savings, stop)``, as
+``_scan`` does for tool results; another stage that rewrites messages in
+place, oldest first while over budget, gives its own."""
+
+
+class Policy(Protocol):
+    """Which results a stage rewrites, and how: for a fresh scan, and again.
+
+    ``fresh`` gives the rewrite for a whole conversation; ``resume`` gives it
+    for a conversation that shares a prefix with the one ``kept`` was made
+    for, and the first result position whose decision may differ because of
+    the policy's own rule (``results`` when none), or ``None`` when it cannot
+    tell (a full scan follows).
+    """
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        """The rewrite for ``messages`` (``results`` results), and what to keep."""
+        ...
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        """The rewrite, the first position it may decide otherwise, what to keep.
+
+        ``shared``: the messages the two conversations share at the front;
+        ``extends``: whether the old one is all of that prefix (an append).
+        """
+        ...
+
+
+class Always:
+    """A policy for a stage whose every decision depends on its message alone.
+
+    Nothing moves but what the conversation, the budget and the final
+    messages move; ``rewrite`` is what it gives the scan.
+    """
+
+    __slots__ = ("rewrite",)
+
+    def __init__(self, rewrite: Rewrite) -> None:
+        self.rewrite = rewrite
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        return self.rewrite, None
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        return self.rewrite, results, None
+
+
+class _Once:
+    """A plain rewrite as a policy: every call scans from scratch."""
+
+    __slots__ = ("rewrite",)
+
+    def __init__(self, rewrite: Rewrite) -> None:
+        self.rewrite = rewrite
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        return self.rewrite, None
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        return None
+
+
+@dataclass(slots=True)
+class _Scanned:
+    """What one scan decided (see the module's contract)."""
+
+    messages: Sequence[Message]
+    out: tuple[Message, ...]
+    changes: tuple[Change, ...]
+    indices: list[int]
+    """Each change's index."""
+    saved: tuple[int, ...]
+    """Tokens saved by the changes up to each one (running sum)."""
+    stop: int
+    """The first message whose results met the budget (inside it, or before
+    it): from there on, a bigger conversation may rewrite more."""
+    total: int
+    finals: tuple[int, ...]
+    where: list[int]
+    """The message index of each result position."""
+    kept: object
+    """The policy's own."""
+
+
+def rewrite_results(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    kind: ChangeKind,
+    policy: Policy | Rewrite,
+    key: Hashable = None,
+    scan: Scan | None = None,
+) -> Fitted:
+    """Apply the policy's rewrite to tool results (see the module's contract).
+
+    Args:
+        messages: The conversation.
+        budget: The budget; its memo keeps what was decided.
+        stage: The strategy's name, for the report.
+        kind: The kind of each change.
+        policy: Which results to rewrite, and how (a plain rewrite is a
+            policy that always scans from scratch).
+        key: The memo key (the strategy itself: its settings decide);
+            ``None`` keeps nothing.
+        scan: What one pass does (default: offer each tool result to the
+            rewrite); it must keep every message where it was.
+    """
+    scan = _scan if scan is None else scan
+    chosen: Policy
+    if isinstance(policy, _Once | Always) or hasattr(policy, "resume"):
+        chosen = cast("Policy", policy)
+    else:
+        chosen = _Once(policy)  # pyright: ignore[reportArgumentType]  # no resume: a Rewrite
+        key = None
+    memo_key = ("contextwindow.rewrite", key, budget.settings)
+    state = budget.memo.get(memo_key) if key is not None else None
+    fitted: Fitted | None = None
+    if isinstance(state, _Scanned):
+        fitted, state = _resume(state, messages, budget, stage, kind, chosen, scan)
+    if fitted is None:
+        fitted, state = _full(messages, budget, stage, kind, chosen, scan)
+    if key is not None:
+        if state is None:
+            budget.memo.pop(memo_key)
+        else:
+            budget.memo.put(memo_key, state)
+    return fitted
+
+
+def _result_places(messages: Sequence[Message], start: int, out: list[int]) -> None:
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if m.role == "tool":
+            n = sum(1 for p in m.parts if isinstance(p, ToolResult))
+            out.extend([i] * n)
+
+
+def _full(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    kind: ChangeKind,
+    policy: Policy,
+    scan: Scan,
+) -> tuple[Fitted, _Scanned | None]:
+    where: list[int] = []
+    _result_places(messages, 0, where)
+    rewrite, kept = policy.fresh(messages, len(where))
+    total = budget.count(messages)
+    finals = final_indices(messages, budget.provider)
+    out, changes, saved, stop = scan(
+        messages, budget, stage, kind, rewrite, 0, total, 0, finals
+    )
+    fitted = finish(
+        stage, messages, out, changes, budget, counted=total, saved=sum(saved[-1:])
+    )
+    if len(fitted.report.changes) == len(changes):  # no repair moved a message
+        note_aligned(budget, fitted.messages, messages)
+    indices = [c.index for c in changes]
+    return fitted, _remember(
+        messages, fitted, changes, indices, saved, stop, total, finals, where, kept
+    )
+
+
+def _remember(
+    messages: Sequence[Message],
+    fitted: Fitted,
+    changes: Sequence[Change],
+    indices: list[int],
+    saved: Sequence[int],
+    stop: int,
+    total: int,
+    finals: tuple[int, ...],
+    where: list[int],
+    kept: object,
+) -> _Scanned | None:
+    if len(fitted.report.changes) != len(changes):
+        return None  # a repair: the output is not the scan's alone
+    return _Scanned(
+        messages if isinstance(messages, tuple) else list(messages),
+        fitted.messages,
+        tuple(changes),
+        indices,
+        tuple(saved),
+        stop,
+        total,
+        finals,
+        where,
+        kept,
+    )
+
+
+def _resume(
+    state: _Scanned,
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    kind: ChangeKind,
+    policy: Policy,
+    scan: Scan,
+) -> tuple[Fitted | None, _Scanned | None]:
+    """The scan resumed where a decision may first differ; ``None`` for a full one."""
+    old = state.messages
+    shared = common_prefix(messages, old)
+    if not shared:
+        return None, None
+    k = bisect_left(state.where, shared)
+    where = state.where[:k]
+    _result_places(messages, shared, where)
+    plan = policy.resume(state.kept, messages, len(where), shared, shared == len(old))
+    if plan is None:
+        return None, None
+    rewrite, since, kept = plan
+    start = min(shared, state.stop)
+    if since < len(where):
+        start = min(start, where[since])
+    finals = final_indices(messages, budget.provider)
+    for f in (*state.finals, *finals):
+        if (f in finals) != (f in state.finals):
+            start = min(start, f)
+    start = min(start, len(messages))
+    if start < len(messages):  # to the start of the unit, where validity is checked
+        start = unit_start(messages, start)
+    total = budget.count(messages)
+    if total < state.total or not shares(budget, messages, old, start):
+        return None, None
+    j = bisect_left(state.indices, start)
+    before = state.saved[j - 1] if j else 0
+    position = bisect_left(where, start)
+    tail, changes, saved, stop = scan(
+        messages, budget, stage, kind, rewrite, start, total - before, position, finals
+    )
+    out = [*state.out[:start], *tail]
+    all_changes = [*state.changes[:j], *changes]
+    fitted = finish(
+        stage,
+        messages,
+        out,
+        all_changes,
+        budget,
+        start=start,
+        counted=total,
+        saved=before + sum(saved[-1:]),
+    )
+    note_shared(budget, fitted.messages, state.out, start)
+    if len(fitted.report.changes) == len(all_changes):  # no repair moved a message
+        note_aligned(budget, fitted.messages, messages)
+    running = [*state.saved[:j], *(before + s for s in saved)]
+    indices = [*state.indices[:j], *(c.index for c in changes)]
+    return fitted, _remember(
+        messages,
+        fitted,
+        all_changes,
+        indices,
+        running,
+        stop,
+        total,
+        finals,
+        where,
+        kept,
+    )
+
+
+def _scan(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    kind: ChangeKind,
+    rewrite: Rewrite,
+    start: int,
+    total: int,
+    position: int,
+    finals: tuple[int, ...],
+) -> tuple[list[Message], list[Change], list[int], int]:
+    """Rewrite from ``start`` while over budget.
+
+    Returns the output from ``start`` on, the changes, their running savings
+    (from 0), and where the budget was first met.
+    """
+    counter = budget.counter
+    markers = budget.protected
+    limit = budget.limit
+    out: list[Message] = []
+    changes: list[Change] = []
+    saved_run: list[int] = []
+    saved_all = 0
+    n = len(messages)
+    stop = rest = n  # where the budget was first met; what is left as it was
+    for i in range(start, n):
+        if total <= limit:
+            stop = min(stop, i)
+            rest = i
+            break
+        m = messages[i]
+        if m.role != "tool":
+            out.append(m)
+            continue
+        pinned = i in finals or pinned_one(m, markers)
+        parts: list[Part] = []
+        touched: list[str] = []
+        sizes: list[int] | None = None
+        first: list[int] = []
+        handle = ""
+        j = 0
+        for part in m.parts:
+            if isinstance(part, ToolResult):
+                fits = total <= limit
+                if fits:  # met inside this message: its later results stay
+                    stop = min(stop, i)
+                named = part
+                name = None
+                if part.name is None:
+                    name = call_name(messages, i, part.call_id)
+                    if name is not None:  # for {name}
+                        named = replace(part, name=name)
+                text = None
+                if not (pinned or fits or is_marker(part)):
+                    if sizes is None:
+                        sizes = [_size(counter, r) for r in m.tool_results]
+                        known = original_sizes(m)
+                        first = (
+                            list(known)
+                            if known is not None and len(known) == len(sizes)
+                            else sizes
+                        )
+                        handle = handle_of(m)
+                    text = rewrite(named, position, Origin(handle, first[j]))
+                j += 1
+                position += 1
+                # A marker in the new text would pin the message for later stages.
+                if text is not None and not any(k in text for k in markers):
+                    new = replace(part, content=text)  # its images go too
+                    saved = counter.part(part) - counter.part(new)
+                    if saved > 0:
+                        total -= saved
+                        parts.append(new)
+                        touched.append(part.name or name or part.call_id)
+                        continue
+            parts.append(part)
+        if not touched:
+            out.append(m)
+            continue
+        assert sizes is not None  # a result was rewritten
+        new_msg = with_origin(m.with_parts(parts), m, sizes)
+        out.append(new_msg)
+        change = Change(
+            kind,
+            stage,
+            (m.id,),
+            i,
+            counter.message(m),
+            counter.message(new_msg),
+            f"tool result: {_names(touched)}",
+        )
+        changes.append(change)
+        saved_all += change.saved
+        saved_run.append(saved_all)
+    out.extend(messages[rest:])
+    return out, changes, saved_run, stop
+
+
+def _size(counter: TokenCounter, result: ToolResult) -> int:
+    """Tokens of a result's content (text and images), as placeholders state them."""
+    return counter.text(result.text) + sum(counter.image(i) for i in result.images)
+
+
+def call_name(messages: Sequence[Message], i: int, call_id: str) -> str | None:
+    """The tool name of the latest call with ``call_id`` before ``messages[i]``."""
+    for j in range(i - 1, -1, -1):
+        m = messages[j]
+        if m.role == "assistant":
+            name = None
+            for c in m.tool_calls:
+                if c.id == call_id:
+                    name = c.name  # the last such call in the message wins
+            if name is not None:
+                return name
+    return None
+
+
+def _names(names: Sequence[str]) -> str:
+    """``Read x8, Bash``: each name once, in order, with its count."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{n} x{k}" if k > 1 else n for n, k in counts.items())
