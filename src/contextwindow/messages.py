@@ -587,7 +587,7 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     if n >= _MIN_SHARED:  # a short one is cheaper to scan than to look up
         with _recent_lock:
             # A copy: a caller's list changed in place later must not match.
-            _recent.insert(0, (list(seq), result))
+            _recent.insert(0, (seq if seq is not messages else list(seq), result))
             del _recent[_RECENT:]
     return result
 

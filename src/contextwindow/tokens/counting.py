@@ -287,7 +287,7 @@ class TokenCounter:
             40
         """
         seq = _listed(msgs, self._provider)
-        sums = self._running(seq)
+        sums = self._running(seq, owned=seq is not msgs)
         if sums is None:
             seq = list(neutral(seq, hint=self._provider))
             sums = self.running(seq)
@@ -313,7 +313,7 @@ class TokenCounter:
             (0, 6, 11)
         """
         seq = _listed(msgs, self._provider)
-        done = self._running(seq)
+        done = self._running(seq, owned=seq is not msgs)
         if done is None:
             return self.running(list(neutral(seq, hint=self._provider)))
         return done
