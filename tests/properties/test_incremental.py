@@ -64,7 +64,7 @@ STRATEGIES: dict[str, Callable[[], Strategy | None]] = {
 
 PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic")
 
-SAMPLE = 40
+SAMPLE = 24
 """Conversations of the pool each strategy is grown through, step by step."""
 
 
@@ -159,7 +159,7 @@ def test_refit_equals_fit_from_scratch_on_file_sessions(
     name: str, provider: Provider
 ) -> None:
     """The same on sessions whose reads go stale (file tools the pool lacks)."""
-    for seed in range(3):
+    for seed in range(2):
         grown = file_session(seed)
         whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
         for share in (0.2, 0.6):
