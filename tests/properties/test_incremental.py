@@ -115,6 +115,8 @@ def test_refit_equals_fit_from_scratch(
             want = outcome(step, cold, limit, **kw)
             assert got == want, f"step {n} of {len(grown)}, limit {limit}"
 
-    # Summarize's summaries make each step costly: a share of the pool.
-    pool = convs[: len(convs) // 4] if name == "Summarize" else convs
+    # Every prefix is fitted twice: half the pool (500 conversations under CI),
+    # and for Summarize, whose summaries make each step costly, its smallest
+    # quarter.
+    pool = convs[: len(convs) // 4] if name == "Summarize" else convs[::2]
     assert for_each(pool, check) > 0
