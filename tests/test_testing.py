@@ -15,7 +15,7 @@ from contextwindow.testing import (
 from contextwindow.tokens.base import Tokenizer
 
 # These check the generators themselves, not a library invariant: a few hundred
-# examples show their shape; the invariants' own tests draw 2,000 under CI.
+# examples show their shape; the invariants' own tests draw 1,000 under CI.
 GENERATOR_CHECK = settings(max_examples=300)
 
 

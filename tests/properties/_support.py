@@ -1,11 +1,11 @@
 """Pools of generated values, and running one invariant over a whole pool.
 
 Why pools: drawing one conversation from ``contextwindow.testing.conversations()``
-costs about 17 ms of hypothesis draws on the 2-core CI machine (35 s per
-2,000), so 2,000 conversations for each of some sixty checks, one ``@given``
-each, would take over half an hour. Instead hypothesis draws each pool once
+costs about 17 ms of hypothesis draws on the 2-core CI machine (17 s per
+1,000), so 1,000 conversations for each of some sixty checks, one ``@given``
+each, would take a quarter of an hour. Instead hypothesis draws each pool once
 per session (``conftest.py``): ``convs``, as many distinct conversations as
-the profile's ``max_examples`` (2,000 under ``CI``, 200 otherwise; a large
+the profile's ``max_examples`` (1,000 under ``CI``, 200 otherwise; a large
 pool is drawn in two processes at once), and
 ``loose_messages``, an eighth as many ``messages_strategy()`` messages that
 the partition test strings into as many random lists. Every invariant is a

@@ -23,7 +23,7 @@ def convs() -> list[list[Message]]:
 
 @pytest.fixture(scope="session")
 def loose_messages() -> list[Message]:
-    """Distinct ``messages_strategy()`` messages (any role, any parts): 250 in CI."""
+    """Distinct ``messages_strategy()`` messages (any role, any parts): 125 in CI."""
     n = pool_size()
     pool = collect(messages_strategy(), n // 8, dump)
     return sorted(pool, key=lambda m: len(dump(m)))
@@ -31,7 +31,7 @@ def loose_messages() -> list[Message]:
 
 @pytest.fixture(scope="session")
 def some_convs(convs: list[list[Message]]) -> list[list[Message]]:
-    """Every fourth conversation of ``convs`` (500 under CI): for the slow
+    """Every fourth conversation of ``convs`` (250 under CI): for the slow
     variants (exact BPE counts) and for checks beyond the core invariants."""
     return convs[::4]
 

@@ -712,7 +712,7 @@ class TestFitting:
             ch.kind for _, fitted in batch.outputs() for ch in fitted.report.changes
         }
         # Every strategy shows its own kind of change somewhere in the CI pool
-        # (2,000 conversations, the same on every run); a small random dev pool
+        # (1,000 conversations, the same on every run); a small random dev pool
         # may hold no repeated tool output for Deduplicate to act on.
         if pool_size() >= 1000:
             assert kinds >= OWN_KINDS[batch.name], kinds

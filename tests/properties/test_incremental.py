@@ -125,7 +125,7 @@ def test_refit_equals_fit_from_scratch(
             assert got == want, f"step {n} of {len(grown)}, limit {limit}"
 
     # Every step of every conversation is fitted twice: a sample of the pool,
-    # the same size in every profile (CI's pool is ten times the default's),
+    # the same size in every profile (CI's pool is five times the default's),
     # spread over its sizes; Summarize's summaries make each step costly.
     pool = convs[:: max(1, len(convs) // SAMPLE)]
     if name == "Summarize":

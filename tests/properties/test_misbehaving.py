@@ -49,7 +49,7 @@ from .test_manager import generous_floor
 
 PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
 EXAMPLES = max(20, settings().max_examples // 4)
-"""50 examples each locally, 500 under CI: a session replays a whole
+"""50 examples each locally, 250 under CI: a session replays a whole
 conversation with prepares, retries and (async) threads."""
 
 
