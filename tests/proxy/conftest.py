@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.proxy._upstream import Recorder, running
@@ -26,18 +28,34 @@ def upstream() -> Iterator[tuple[Recorder, str]]:
         yield rec, url
 
 
+MakeRig = Callable[..., AbstractContextManager[Rig]]
+
+
 @pytest.fixture
-def rig(upstream: tuple[Recorder, str], tmp_path: Path) -> Iterator[Rig]:
-    """The proxy (a 3,000-token window for every model) before the recorder."""
+def make_rig(upstream: tuple[Recorder, str], tmp_path: Path) -> MakeRig:
+    """A proxy before the recorder (a 3,000-token window for every model);
+    keywords override ``ProxyConfig`` fields."""
     rec, url = upstream
-    rec.seen.clear()
-    rec.status, rec.delay, rec.gate = 200, 0.0, None
-    config = ProxyConfig(
-        upstream_openai=url + "/v1",
-        upstream_anthropic=url,
-        fitting=FitterConfig(window=3_000),
-        store=f"sqlite:///{tmp_path / 'proxy.db'}",
-        read_timeout=2.0,
-    )
-    with running(create_app(config)) as proxy:
-        yield Rig(proxy, rec, url)
+
+    @contextmanager
+    def make(**overrides: Any) -> Iterator[Rig]:
+        rec.seen.clear()
+        rec.status, rec.delay, rec.gate = 200, 0.0, None
+        fields: dict[str, Any] = {
+            "upstream_openai": url + "/v1",
+            "upstream_anthropic": url,
+            "fitting": FitterConfig(window=3_000),
+            "store": f"sqlite:///{tmp_path / 'proxy.db'}",
+            "read_timeout": 1.0,
+        }
+        fields.update(overrides)
+        with running(create_app(ProxyConfig(**fields))) as proxy:
+            yield Rig(proxy, rec, url)
+
+    return make
+
+
+@pytest.fixture
+def rig(make_rig: MakeRig) -> Iterator[Rig]:
+    with make_rig() as r:
+        yield r
