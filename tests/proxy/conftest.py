@@ -59,3 +59,13 @@ def make_rig(upstream: tuple[Recorder, str], tmp_path: Path) -> MakeRig:
 def rig(make_rig: MakeRig) -> Iterator[Rig]:
     with make_rig() as r:
         yield r
+
+
+# The store tests' servers and fresh storage (a schema, a key prefix) per test.
+from tests.store.conftest import (  # noqa: E402
+    make_backend,
+    postgres_server,  # noqa: F401 -- the fixture
+    redis_server,  # noqa: F401 -- the fixture
+)
+
+__all__ = ["MakeRig", "Rig", "make_backend"]
