@@ -94,7 +94,8 @@ def test_claude_code_sessions_fit(tmp_path: Path) -> None:
                     previous = now
     share = prefix / forwarded
     print(
-        f"\nreplay: {over} requests over the window fitted; {prefix:,} of {forwarded:,} "
+        f"\nreplay: {over} requests over the window fitted; "
+        f"{prefix:,} of {forwarded:,} "
         f"forwarded tokens ({share:.0%}) repeat the previous request's prefix"
     )
     assert over >= 5  # the window was passed, in every session but perhaps one

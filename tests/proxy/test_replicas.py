@@ -84,9 +84,12 @@ def test_two_replicas_one_store(
             store=backend.url,
             fitting=FitterConfig(window=3_000),
         )
-        with running(create_app(config)) as a, running(create_app(config)) as b:
-            with ThreadPoolExecutor(CLIENTS) as pool:
-                histories = list(pool.map(lambda k: _client(k, [a, b]), range(CLIENTS)))
+        with (
+            running(create_app(config)) as a,
+            running(create_app(config)) as b,
+            ThreadPoolExecutor(CLIENTS) as pool,
+        ):
+            histories = list(pool.map(lambda k: _client(k, [a, b]), range(CLIENTS)))
     assert len(rec.seen) == CLIENTS * TURNS
     for seen in rec.seen:
         body = seen.json
