@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import openai
 from tests.llama import LlamaServer
@@ -30,7 +31,7 @@ def test_streamed_chat_through_the_proxy(
         ]
     history.append({"role": "user", "content": "What colour is the sky?"})
     with running(create_app(config)) as proxy:
-        client = openai.OpenAI(
+        client: Any = openai.OpenAI(
             base_url=proxy + "/v1",
             max_retries=0,
             api_key=os.environ[llama_server.key_env],
