@@ -1,4 +1,4 @@
-"""The proxy's added latency, and the Claude Code replay through it and through headroom-ai.
+"""The proxy's added latency; the Claude Code replay through it and headroom-ai.
 
 Usage::
 
@@ -157,7 +157,7 @@ def in_thread(app: Any) -> Iterator[str]:
 def process(
     args: list[str], url: str, env: dict[str, str] | None = None
 ) -> Iterator[str]:
-    log = tempfile.TemporaryFile()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the process
     proc = subprocess.Popen(
         args, stdout=log, stderr=subprocess.STDOUT, env=os.environ | (env or {})
     )
@@ -277,7 +277,8 @@ def latency(n: int) -> None:
         sys.executable,
         "-c",
         "import sys; sys.path.insert(0, sys.argv[2]); import uvicorn, proxy_latency; "
-        "uvicorn.run(proxy_latency.Upstream(), host='127.0.0.1', port=int(sys.argv[1]), "
+        "uvicorn.run(proxy_latency.Upstream(), host='127.0.0.1', "
+        "port=int(sys.argv[1]), "
         "log_level='warning', access_log=False)",
         str(port),
         str(ROOT / "benchmarks"),
@@ -310,7 +311,10 @@ def latency(n: int) -> None:
             turns = 50
 
             def conv_jobs(
-                prefix: str, with_header: bool
+                prefix: str,
+                with_header: bool,
+                convs: int = convs,
+                concurrency: int = concurrency,
             ) -> list[list[tuple[bytes, dict[str, str], bool]]]:
                 jobs = []
                 for k in range(convs):
