@@ -315,6 +315,7 @@ def latency(n: int) -> None:
                 with_header: bool,
                 convs: int = convs,
                 concurrency: int = concurrency,
+                turns: int = turns,
             ) -> list[list[tuple[bytes, dict[str, str], bool]]]:
                 jobs = []
                 for k in range(convs):
@@ -403,7 +404,8 @@ def replay(sessions: int, headroom: Path | None) -> None:
         )
         print(
             f"{'proxy':<15}{'requests':>9}{'tokens in':>13}{'forwarded':>13}"
-            f"{'in window':>10}{'invalid':>8}{'prefix':>8}{'added p50 ms':>13}{'p99':>8}"
+            f"{'in window':>10}{'invalid':>8}{'prefix':>8}"
+            f"{'added p50 ms':>13}{'p99':>8}"
         )
         for name, ctx in peers:
             try:
@@ -416,7 +418,8 @@ def replay(sessions: int, headroom: Path | None) -> None:
             n, tin, fwd, inside, invalid, prefix, added = stats
             print(
                 f"{name:<15}{n:>9}{tin:>13,}{fwd:>13,}{inside:>10}{invalid:>8}"
-                f"{prefix / fwd:>8.0%}{statistics.median(added):>13.2f}{pct(added, 0.99):>8.1f}"
+                f"{prefix / fwd:>8.0%}{statistics.median(added):>13.2f}"
+                f"{pct(added, 0.99):>8.1f}"
             )
 
 
