@@ -40,7 +40,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -132,7 +132,7 @@ class _Proxy:
         self.fitter = Fitter(config.fitting, None)
         self.active = 0
 
-    @contextlib.asynccontextmanager
+    @contextlib.asynccontextmanager  # pyright: ignore[reportDeprecated]  # the stub's deprecation, not Python's
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         cfg = self.config
         store = open_store(cfg.store) if isinstance(cfg.store, str) else cfg.store
@@ -251,11 +251,12 @@ class _Proxy:
         self, request: Request, api: Api, raw: bytes, info: dict[str, Any]
     ) -> Plan | None:
         try:
-            body = json.loads(raw)
+            parsed: object = json.loads(raw)
         except ValueError:
             return None
-        if not isinstance(body, dict):
+        if not isinstance(parsed, dict):
             return None
+        body = cast("dict[str, Any]", parsed)
         info["model"] = body.get("model")
         info["stream"] = bool(body.get("stream"))
         cid = request.headers.get("x-conversation-id") or None

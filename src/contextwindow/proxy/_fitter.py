@@ -35,7 +35,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit, reply_reserve
@@ -235,8 +235,9 @@ class Fitter:
             data = body.get("messages")
         if not isinstance(data, list | dict):
             raise PassThrough("no messages")
+        read = cast("object", data)
         try:
-            messages = list(coerce_messages(data, provider=api.provider).messages)
+            messages = list(coerce_messages(read, provider=api.provider).messages)
         except ContextWindowError as exc:
             raise PassThrough(str(exc)) from exc
         tools = body.get("tools") or ()
