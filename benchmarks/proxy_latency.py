@@ -123,7 +123,7 @@ def free_port() -> int:
         return port
 
 
-def wait_for(url: str, seconds: float = 120) -> None:
+def wait_for(url: str, seconds: float = 300) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -407,7 +407,10 @@ def replay(sessions: int, headroom: Path | None) -> None:
             f"{'in window':>10}{'invalid':>8}{'prefix':>8}"
             f"{'added p50 ms':>13}{'p99':>8}"
         )
+        only = os.environ.get("PROXY_BENCH_ONLY")
         for name, ctx in peers:
+            if only and name != only:
+                continue
             try:
                 with ctx as url:
                     base = url.removesuffix("/health")
