@@ -10,7 +10,7 @@ shipped as ``schema.json``), errors included: on stdout, with the same exit.
 without ``-o``, to stdout (its report to stderr), so that it pipes.
 
 Each command lives in its own module (``_inspect``, ``_fit``, ``_export``,
-``_models``, ``_report``)
+``_models``, ``_report``, ``_proxy``)
 and is added to ``main`` here, so that no command module imports this one;
 what they share (``cli_errors`` among it) is in ``_common``.
 """
@@ -30,6 +30,7 @@ from contextwindow.cli._inspect import inspect_cmd
 from contextwindow.cli._json import SCHEMA_VERSION, dumps, error_document
 from contextwindow.cli._json import schema as json_schema
 from contextwindow.cli._models import models_cmd
+from contextwindow.cli._proxy import proxy_cmd
 from contextwindow.cli._report import report_cmd
 
 __all__ = ["SCHEMA_VERSION", "json_schema", "main"]
@@ -103,3 +104,4 @@ main.add_command(fit_cmd)
 main.add_command(export_cmd)
 main.add_command(models_cmd)
 main.add_command(report_cmd)
+main.add_command(proxy_cmd)

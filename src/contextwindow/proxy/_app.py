@@ -1,0 +1,528 @@
+"""The proxy's ASGI app: fitted endpoints, pass-through, health and metrics.
+
+Contract:
+
+- ``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` and
+  ``/v1/messages/count_tokens`` are fitted (``_fitter``) and forwarded;
+  every other path and method goes to its upstream untouched (Anthropic's
+  when the request carries ``anthropic-version`` or ``x-api-key``, else
+  OpenAI's). ``GET /healthz`` answers ``{"status": "ok"}``, ``GET /metrics``
+  Prometheus text.
+- The upstream's answer streams back as it comes, chunk by chunk (server-sent
+  events included), with its status and headers; its body is read on the
+  way only for the input tokens it reports (``usage``).
+- The client's headers go upstream unchanged (``Authorization`` and
+  ``x-api-key`` among them), but for hop-by-hop ones, the proxy's own key
+  (``x-contextwindow-key``) and ``x-conversation-id``. No header value is
+  logged or echoed; with ``log_bodies`` a body is logged with every
+  credential the request carried scrubbed.
+- With ``api_key`` set, a request without that key in
+  ``x-contextwindow-key`` (or ``Proxy-Authorization: Bearer``) gets 401.
+- Errors come in the provider's own shape: pinned content over the window
+  400 (OpenAI ``context_length_exceeded``, Anthropic
+  ``invalid_request_error``); a body over ``max_body_bytes`` 413; more than
+  ``max_concurrency`` requests at once 429 (with ``retry-after``); an
+  upstream that cannot be reached 502, one that does not answer in time
+  504. An upstream's own errors come back as it sent them.
+- Every fitted response carries ``x-contextwindow-tokens-in``,
+  ``-tokens-forwarded``, ``-compacted`` (tokens the fitting took out) and
+  ``-conversation``; every request is one JSON line on the
+  ``contextwindow.proxy`` logger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anyio
+import anyio.to_thread
+import httpx
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+
+from contextwindow.errors import BudgetError, ContextWindowError
+from contextwindow.proxy._fitter import Fitter, FitterConfig, PassThrough, Plan
+from contextwindow.proxy._metrics import Metrics
+from contextwindow.proxy._shapes import APIS, Api, Upstream, error_body
+from contextwindow.store.base import Store
+from contextwindow.store.urls import open_store
+from contextwindow.summarizers._secret import scrub
+
+__all__ = ["ProxyConfig", "create_app"]
+
+log = logging.getLogger("contextwindow.proxy")
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+OWN_HEADERS = frozenset({"x-contextwindow-key", "x-conversation-id"})
+SECRET_HEADERS = (
+    "authorization",
+    "x-api-key",
+    "x-contextwindow-key",
+    "proxy-authorization",
+    "api-key",
+    "x-goog-api-key",
+)
+_USAGE = re.compile(
+    rb'"(prompt_tokens|input_tokens|cache_read_input_tokens|'
+    rb'cache_creation_input_tokens)"\s*:\s*(\d+)'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyConfig:
+    """Everything the proxy is told.
+
+    Example:
+        >>> ProxyConfig(store=None).upstream_anthropic
+        'https://api.anthropic.com'
+    """
+
+    upstream_openai: str = "https://api.openai.com"
+    upstream_anthropic: str = "https://api.anthropic.com"
+    fitting: FitterConfig = field(default_factory=FitterConfig)
+    store: str | Store | None = "sqlite:///contextwindow-proxy.db"
+    """Where conversations are kept (a URL or a ``Store``); ``None`` fits
+    each request alone."""
+    api_key: str | None = None
+    """The key the proxy demands of its clients (``None``: none)."""
+    log_bodies: bool = False
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_concurrency: int = 64
+    connect_timeout: float = 10.0
+    read_timeout: float = 600.0
+    """Seconds an upstream may take to answer, and between two chunks."""
+
+
+class _Proxy:
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.client: httpx.AsyncClient | None = None
+        self.store: Store | None = None
+        self.fitter = Fitter(config.fitting, None)
+        self.active = 0
+
+    @contextlib.asynccontextmanager  # pyright: ignore[reportDeprecated]  # the stub's deprecation, not Python's
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        cfg = self.config
+        store = open_store(cfg.store) if isinstance(cfg.store, str) else cfg.store
+        self.store = store
+        self.fitter = Fitter(cfg.fitting, store)
+        timeout = httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+            self.client = client
+            try:
+                yield
+            finally:
+                self.client = None
+                if isinstance(cfg.store, str) and store is not None:
+                    store.close()
+
+    # -- routes ------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_text(self, request: Request) -> Response:
+        return PlainTextResponse(
+            self.metrics.text(), media_type="text/plain; version=0.0.4"
+        )
+
+    async def fitted(self, request: Request) -> Response:
+        return await self._serve(request, APIS[request.url.path])
+
+    async def other(self, request: Request) -> Response:
+        return await self._serve(request, None)
+
+    # -- serving -----------------------------------------------------------------
+
+    async def _serve(self, request: Request, api: Api | None) -> Response:
+        start = time.perf_counter()
+        upstream = api.upstream if api is not None else _upstream_of(request)
+        path = request.url.path
+        refused = self._refusal(request, upstream)
+        if refused is not None:
+            self.metrics.request(path, refused.status_code)
+            return refused
+        self.active += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.active -= 1
+
+        try:
+            raw = await _body(request, self.config.max_body_bytes)
+        except _TooLarge:
+            release()
+            self.metrics.error("too_large")
+            limit = self.config.max_body_bytes
+            msg = f"contextwindow proxy: request body over {limit:,} bytes (its limit)"
+            return _error(upstream, 413, msg)
+        except Exception:
+            release()
+            raise
+        info: dict[str, Any] = {"method": request.method, "path": path}
+        plan: Plan | None = None
+        if api is not None and request.method == "POST":
+            try:
+                plan = await self._plan(request, api, raw, info)
+            except BudgetError as exc:
+                release()
+                self.metrics.error("context_length")
+                self.metrics.request(path, 400)
+                msg = (
+                    "contextwindow proxy: the request cannot fit the model's "
+                    f"window: {exc}"
+                )
+                code = "context_length_exceeded" if upstream == "openai" else None
+                self._log(info | {"status": 400, "ms": _ms(start)}, request, raw)
+                return _error(upstream, 400, msg, code)
+        body = plan.body if plan is not None else raw
+        try:
+            return await self._forward(
+                request, upstream, body, plan, info, start, raw, release
+            )
+        except BaseException:
+            release()
+            raise
+
+    def _refusal(self, request: Request, upstream: Upstream) -> Response | None:
+        key = self.config.api_key
+        if key is not None:
+            given = request.headers.get("x-contextwindow-key")
+            if given is None:
+                auth = request.headers.get("proxy-authorization", "")
+                given = auth[7:] if auth.lower().startswith("bearer ") else None
+            if given is None or not hmac.compare_digest(given.encode(), key.encode()):
+                self.metrics.error("unauthorized")
+                return _error(
+                    upstream,
+                    401,
+                    "contextwindow proxy: this proxy wants its key in the "
+                    "x-contextwindow-key header",
+                )
+        if self.active >= self.config.max_concurrency:
+            self.metrics.error("too_busy")
+            r = _error(
+                upstream,
+                429,
+                f"contextwindow proxy: {self.config.max_concurrency} requests "
+                "already in progress (its limit); try again",
+            )
+            r.headers["retry-after"] = "1"
+            return r
+        return None
+
+    async def _plan(
+        self, request: Request, api: Api, raw: bytes, info: dict[str, Any]
+    ) -> Plan | None:
+        try:
+            parsed: object = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(parsed, dict):
+            return None
+        body = cast("dict[str, Any]", parsed)
+        info["model"] = body.get("model")
+        info["stream"] = bool(body.get("stream"))
+        cid = request.headers.get("x-conversation-id") or None
+        try:
+            plan = await anyio.to_thread.run_sync(self.fitter.plan, api, raw, body, cid)
+        except PassThrough as exc:
+            info["passed"] = str(exc)[:200]
+            return None
+        except BudgetError:
+            raise
+        except ContextWindowError as exc:
+            # A store or strategy failure: the request goes as it came.
+            self.metrics.error("fitting")
+            info["fitting_error"] = type(exc).__name__
+            return None
+        info.update(
+            conversation=plan.conversation,
+            tokens_in=plan.tokens_in,
+            tokens_forwarded=plan.tokens_forwarded,
+            rewritten=plan.rewritten,
+            compactions=plan.compactions,
+        )
+        return plan
+
+    async def _forward(
+        self,
+        request: Request,
+        upstream: Upstream,
+        body: bytes,
+        plan: Plan | None,
+        info: dict[str, Any],
+        start: float,
+        raw: bytes,
+        release: Any,
+    ) -> Response:
+        assert self.client is not None
+        base = (
+            self.config.upstream_anthropic
+            if upstream == "anthropic"
+            else self.config.upstream_openai
+        )
+        url = _join(base, request.url.path, request.url.query)
+        headers = [
+            (k, v)
+            for k, v in request.headers.items()
+            if k not in HOP_BY_HOP and k not in OWN_HEADERS
+        ]
+        if plan is not None:
+            headers = [(k, v) for k, v in headers if k != "accept-encoding"]
+            headers.append(("accept-encoding", "identity"))
+        sent = time.perf_counter()
+        req = self.client.build_request(
+            request.method, url, headers=headers, content=body
+        )
+        try:
+            resp = await self.client.send(req, stream=True)
+        except httpx.TimeoutException:
+            return self._failed(
+                upstream,
+                504,
+                "did not answer in time",
+                info,
+                start,
+                request,
+                raw,
+                release,
+            )
+        except httpx.HTTPError as exc:
+            return self._failed(
+                upstream,
+                502,
+                f"cannot be reached ({type(exc).__name__})",
+                info,
+                start,
+                request,
+                raw,
+                release,
+            )
+        waited = time.perf_counter() - sent
+        self.metrics.upstream(waited)
+        out_headers = [
+            (k, v) for k, v in resp.headers.multi_items() if k.lower() not in HOP_BY_HOP
+        ]
+        if plan is not None:
+            out_headers += [
+                ("x-contextwindow-tokens-in", str(plan.tokens_in)),
+                ("x-contextwindow-tokens-forwarded", str(plan.tokens_forwarded)),
+                (
+                    "x-contextwindow-compacted",
+                    str(plan.tokens_in - plan.tokens_forwarded),
+                ),
+            ]
+            if plan.conversation is not None:
+                out_headers.append(("x-contextwindow-conversation", plan.conversation))
+        info["status"] = resp.status_code
+        info["upstream_ms"] = round(waited * 1000, 2)
+        scan = plan is not None
+        done = False
+
+        async def finish() -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            await resp.aclose()
+            release()
+            self.metrics.request(
+                request.url.path,
+                resp.status_code,
+                tokens_in=plan.tokens_in if plan else 0,
+                forwarded=plan.tokens_forwarded if plan else 0,
+                compactions=plan.compactions if plan else 0,
+                rewritten=plan.rewritten if plan else False,
+            )
+            self._log(info | {"ms": _ms(start)}, request, raw)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            usage: dict[bytes, int] = {}
+            tail = b""
+            try:
+                async for chunk in resp.aiter_raw():
+                    yield chunk
+                    if scan and (
+                        b"_tokens" in chunk or b"_tokens" in tail + chunk[:64]
+                    ):
+                        for m in _USAGE.finditer(tail + chunk):
+                            usage[m.group(1)] = int(m.group(2))
+                    tail = chunk[-64:]
+            except httpx.TimeoutException:
+                info["error"] = "upstream timed out mid-stream"
+                self.metrics.error("upstream_timeout")
+            except httpx.HTTPError as exc:
+                info["error"] = f"upstream failed mid-stream ({type(exc).__name__})"
+                self.metrics.error("upstream_failed")
+            finally:
+                if usage and plan is not None:
+                    reported = sum(usage.values())
+                    info["usage_input_tokens"] = reported
+                    self.metrics.usage(reported, plan.tokens_forwarded)
+                await finish()
+
+        return _Streamed(chunks(), resp.status_code, out_headers, finish)
+
+    def _failed(
+        self,
+        upstream: Upstream,
+        status: int,
+        what: str,
+        info: dict[str, Any],
+        start: float,
+        request: Request,
+        raw: bytes,
+        release: Any,
+    ) -> Response:
+        release()
+        kind = "upstream_timeout" if status == 504 else "upstream_unreachable"
+        self.metrics.error(kind)
+        self.metrics.request(request.url.path, status)
+        name = "Anthropic" if upstream == "anthropic" else "OpenAI"
+        msg = f"contextwindow proxy: the {name} upstream {what}"
+        self._log(
+            info | {"status": status, "error": msg, "ms": _ms(start)}, request, raw
+        )
+        return _error(upstream, status, msg, kind)
+
+    def _log(self, info: Mapping[str, Any], request: Request, raw: bytes) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
+        record = {"event": "request", **info}
+        if self.config.log_bodies:
+            secrets = [
+                v for k in SECRET_HEADERS if (v := request.headers.get(k)) is not None
+            ]
+            for v in list(secrets):
+                if " " in v:
+                    secrets.append(v.split(" ", 1)[1])
+            if self.config.api_key:
+                secrets.append(self.config.api_key)
+            record["body"] = scrub(raw.decode("utf-8", "replace"), secrets)
+        log.info(json.dumps(record, ensure_ascii=False, default=str))
+
+
+class _Streamed(StreamingResponse):
+    """A streamed response with raw header pairs, finished once however it ends."""
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        status: int,
+        headers: list[tuple[str, str]],
+        finish: Any,
+    ) -> None:
+        super().__init__(content, status_code=status, background=BackgroundTask(finish))
+        self.raw_headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers
+        ]
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _upstream_of(request: Request) -> Upstream:
+    h = request.headers
+    if "anthropic-version" in h or "x-api-key" in h:
+        return "anthropic"
+    return "openai"
+
+
+def _join(base: str, path: str, query: str) -> str:
+    base = base.rstrip("/")
+    if base.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
+        base = base[:-3]
+    return base + path + (f"?{query}" if query else "")
+
+
+def _error(
+    upstream: Upstream, status: int, message: str, code: str | None = None
+) -> Response:
+    return Response(
+        error_body(upstream, status, message, code),
+        status_code=status,
+        media_type="application/json",
+        headers={"x-contextwindow-error": "1"},
+    )
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def create_app(config: ProxyConfig | None = None) -> Starlette:
+    """The proxy as an ASGI app (serve it with uvicorn).
+
+    Example:
+        >>> from starlette.testclient import TestClient
+        >>> app = create_app(ProxyConfig(store=None))
+        >>> with TestClient(app) as client:
+        ...     client.get("/healthz").json()
+        {'status': 'ok'}
+    """
+    proxy = _Proxy(config or ProxyConfig())
+    routes = [
+        Route("/healthz", proxy.healthz, methods=["GET"]),
+        Route("/metrics", proxy.metrics_text, methods=["GET"]),
+        *(Route(path, proxy.fitted, methods=["POST"]) for path in APIS),
+        Route(
+            "/{path:path}",
+            proxy.other,
+            methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"],
+        ),
+    ]
+    app = Starlette(routes=routes, lifespan=proxy.lifespan)
+    app.state.proxy = proxy
+    return app

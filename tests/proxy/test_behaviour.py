@@ -1,0 +1,323 @@
+"""Pass-through, errors in the provider's shape, limits, keys, logs, conversations."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from tests.proxy._upstream import free_port
+from tests.proxy.conftest import MakeRig, Rig
+from tests.proxy.test_sdks import KEY, _ant, _ant_history, _check, _oai
+
+HEADERS = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+
+
+def _post(rig: Rig, path: str, body: Any, **headers: str) -> httpx.Response:
+    return httpx.post(
+        rig.url + path,
+        content=json.dumps(body).encode(),
+        headers=HEADERS | headers,
+        timeout=10,
+    )
+
+
+def test_other_paths_pass_through(rig: Rig) -> None:
+    r = httpx.get(rig.url + "/v1/models?limit=3", headers=HEADERS)
+    assert r.status_code == 200
+    assert r.json()["data"][0]["id"] == "gpt-4o"
+    (seen,) = rig.upstream.seen
+    assert seen.path == "/v1/models"
+    assert seen.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_health_and_metrics(rig: Rig) -> None:
+    assert httpx.get(rig.url + "/healthz").json() == {"status": "ok"}
+    _ant(rig).messages.create(
+        model="claude-sonnet-4-6", max_tokens=500, messages=_ant_history(30)
+    )
+    text = httpx.get(rig.url + "/metrics").text
+    assert (
+        'contextwindow_proxy_requests_total{endpoint="/v1/messages",status="200"} 1'
+        in text
+    )
+    tokens_in = int(text.split("\ncontextwindow_proxy_tokens_in_total ")[1].split()[0])
+    forwarded = int(
+        text.split("\ncontextwindow_proxy_tokens_forwarded_total ")[1].split()[0]
+    )
+    assert forwarded < tokens_in
+    assert "contextwindow_proxy_upstream_usage_input_tokens_total 42" in text
+    assert "contextwindow_proxy_upstream_seconds_count 1" in text
+
+
+class TestErrors:
+    def test_pinned_content_over_the_window_openai(self, rig: Rig) -> None:
+        with pytest.raises(openai.BadRequestError) as caught:
+            _oai(rig).chat.completions.create(
+                model="gpt-4o",
+                max_tokens=500,
+                messages=[{"role": "user", "content": "word " * 4_000}],
+            )
+        assert caught.value.code == "context_length_exceeded"
+        assert "contextwindow proxy" in caught.value.message
+        assert rig.upstream.seen == []
+
+    def test_pinned_content_over_the_window_anthropic(self, rig: Rig) -> None:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            _ant(rig).messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=500,
+                messages=[{"role": "user", "content": "word " * 4_000}],
+            )
+        assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+        assert rig.upstream.seen == []
+
+    def test_upstream_down(self, make_rig: MakeRig) -> None:
+        dead = f"http://127.0.0.1:{free_port()}"
+        with make_rig(upstream_anthropic=dead, upstream_openai=dead) as rig:
+            r = _post(
+                rig,
+                "/v1/messages",
+                {
+                    "model": "claude-sonnet-4-6",
+                    "max_tokens": 5,
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+            )
+            assert r.status_code == 502
+            assert r.json()["type"] == "error"
+            assert (
+                "Anthropic upstream cannot be reached" in r.json()["error"]["message"]
+            )
+            r = _post(
+                rig,
+                "/v1/chat/completions",
+                {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            )
+            assert r.status_code == 502
+            assert r.json()["error"]["code"] == "upstream_unreachable"
+
+    def test_upstream_slow(self, rig: Rig) -> None:
+        rig.upstream.delay = 1.5  # the rig's read timeout is 1 s
+        r = _post(
+            rig,
+            "/v1/chat/completions",
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert r.status_code == 504
+        assert r.json()["error"]["code"] == "upstream_timeout"
+
+    def test_upstream_errors_pass_back_as_they_are(self, rig: Rig) -> None:
+        rig.upstream.status = 529
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            _ant(rig).messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=5,
+                messages=[{"role": "user", "content": "hi"}],
+            )
+        assert caught.value.status_code == 529
+        assert caught.value.body == {
+            "type": "error",
+            "error": {"type": "overloaded_error", "message": "upstream says no"},
+        }
+
+
+class TestLimits:
+    def test_body_too_large(self, make_rig: MakeRig) -> None:
+        with make_rig(max_body_bytes=1_000) as rig:
+            r = _post(
+                rig,
+                "/v1/chat/completions",
+                {
+                    "model": "gpt-4o",
+                    "messages": [{"role": "user", "content": "x" * 2_000}],
+                },
+            )
+            assert r.status_code == 413
+            assert "over 1,000 bytes" in r.json()["error"]["message"]
+            assert rig.upstream.seen == []
+
+    def test_concurrency(self, make_rig: MakeRig) -> None:
+        with make_rig(max_concurrency=1) as rig:
+            rig.upstream.arm()
+            body = {
+                "model": "gpt-4o",
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+            with httpx.stream(
+                "POST",
+                rig.url + "/v1/chat/completions",
+                headers=HEADERS,
+                content=json.dumps(body).encode(),
+            ) as held:
+                chunks = held.iter_raw()  # kept: a dropped iterator closes the stream
+                first = next(chunks)
+                assert first.startswith(b"data: ")
+                r = _post(rig, "/v1/chat/completions", body)
+                assert r.status_code == 429
+                assert r.headers["retry-after"] == "1"
+                assert "1 requests already in progress" in r.json()["error"]["message"]
+                rig.upstream.open_gate()
+                assert b"[DONE]" in b"".join(chunks)
+            assert _post(rig, "/v1/models", {}).status_code in (200, 405)
+
+
+class TestKeys:
+    def test_proxy_key_demanded_and_not_forwarded(self, make_rig: MakeRig) -> None:
+        with make_rig(api_key="proxy-key-0123456789") as rig:
+            body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+            r = _post(rig, "/v1/chat/completions", body)
+            assert r.status_code == 401
+            assert "proxy-key" not in r.text
+            r = _post(
+                rig, "/v1/chat/completions", body, **{"x-contextwindow-key": "wrong"}
+            )
+            assert r.status_code == 401
+            r = _post(
+                rig,
+                "/v1/chat/completions",
+                body,
+                **{"x-contextwindow-key": "proxy-key-0123456789"},
+            )
+            assert r.status_code == 200
+            (seen,) = rig.upstream.seen
+            assert "x-contextwindow-key" not in seen.headers
+            assert seen.headers["authorization"] == f"Bearer {KEY}"
+
+    def test_log_lines_hold_no_secret(
+        self, make_rig: MakeRig, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.INFO, logger="contextwindow.proxy")
+        with make_rig(log_bodies=True) as rig:
+            body = {
+                "model": "gpt-4o",
+                "messages": [{"role": "user", "content": f"my key is {KEY}"}],
+            }
+            r = _post(rig, "/v1/chat/completions", body)
+            assert r.status_code == 200
+            assert KEY not in r.text
+            assert KEY[:8] not in str(r.headers)
+        (line,) = [
+            r.getMessage() for r in caplog.records if r.name == "contextwindow.proxy"
+        ]
+        record = json.loads(line)
+        assert record["status"] == 200
+        assert record["tokens_in"] > 0
+        assert "my key is" in record["body"]
+        assert KEY[3:11] not in line
+
+
+class TestConversations:
+    def test_prefix_stable_between_compactions(self, rig: Rig) -> None:
+        """A conversation growing turn by turn: every forwarded request fits and is
+        valid, compactions are few, and between two the forwarded body only grows."""
+        client = _ant(rig)
+        history: list[dict[str, Any]] = []
+        compacted = []
+        for i in range(40):
+            history += [
+                {"role": "user", "content": f"read part {i}"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"t{i}",
+                            "name": "read_file",
+                            "input": {"path": f"p{i}"},
+                        }
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"t{i}",
+                            "content": f"part {i}: " + "data " * 60,
+                        }
+                    ],
+                },
+            ]
+            if i:  # the reply to the previous turn, as a client sends it
+                history.insert(-3, {"role": "assistant", "content": f"read {i - 1}"})
+            reply = client.messages.with_raw_response.create(
+                model="claude-sonnet-4-6",
+                max_tokens=500,
+                system="Be brief.",
+                messages=history,
+                extra_headers={"x-conversation-id": "conv-1"},
+            )
+            assert reply.headers["x-contextwindow-conversation"] == "conv-1"
+            compacted.append(int(reply.headers["x-contextwindow-compacted"]) > 0)
+        bodies = [s.json for s in rig.upstream.seen]
+        assert len(bodies) == 40
+        breaks = 0
+        for before, after in itertools.pairwise(bodies):
+            data = {"system": after["system"], "messages": after["messages"]}
+            assert _check("anthropic", data, None, "claude-sonnet-4-6") <= 2_500
+            n = len(before["messages"])
+            if after["messages"][:n] != before["messages"]:
+                breaks += 1
+        assert any(compacted)
+        assert 1 <= breaks <= 6
+
+    def test_two_conversations_kept_apart(self, rig: Rig) -> None:
+        client = _ant(rig)
+        for who in ("a", "b"):
+            client.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=5,
+                messages=[{"role": "user", "content": f"I am {who}"}],
+            )
+        heads = {
+            r.headers.get("x-contextwindow-conversation")
+            for r in [
+                _post(
+                    rig,
+                    "/v1/messages",
+                    {
+                        "model": "claude-sonnet-4-6",
+                        "max_tokens": 5,
+                        "messages": [{"role": "user", "content": f"I am {w}"}],
+                    },
+                )
+                for w in ("a", "b")
+            ]
+        }
+        assert len(heads) == 2
+
+
+def test_streams_interleave(rig: Rig) -> None:
+    """A held stream does not hold another request back (nothing is buffered)."""
+    rig.upstream.arm()
+    body = {
+        "model": "gpt-4o",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    got: list[bytes] = []
+    with httpx.stream(
+        "POST",
+        rig.url + "/v1/chat/completions",
+        headers=HEADERS,
+        content=json.dumps(body).encode(),
+    ) as held:
+        chunks = held.iter_raw()
+        got.append(next(chunks))
+        t = threading.Thread(
+            target=lambda: got.append(_post(rig, "/healthz", {}).content)
+        )
+        t.start()
+        t.join(5)
+        rig.upstream.open_gate()
+        got.append(b"".join(chunks))
+    assert got[0].startswith(b"data: ")
+    assert b"[DONE]" in got[-1]
