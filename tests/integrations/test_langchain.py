@@ -313,6 +313,7 @@ class TestLlama:
             api_key=os.environ[llama_server.key_env],
             temperature=0,
             max_tokens=24,
+            extra_body={"max_tokens": 24},  # llama.cpp reads max_tokens only
         )
         middleware = ContextWindowMiddleware(token_limit=700, reserve=100, tokenizer="o200k_base")
         agent = create_agent(chat, middleware=[middleware], checkpointer=InMemorySaver())
@@ -334,6 +335,7 @@ class TestLlama:
         chat = ChatOpenAI(
             model=llama_server.model, base_url=llama_server.base_url,
             api_key=os.environ[llama_server.key_env], temperature=0, max_tokens=40,
+            extra_body={"max_tokens": 40},
         )
         text = LangChainSummarizer(chat, keep_facts=False).summarize(
             [Message.user("My name is Ada and I fix the build."), Message.assistant("Noted.")]

@@ -20,7 +20,8 @@ Contract:
   ``get_model_info``; else ``ContextWindowError`` names the model.
 - Each model's reported usage (``response.usage.prompt_tokens``) feeds a
   ``Calibration`` of that model (``calibration(model)``), and the next
-  request to it is fitted to the calibrated budget.
+  request to it is fitted to the calibrated budget (never above the window
+  by this project's count).
 - ``acompletion`` is the same with ``litellm.acompletion``.
 - LiteLLM is imported at the first call, so importing this module is cheap.
 
@@ -168,7 +169,10 @@ class FittingCompletion:
         reply = next((call[k] for k in _REPLY_KEYS if isinstance(call.get(k), int)), None)
         if reply is None:
             reply = min(output, window // 4) if output else reply_reserve(info, window)
-        budget = self.calibration(model).limit(max(0, window - reply))
+        room = max(0, window - reply)
+        # Calibrated down only: a report below the count (a cached or a mock
+        # reply) must not let the request grow past the window by our count.
+        budget = min(room, self.calibration(model).limit(room))
         tokenizer = self._tokenizer or get_tokenizer(info)
         provider: Provider = (
             "anthropic" if "claude" in model.lower() or model.startswith("anthropic/") else "openai"
