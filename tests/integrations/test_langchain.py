@@ -1,4 +1,4 @@
-"""The LangChain / LangGraph adapter, with the real packages and LangChain's fake models."""
+"""The LangChain / LangGraph adapter: the real packages, LangChain's fake models."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import SecretStr
+from tests.llama import LlamaServer
 
-from contextwindow import Message, get_tokenizer, problems
+from contextwindow import Message, ToolResult, get_tokenizer, problems
 from contextwindow.errors import BudgetError, InvalidMessageError
 from contextwindow.formats import from_openai
 from contextwindow.integrations.langchain import (
@@ -40,7 +42,6 @@ from contextwindow.integrations.langchain import (
 from contextwindow.strategies import Summarize
 from contextwindow.testing import conversations
 from contextwindow.tokens import TokenCounter
-from tests.llama import LlamaServer
 
 
 class ScriptedModel(GenericFakeChatModel):
@@ -51,7 +52,9 @@ class ScriptedModel(GenericFakeChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
         return self
 
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
         self.seen.append(list(messages))
         return super()._generate(messages, *args, **kwargs)
 
@@ -59,7 +62,9 @@ class ScriptedModel(GenericFakeChatModel):
 @tool
 def read_file(path: str) -> str:
     """Read a file of the project."""
-    return f"# {path}\n" + "".join(f"line {k}: value = compute({k})\n" for k in range(40))
+    return f"# {path}\n" + "".join(
+        f"line {k}: value = compute({k})\n" for k in range(40)
+    )
 
 
 @tool
@@ -76,10 +81,18 @@ def script(turns: int, *, answer_each: bool = True) -> list[AIMessage]:
             AIMessage(
                 "",
                 tool_calls=[
-                    {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"r{i}"},
+                    {
+                        "name": "read_file",
+                        "args": {"path": f"src/m{i}.py"},
+                        "id": f"r{i}",
+                    },
                     {"name": "search", "args": {"query": f"name{i}"}, "id": f"s{i}"},
                 ],
-                usage_metadata={"input_tokens": 0, "output_tokens": 5, "total_tokens": 5},
+                usage_metadata={
+                    "input_tokens": 0,
+                    "output_tokens": 5,
+                    "total_tokens": 5,
+                },
             )
         )
         if answer_each:
@@ -89,7 +102,7 @@ def script(turns: int, *, answer_each: bool = True) -> list[AIMessage]:
 
 class TestAgentLoop:
     def test_two_hundred_turns_fit_and_stay_valid(self) -> None:
-        """200 model turns calling two tools: each request fits, is valid; the state keeps all."""
+        """200 turns of two tool calls: each request fits, is valid; all kept."""
         turns = 200
         model = ScriptedModel(messages=iter(script(turns, answer_each=False)))
         middleware = ContextWindowMiddleware("gpt-4o", token_limit=3_000, reserve=500)
@@ -125,8 +138,11 @@ class TestAgentLoop:
         """An agent with no checkpointer is fitted too, call by call."""
         model = ScriptedModel(messages=iter(script(3)))
         agent = create_agent(
-            model, tools=[read_file, search],
-            middleware=[ContextWindowMiddleware(token_limit=600, tokenizer="o200k_base")],
+            model,
+            tools=[read_file, search],
+            middleware=[
+                ContextWindowMiddleware(token_limit=600, tokenizer="o200k_base")
+            ],
         )
         history: list[Any] = []
         for i in range(3):
@@ -143,8 +159,11 @@ class TestAgentLoop:
 
         model = ScriptedModel(messages=iter(script(2)))
         agent = create_agent(
-            model, tools=[read_file, search],
-            middleware=[ContextWindowMiddleware("gpt-4o", token_limit=800, reserve=100)],
+            model,
+            tools=[read_file, search],
+            middleware=[
+                ContextWindowMiddleware("gpt-4o", token_limit=800, reserve=100)
+            ],
         )
         out = asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")]}))
         assert out["messages"][-1].content == "module 0 read; nothing to change."
@@ -169,7 +188,9 @@ def _kinds(m: Message) -> list[str]:
 
 
 class TestConversion:
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(conversations())
     def test_round_trip(self, conv: list[Message]) -> None:
         """LangChain -> neutral -> LangChain is equal; neutral content survives."""
@@ -179,35 +200,72 @@ class TestConversion:
         expected = _split_batches(conv)
         assert len(back) == len(expected)
         for a, b in zip(back, expected, strict=True):
-            assert (a.role, a.agent, a.pinned, a.name) == (b.role, b.agent, b.pinned, b.name)
+            assert (a.role, a.agent, a.pinned, a.name) == (
+                b.role,
+                b.agent,
+                b.pinned,
+                b.name,
+            )
             assert {k: v for k, v in a.meta.items() if k != "langchain"} == b.meta
             assert _kinds(a) == _kinds(b)
 
     def test_everything_langchain_carries(self) -> None:
         """Ids, metadata, usage, blocks with no neutral field and chunks round-trip."""
         lc: list[BaseMessage] = [
-            SystemMessage([{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]),
+            SystemMessage(
+                [
+                    {
+                        "type": "text",
+                        "text": "Be brief.",
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ]
+            ),
             HumanMessage(
-                [{"type": "text", "text": "what is this?"},
-                 {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"}],
-                id="h1", name="ada",
+                [
+                    {"type": "text", "text": "what is this?"},
+                    {
+                        "type": "image",
+                        "base64": "iVBORw0KGgo=",
+                        "mime_type": "image/png",
+                    },
+                ],
+                id="h1",
+                name="ada",
             ),
             AIMessage(
-                [{"type": "thinking", "thinking": "look", "signature": "sig"},
-                 {"type": "text", "text": "Reading."},
-                 {"type": "tool_use", "id": "c1", "name": "ls", "input": {}}],
-                tool_calls=[{"name": "ls", "args": {}, "id": "c1", "type": "tool_call"}],
+                [
+                    {"type": "thinking", "thinking": "look", "signature": "sig"},
+                    {"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "c1", "name": "ls", "input": {}},
+                ],
+                tool_calls=[
+                    {"name": "ls", "args": {}, "id": "c1", "type": "tool_call"}
+                ],
                 id="a1",
                 additional_kwargs={"refusal": None},
                 response_metadata={"model_name": "claude", "stop_reason": "tool_use"},
-                usage_metadata={"input_tokens": 40, "output_tokens": 9, "total_tokens": 49},
+                usage_metadata={
+                    "input_tokens": 40,
+                    "output_tokens": 9,
+                    "total_tokens": 49,
+                },
             ),
-            ToolMessage("a.py", tool_call_id="c1", status="error", artifact={"k": 1}, id="t1"),
-            AIMessageChunk("partial", id="a2"),
-            ChatMessage("note", role="user", id="c2"),
+            ToolMessage(
+                "a.py", tool_call_id="c1", status="error", artifact={"k": 1}, id="t1"
+            ),
+            AIMessageChunk(content="partial", id="a2"),
+            ChatMessage(content="note", role="user", id="c2"),
         ]
         neutral = from_langchain(lc)
-        assert [m.role for m in neutral] == ["system", "user", "assistant", "tool", "assistant", "user"]
+        assert [m.role for m in neutral] == [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+        ]
         assert neutral[2].tool_calls[0].id == "c1"
         assert [p.kind for p in neutral[2].parts] == ["thinking", "text", "tool_call"]
         assert neutral[3].tool_results[0].is_error
@@ -218,8 +276,9 @@ class TestConversion:
         """A strategy's truncated result goes back as the new text, fields kept."""
         lc = [ToolMessage("x" * 50, tool_call_id="c1", id="t1", artifact=[1])]
         neutral = from_langchain(lc)[0]
-        cut = neutral.with_parts([neutral.parts[0].__class__("c1", "x [cut]")])
+        cut = neutral.with_parts([ToolResult("c1", "x [cut]")])
         (out,) = to_langchain([cut])
+        assert isinstance(out, ToolMessage)
         assert (out.content, out.id, out.artifact) == ("x [cut]", "t1", [1])
 
     def test_bad_messages_name_their_index(self) -> None:
@@ -234,7 +293,7 @@ class TestConversion:
 
 class TestTrimMessages:
     def test_never_invalid_where_langchain_is(self) -> None:
-        """On tau-bench runs, LangChain's defaults give invalid histories; the drop-in none."""
+        """On tau-bench runs LangChain's defaults give invalid histories; ours none."""
         from contextwindow.transcripts import read_transcripts
 
         data = os.environ.get("CONTEXTWINDOW_DATA", str(_data_dir()))
@@ -247,7 +306,12 @@ class TestTrimMessages:
             for share in (0.5, 0.25, 0.1):
                 limit = int(total * share)
                 out = langchain_trim(lc, max_tokens=limit, token_counter=count)
-                theirs += bool(problems(from_openai(convert_to_openai_messages(out)), "openai")) or not out
+                theirs += (
+                    bool(
+                        problems(from_openai(convert_to_openai_messages(out)), "openai")
+                    )
+                    or not out
+                )
                 try:
                     mine = trim_messages(lc, max_tokens=limit, token_counter=count)
                 except BudgetError:  # the system prompt alone is over: said, not cut
@@ -255,7 +319,8 @@ class TestTrimMessages:
                 outputs += 1
                 ours += bool(problems(from_langchain(mine), "openai"))
                 assert count(mine) <= limit
-                assert mine[0] == lc[0] and mine[-1] == lc[-1]
+                assert mine[0] == lc[0]
+                assert mine[-1] == lc[-1]
         assert theirs > 0
         assert ours == 0
         assert outputs >= len(runs)
@@ -267,7 +332,9 @@ class TestTrimMessages:
         history: list[BaseMessage] = [SystemMessage("sys"), HumanMessage("go")]
         for i in range(30):
             history += [
-                AIMessage("", tool_calls=[{"name": "ls", "args": {"i": i}, "id": f"c{i}"}]),
+                AIMessage(
+                    "", tool_calls=[{"name": "ls", "args": {"i": i}, "id": f"c{i}"}]
+                ),
                 ToolMessage("file " * 40, tool_call_id=f"c{i}"),
             ]
         out = trim_messages(history, max_tokens=400)
@@ -289,10 +356,16 @@ class TestSummarizer:
         """The summary the chat model writes replaces old exchanges."""
         from contextwindow import fit
 
-        fake = GenericFakeChatModel(messages=iter([AIMessage("The user asked about tides.")] * 3))
+        fake = GenericFakeChatModel(
+            messages=iter([AIMessage("The user asked about tides.")] * 3)
+        )
         conv = [Message.user(f"question {i}: " + "tides " * 60) for i in range(8)]
-        fitted = fit(conv, limit=300, tokenizer="o200k_base",
-                     strategy=Summarize(LangChainSummarizer(fake, keep_facts=False)))
+        fitted = fit(
+            conv,
+            limit=300,
+            tokenizer="o200k_base",
+            strategy=Summarize(LangChainSummarizer(fake, keep_facts=False)),
+        )
         assert any("tides" in m.text and "asked" in m.text for m in fitted.messages)
 
 
@@ -304,23 +377,27 @@ def _data_dir() -> Any:
 
 class TestLlama:
     def test_agent_against_llama_cpp(self, llama_server: LlamaServer) -> None:
-        """create_agent with ChatOpenAI on the local llama.cpp server: fitted, answered."""
+        """create_agent, ChatOpenAI on the local llama.cpp server: fitted, answered."""
         from langchain_openai import ChatOpenAI
 
         chat = ChatOpenAI(
             model=llama_server.model,
             base_url=llama_server.base_url,
-            api_key=os.environ[llama_server.key_env],
+            api_key=SecretStr(os.environ[llama_server.key_env]),
             temperature=0,
-            max_tokens=24,
             extra_body={"max_tokens": 24},  # llama.cpp reads max_tokens only
         )
-        middleware = ContextWindowMiddleware(token_limit=700, reserve=100, tokenizer="o200k_base")
-        agent = create_agent(chat, middleware=[middleware], checkpointer=InMemorySaver())
+        middleware = ContextWindowMiddleware(
+            token_limit=700, reserve=100, tokenizer="o200k_base"
+        )
+        agent = create_agent(
+            chat, middleware=[middleware], checkpointer=InMemorySaver()
+        )
         config: Any = {"configurable": {"thread_id": "llama"}}
         for i in range(3):
             out = agent.invoke(
-                {"messages": [HumanMessage(f"Note {i}: " + "the sky is blue. " * 40)]}, config
+                {"messages": [HumanMessage(f"Note {i}: " + "the sky is blue. " * 40)]},
+                config,
             )
         assert isinstance(out["messages"][-1], AIMessage)
         assert len(out["messages"]) == 6
@@ -333,11 +410,16 @@ class TestLlama:
         from langchain_openai import ChatOpenAI
 
         chat = ChatOpenAI(
-            model=llama_server.model, base_url=llama_server.base_url,
-            api_key=os.environ[llama_server.key_env], temperature=0, max_tokens=40,
+            model=llama_server.model,
+            base_url=llama_server.base_url,
+            api_key=SecretStr(os.environ[llama_server.key_env]),
+            temperature=0,
             extra_body={"max_tokens": 40},
         )
         text = LangChainSummarizer(chat, keep_facts=False).summarize(
-            [Message.user("My name is Ada and I fix the build."), Message.assistant("Noted.")]
+            [
+                Message.user("My name is Ada and I fix the build."),
+                Message.assistant("Noted."),
+            ]
         )
         assert text.strip()

@@ -1,4 +1,4 @@
-"""The LiteLLM wrapper, with the real package: its mock replies and the llama.cpp server."""
+"""The LiteLLM wrapper, real: LiteLLM's mock replies and the llama.cpp server."""
 
 from __future__ import annotations
 
@@ -7,46 +7,41 @@ import os
 from typing import Any
 
 import pytest
+from tests.llama import LlamaServer, free_port
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-litellm = pytest.importorskip("litellm")
-from litellm.integrations.custom_logger import CustomLogger  # noqa: E402 -- after the env
-
-from contextwindow import get_tokenizer, problems  # noqa: E402
-from contextwindow.errors import ContextWindowError  # noqa: E402
-from contextwindow.formats import from_openai  # noqa: E402
-from contextwindow.integrations.litellm import (  # noqa: E402
+from contextwindow import get_tokenizer, problems
+from contextwindow.errors import ContextWindowError
+from contextwindow.formats import from_openai
+from contextwindow.integrations.litellm import (
     FittingCompletion,
+    _litellm,
     acompletion,
     completion,
 )
-from contextwindow.tokens import TokenCounter  # noqa: E402
-from tests.llama import LlamaServer, free_port  # noqa: E402
-
-# LiteLLM's own models warn as pydantic builds them; nothing of ours.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Items .* using the `ReadOnly` qualifier:UserWarning",
-    "ignore:Item .* using the `ReadOnly` qualifier:UserWarning",
-)
+from contextwindow.tokens import TokenCounter
 
 
-class Sent(CustomLogger):  # type: ignore[misc]  # LiteLLM's class is untyped
-    """LiteLLM's own callback: records the messages each model was sent."""
+class Sent:
+    """Records the messages each model was sent (LiteLLM's own callback, below)."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.calls: list[tuple[str, list[dict[str, Any]]]] = []
-
-    def log_pre_api_call(self, model: str, messages: Any, kwargs: Any) -> None:
-        self.calls.append((model, list(messages)))
 
 
 @pytest.fixture
 def sent() -> Any:
-    logger = Sent()
+    litellm = _litellm()  # imported as the adapter imports it: offline
+    from litellm.integrations.custom_logger import CustomLogger
+
+    record = Sent()
+
+    class Logger(CustomLogger):
+        def log_pre_api_call(self, model: str, messages: Any, kwargs: Any) -> None:
+            record.calls.append((model, list(messages)))
+
     before = list(litellm.callbacks)
-    litellm.callbacks = [*before, logger]
-    yield logger
+    litellm.callbacks = [*before, Logger()]
+    yield record
     litellm.callbacks = before
 
 
@@ -57,11 +52,22 @@ def agent_history(exchanges: int) -> list[dict[str, Any]]:
     ]
     for i in range(exchanges):
         out += [
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"c{i}", "type": "function",
-                 "function": {"name": "read", "arguments": f'{{"n": {i}}}'}}]},
-            {"role": "tool", "tool_call_id": f"c{i}",
-             "content": f"module {i}\n" + "code line\n" * 60},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "read", "arguments": f'{{"n": {i}}}'},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": f"c{i}",
+                "content": f"module {i}\n" + "code line\n" * 60,
+            },
         ]
     return [*out, {"role": "user", "content": "Which module failed?"}]
 
@@ -71,9 +77,10 @@ COUNTER = TokenCounter(get_tokenizer("gpt-4o"), "openai")
 
 class TestFallbacks:
     def test_a_smaller_fallback_gets_a_request_that_fits_it(self, sent: Sent) -> None:
-        """The first model fails; the fallback's request is fitted to its smaller window."""
-        calls = FittingCompletion(windows={"openai/big": 6_000, "openai/small": 2_000},
-                                  tokenizer="o200k_base")
+        """The first model fails; the fallback's request fits its smaller window."""
+        calls = FittingCompletion(
+            windows={"openai/big": 6_000, "openai/small": 2_000}, tokenizer="o200k_base"
+        )
         history = agent_history(30)
         response = calls.completion(
             model="openai/big",
@@ -96,9 +103,12 @@ class TestFallbacks:
         calls = FittingCompletion(windows={"openai/a": 4_000, "openai/b": 4_000})
         with pytest.raises(Exception, match="b is down"):
             calls.completion(
-                model="openai/a", messages=[{"role": "user", "content": "hi"}],
+                model="openai/a",
+                messages=[{"role": "user", "content": "hi"}],
                 mock_response=Exception("a is down"),
-                fallbacks=[{"model": "openai/b", "mock_response": Exception("b is down")}],
+                fallbacks=[
+                    {"model": "openai/b", "mock_response": Exception("b is down")}
+                ],
             )
 
     def test_a_window_from_the_registry_and_litellms(self) -> None:
@@ -113,8 +123,9 @@ class TestFallbacks:
         """``completion`` / ``acompletion`` fit to the model's own window."""
         history = agent_history(400)  # about 40,000 tokens: over gpt-3.5's 16,385
         r = completion(model="gpt-3.5-turbo", messages=history, mock_response="ok")
-        ra = asyncio.run(acompletion(model="gpt-3.5-turbo", messages=history,
-                                     mock_response="ok"))
+        ra = asyncio.run(
+            acompletion(model="gpt-3.5-turbo", messages=history, mock_response="ok")
+        )
         assert r.choices[0].message.content == ra.choices[0].message.content == "ok"
         for _, ms in sent.calls:
             assert COUNTER.messages(from_openai(ms)) <= 16_385 - 4096
@@ -122,10 +133,13 @@ class TestFallbacks:
 
     def test_claude_gets_anthropic_rules(self, sent: Sent) -> None:
         """A Claude model's request keeps Anthropic's rules (first turn a user's)."""
-        history = [{"role": "assistant", "content": "Hello."},
-                   {"role": "user", "content": "hi"}]
-        completion(model="anthropic/claude-sonnet-4-5", messages=history,
-                   mock_response="ok")
+        history = [
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "hi"},
+        ]
+        completion(
+            model="anthropic/claude-sonnet-4-5", messages=history, mock_response="ok"
+        )
         from contextwindow.formats import from_openai as read
 
         assert problems(read(sent.calls[-1][1]), "anthropic") == ()
@@ -133,14 +147,18 @@ class TestFallbacks:
 
 class TestLlama:
     def test_fallback_against_llama_cpp(self, llama_server: LlamaServer) -> None:
-        """A dead endpoint, then llama.cpp with a small window: fitted, answered, calibrated."""
+        """A dead endpoint, then llama.cpp (small window): fitted, calibrated."""
         key = os.environ[llama_server.key_env]
-        calls = FittingCompletion(windows={"openai/dead": 8_000, "openai/smollm2": 1_200},
-                                  tokenizer="o200k_base")
+        calls = FittingCompletion(
+            windows={"openai/dead": 8_000, "openai/smollm2": 1_200},
+            tokenizer="o200k_base",
+        )
         history: list[dict[str, Any]] = []  # SmolLM2's chat template has no tool turns
         for i in range(20):
-            history += [{"role": "user", "content": f"Note {i}: " + "the sky is blue. " * 20},
-                        {"role": "assistant", "content": f"Noted {i}."}]
+            history += [
+                {"role": "user", "content": f"Note {i}: " + "the sky is blue. " * 20},
+                {"role": "assistant", "content": f"Noted {i}."},
+            ]
         history.append({"role": "user", "content": "What colour is the sky?"})
         args: dict[str, Any] = {
             "model": "openai/dead",
@@ -151,8 +169,13 @@ class TestLlama:
             "messages": history,
             "max_tokens": 16,
             "temperature": 0,
-            "fallbacks": [{"model": "openai/smollm2", "api_base": llama_server.base_url,
-                           "api_key": key}],
+            "fallbacks": [
+                {
+                    "model": "openai/smollm2",
+                    "api_base": llama_server.base_url,
+                    "api_key": key,
+                }
+            ],
         }
         first = calls.completion(**args)
         assert first.choices[0].message.content is not None

@@ -280,7 +280,9 @@ def _image(block: Mapping[str, Any]) -> Image | None:
             return Image(value)
         if isinstance(value, Mapping) and isinstance(value.get("url"), str):
             detail = value.get("detail")
-            return Image(value["url"], detail=detail if isinstance(detail, str) else None)
+            return Image(
+                value["url"], detail=detail if isinstance(detail, str) else None
+            )
         return None
     if kind != "image":
         return None
@@ -302,8 +304,10 @@ def _calls(msg: AIMessage, path: str) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for k, call in enumerate(msg.tool_calls):
         try:
-            calls.append(ToolCall(call.get("id") or "", call["name"], call["args"]))
-        except ContextWindowError as exc:
+            # As ToolCall serialises a mapping: compact, non-ASCII kept.
+            args = json.dumps(call["args"], ensure_ascii=False, separators=(",", ":"))
+            calls.append(ToolCall(call.get("id") or "", call["name"], args))
+        except (ContextWindowError, TypeError, ValueError) as exc:
             raise InvalidMessageError(f"{path}.tool_calls[{k}]", str(exc)) from None
     return tuple(calls)
 
@@ -380,7 +384,9 @@ def _write_results(m: Message, kept: dict[str, Any], path: str) -> list[BaseMess
     kind = kept.pop("type", "tool")
     for k, part in enumerate(m.parts):
         if not isinstance(part, ToolResult):
-            raise InvalidMessageError(f"{path}.parts[{k}]", f"a {part.kind} in a tool message")
+            raise InvalidMessageError(
+                f"{path}.parts[{k}]", f"a {part.kind} in a tool message"
+            )
         fields = dict(kept) if k == 0 else {**kept, "id": f"{m.id}-{k}"}
         body: Any = part.content
         if k == 0 and content is not None and _same_result(content, part, path):

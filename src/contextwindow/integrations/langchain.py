@@ -1,4 +1,4 @@
-"""LangChain 1.x and LangGraph: fit what each model call sees, inside the framework.
+r"""LangChain 1.x and LangGraph: fit what each model call sees, in the framework.
 
 Contract:
 
@@ -27,10 +27,11 @@ Example:
     >>> for i in range(20):
     ...     history += [AIMessage("", tool_calls=[{"name": "read", "args": {},
     ...                                            "id": f"c{i}"}]),
-    ...                 ToolMessage("log line\\n" * 50, tool_call_id=f"c{i}")]
+    ...                 ToolMessage("log line\n" * 50, tool_call_id=f"c{i}")]
     >>> count = token_counter("gpt-4o")  # LangChain's own trim_messages, then ours
     >>> from langchain_core.messages import trim_messages as langchain_trim
-    >>> [m.type for m in langchain_trim(history, max_tokens=487, token_counter=count)][:2]
+    >>> cut = langchain_trim(history, max_tokens=487, token_counter=count)
+    >>> [m.type for m in cut][:2]  # an orphan tool result first: a 400
     ['tool', 'ai']
     >>> out = trim_messages(history, max_tokens=487, token_counter=count)
     >>> [m.type for m in out][:3], count(out) <= 487
@@ -84,7 +85,12 @@ from contextwindow.messages import Message, Provider, ToolSpec
 from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest
-from contextwindow.summarizers._llm import DEFAULT_PROMPT, check_prompt, conclude, prepare
+from contextwindow.summarizers._llm import (
+    DEFAULT_PROMPT,
+    check_prompt,
+    conclude,
+    prepare,
+)
 from contextwindow.summarizers.base import Summarizer
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.calibration import Calibration
@@ -103,7 +109,7 @@ MAX_THREADS = 1024
 """Threads whose managers a middleware keeps (the least recently used go)."""
 
 
-class ContextWindowMiddleware(AgentMiddleware):  # type: ignore[type-arg]  # any state, any context
+class ContextWindowMiddleware(AgentMiddleware):
     """Fit every model request of a ``create_agent`` agent into the window.
 
     Args:
@@ -165,9 +171,9 @@ class ContextWindowMiddleware(AgentMiddleware):  # type: ignore[type-arg]  # any
 
     def wrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]  # any context
-        handler: Callable[[ModelRequest], ModelResponse],  # type: ignore[type-arg]  # any context
-    ) -> ModelResponse:  # type: ignore[type-arg]  # any response
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse:
         """Fit the request, call the model, learn from the usage it reports."""
         thread, fitted = self._fit(request)
         response = handler(fitted)
@@ -176,9 +182,9 @@ class ContextWindowMiddleware(AgentMiddleware):  # type: ignore[type-arg]  # any
 
     async def awrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]  # any context
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],  # type: ignore[type-arg]  # any context
-    ) -> ModelResponse:  # type: ignore[type-arg]  # any response
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
         """``wrap_model_call``, fitting on a worker thread (a summarizer may wait)."""
         thread, fitted = await asyncio.to_thread(self._fit, request)
         response = await handler(fitted)
@@ -201,7 +207,7 @@ class ContextWindowMiddleware(AgentMiddleware):  # type: ignore[type-arg]  # any
             **self._options,
         )
 
-    def _fit(self, request: ModelRequest) -> tuple[_Thread, ModelRequest]:  # type: ignore[type-arg]  # any context
+    def _fit(self, request: ModelRequest) -> tuple[_Thread, ModelRequest]:
         key = _thread_id()
         tools = _tool_dicts(request.tools or ())
         with self._lock:
@@ -216,7 +222,9 @@ class ContextWindowMiddleware(AgentMiddleware):  # type: ignore[type-arg]  # any
         out = list(prepared.conversation)
         if system is not None and out and out[0].role == "system":
             out = out[1:]
-        return thread, request.override(messages=to_langchain(out))
+        # LangChain types the list as its union of message classes.
+        messages: list[Any] = to_langchain(out)
+        return thread, request.override(messages=messages)
 
 
 @dataclass
@@ -230,7 +238,9 @@ class _Thread:
         self.lock = threading.Lock()
         self.keys: list[Any] = []
 
-    def sync(self, system: SystemMessage | None, messages: Sequence[BaseMessage]) -> None:
+    def sync(
+        self, system: SystemMessage | None, messages: Sequence[BaseMessage]
+    ) -> None:
         """Push what is new; restore the whole conversation when it changed."""
         lc = ([system] if system is not None else []) + list(messages)
         keys: list[Any] = [_key(m) for m in lc]
@@ -461,7 +471,11 @@ def _fit(
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         raise ArgumentTypeError("max_tokens", shown(limit), "an int >= 0")
     return fit(
-        conv, limit=limit, reserve=0, strategy=strategy, tokenizer=counter,
+        conv,
+        limit=limit,
+        reserve=0,
+        strategy=strategy,
+        tokenizer=counter,
         provider=provider,
     ).messages
 
@@ -501,7 +515,9 @@ class LangChainSummarizer:
 
     def __post_init__(self) -> None:
         if not callable(getattr(self.model, "invoke", None)):
-            raise ArgumentTypeError("model", shown(self.model), "a LangChain chat model")
+            raise ArgumentTypeError(
+                "model", shown(self.model), "a LangChain chat model"
+            )
         check_prompt(self.prompt)
 
     def summarize(
@@ -515,8 +531,10 @@ class LangChainSummarizer:
         request = prepare(messages, previous, max_tokens, self.prompt)
         try:
             reply = self.model.invoke(_ask(request))
-        except Exception as exc:  # noqa: BLE001 -- any failure of a foreign model is one error here
-            raise SummarizerError(f"the LangChain model failed: {type(exc).__name__}") from exc
+        except Exception as exc:
+            raise SummarizerError(
+                f"the LangChain model failed: {type(exc).__name__}"
+            ) from exc
         return self._done(request, reply)
 
     async def asummarize(
@@ -530,8 +548,10 @@ class LangChainSummarizer:
         request = prepare(messages, previous, max_tokens, self.prompt)
         try:
             reply = await self.model.ainvoke(_ask(request))
-        except Exception as exc:  # noqa: BLE001 -- any failure of a foreign model is one error here
-            raise SummarizerError(f"the LangChain model failed: {type(exc).__name__}") from exc
+        except Exception as exc:
+            raise SummarizerError(
+                f"the LangChain model failed: {type(exc).__name__}"
+            ) from exc
         return self._done(request, reply)
 
     def _done(self, request: Any, reply: Any) -> str:

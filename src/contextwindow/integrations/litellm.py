@@ -34,12 +34,17 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from contextwindow._args import as_strategy, as_tokenizer, shown
-from contextwindow.errors import ArgumentTypeError, ContextWindowError, UnknownModelError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ContextWindowError,
+    UnknownModelError,
+)
 from contextwindow.fitting import fit, reply_reserve
 from contextwindow.messages import Provider
 from contextwindow.models import ModelInfo, get_model, get_tokenizer
@@ -75,7 +80,9 @@ class FittingCompletion:
         tokenizer: Tokenizer | str | None = None,
     ) -> None:
         if windows is not None and not isinstance(windows, Mapping):
-            raise ArgumentTypeError("windows", shown(windows), "a mapping of model to int")
+            raise ArgumentTypeError(
+                "windows", shown(windows), "a mapping of model to int"
+            )
         self._windows = dict(windows or {})
         self._strategy = None if strategy is None else as_strategy(strategy)
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
@@ -97,12 +104,12 @@ class FittingCompletion:
             try:
                 fitted, args = self._fitted(model, call)
                 response = litellm.completion(**args)
-            except Exception as exc:  # noqa: BLE001 -- any failure moves to the next model, as LiteLLM's own fallbacks do
+            except Exception as exc:
                 failure = exc
                 continue
             self._observe(model, fitted, response)
             return response
-        assert failure is not None  # noqa: S101 -- at least one model was tried
+        assert failure is not None
         raise failure
 
     async def acompletion(self, **kwargs: Any) -> Any:
@@ -113,12 +120,12 @@ class FittingCompletion:
             try:
                 fitted, args = self._fitted(model, call)
                 response = await litellm.acompletion(**args)
-            except Exception as exc:  # noqa: BLE001 -- any failure moves to the next model, as LiteLLM's own fallbacks do
+            except Exception as exc:
                 failure = exc
                 continue
             self._observe(model, fitted, response)
             return response
-        assert failure is not None  # noqa: S101 -- at least one model was tried
+        assert failure is not None
         raise failure
 
     # -- internals --------------------------------------------------------
@@ -139,7 +146,9 @@ class FittingCompletion:
                 yield extra["model"], {**base, **extra}
             else:
                 raise ArgumentTypeError(
-                    f"fallbacks[{k}]", shown(extra), "a model name or a dict with 'model'"
+                    f"fallbacks[{k}]",
+                    shown(extra),
+                    "a model name or a dict with 'model'",
                 )
 
     def _model(self, model: str) -> tuple[int, ModelInfo | None, int | None]:
@@ -155,7 +164,7 @@ class FittingCompletion:
             return known, None, None
         try:
             found = _litellm().get_model_info(model)
-        except Exception:  # noqa: BLE001 -- LiteLLM raises a bare Exception for an unknown model
+        except Exception:
             found = None
         window = (found or {}).get("max_input_tokens")
         if not isinstance(window, int) or window <= 0:
@@ -164,9 +173,13 @@ class FittingCompletion:
             )
         return window, None, (found or {}).get("max_output_tokens")
 
-    def _fitted(self, model: str, call: dict[str, Any]) -> tuple[Fitted, dict[str, Any]]:
+    def _fitted(
+        self, model: str, call: dict[str, Any]
+    ) -> tuple[Fitted, dict[str, Any]]:
         window, info, output = self._model(model)
-        reply = next((call[k] for k in _REPLY_KEYS if isinstance(call.get(k), int)), None)
+        reply = next(
+            (call[k] for k in _REPLY_KEYS if isinstance(call.get(k), int)), None
+        )
         if reply is None:
             reply = min(output, window // 4) if output else reply_reserve(info, window)
         room = max(0, window - reply)
@@ -175,7 +188,9 @@ class FittingCompletion:
         budget = min(room, self.calibration(model).limit(room))
         tokenizer = self._tokenizer or get_tokenizer(info)
         provider: Provider = (
-            "anthropic" if "claude" in model.lower() or model.startswith("anthropic/") else "openai"
+            "anthropic"
+            if "claude" in model.lower() or model.startswith("anthropic/")
+            else "openai"
         )
         fitted = fit(
             call["messages"],
@@ -194,10 +209,9 @@ class FittingCompletion:
         return fitted, {**call, "messages": out}
 
     def _observe(self, model: str, fitted: Fitted, response: Any) -> None:
-        try:
+        # A streamed response carries no usage yet.
+        with contextlib.suppress(ContextWindowError):
             self.calibration(model).observe(fitted.report.tokens_after, response)
-        except ContextWindowError:
-            pass  # a streamed response carries no usage yet
 
 
 def _litellm() -> Any:
