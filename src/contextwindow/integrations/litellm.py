@@ -238,7 +238,7 @@ def completion(**kwargs: Any) -> Any:
         >>> history = [{"role": "user", "content": "word " * 5_000},
         ...            {"role": "assistant", "content": "ok"},
         ...            {"role": "user", "content": "Summarise."}]
-        >>> r = completion(model="gpt-3.5-turbo-0613", messages=history,
+        >>> r = completion(model="gpt-3.5-turbo", messages=history,
         ...                mock_response="Done.")  # LiteLLM's offline reply
         >>> r.choices[0].message.content
         'Done.'
