@@ -388,7 +388,7 @@ class TestLlama:
             extra_body={"max_tokens": 24},  # llama.cpp reads max_tokens only
         )
         middleware = ContextWindowMiddleware(
-            token_limit=700, reserve=100, tokenizer="o200k_base"
+            token_limit=300, reserve=50, tokenizer="o200k_base"
         )
         agent = create_agent(
             chat, middleware=[middleware], checkpointer=InMemorySaver()
@@ -396,7 +396,7 @@ class TestLlama:
         config: Any = {"configurable": {"thread_id": "llama"}}
         for i in range(3):
             out = agent.invoke(
-                {"messages": [HumanMessage(f"Note {i}: " + "the sky is blue. " * 40)]},
+                {"messages": [HumanMessage(f"Note {i}: " + "the sky is blue. " * 15)]},
                 config,
             )
         assert isinstance(out["messages"][-1], AIMessage)
