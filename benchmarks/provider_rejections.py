@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/provider_rejections.py
+    python benchmarks/provider_rejections.py [tau-bench | "Claude Code"]
 
 Inputs: the 200 tau-bench trajectories (OpenAI rules) and every Claude Code
 session of the shared data, subagent and compaction runs included (OpenAI and
@@ -20,6 +20,10 @@ the dataset's provider framing), by:
   (``include_system=True``) and *docs*, the one LangChain's documentation
   recommends (also ``start_on="human", end_on=("human", "tool")``). Its output
   comes back through ``convert_to_openai_messages`` then ``from_openai``;
+- LangChain ``trim_messages`` at its defaults (``strategy="last"``, no
+  system kept, no ``start_on``), and the LangChain adapter's drop-in
+  ``contextwindow.integrations.langchain.trim_messages`` called the same way
+  with the same counter;
 - ours: ``fit(..., strategy=DropOldest())`` and ``fit`` with its default
   strategy. A ``BudgetError`` is not an output; those are counted apart.
 
@@ -57,7 +61,14 @@ from contextwindow.transcripts import read_transcripts
 from contextwindow.validity import ensure_valid, problems
 
 SHARES = (0.50, 0.25, 0.10)
-METHODS = ("trim_messages plain", "trim_messages docs", "fit DropOldest", "fit default")
+METHODS = (
+    "trim_messages plain",
+    "trim_messages docs",
+    "trim_messages defaults",
+    "drop-in trim_messages",
+    "fit DropOldest",
+    "fit default",
+)
 Conversation = tuple[Message, ...]
 Method = Callable[
     [Conversation, Sequence[BaseMessage], int, TokenCounter], tuple[Conversation, int]
@@ -130,6 +141,34 @@ def trimmer(docs: bool) -> Method:
     return run
 
 
+def langchain_defaults() -> Method:
+    """LangChain's ``trim_messages`` with nothing but its required arguments."""
+    lc_count = cookbook_counter(BPETokenizer("o200k_base"))
+
+    def run(
+        conv: Conversation, lc: Sequence[BaseMessage], limit: int, _: TokenCounter
+    ) -> tuple[Conversation, int]:
+        out = trim_messages(lc, max_tokens=limit, token_counter=lc_count)
+        return tuple(from_openai(convert_to_openai_messages(out))), lc_count(out)
+
+    return run
+
+
+def drop_in() -> Method:
+    """The adapter's ``trim_messages``, called as LangChain's is, same counter."""
+    from contextwindow.integrations.langchain import trim_messages as ours_trim
+
+    lc_count = cookbook_counter(BPETokenizer("o200k_base"))
+
+    def run(
+        conv: Conversation, lc: Sequence[BaseMessage], limit: int, _: TokenCounter
+    ) -> tuple[Conversation, int]:
+        out = ours_trim(lc, max_tokens=limit, token_counter=lc_count)
+        return tuple(from_openai(convert_to_openai_messages(out))), lc_count(out)
+
+    return run
+
+
 def ours(default: bool) -> Method:
     def run(
         conv: Conversation,
@@ -161,7 +200,14 @@ def measure(ds: Dataset) -> dict[tuple[str, float], Cell]:
     methods = dict(
         zip(
             METHODS,
-            (trimmer(False), trimmer(True), ours(False), ours(True)),
+            (
+                trimmer(False),
+                trimmer(True),
+                langchain_defaults(),
+                drop_in(),
+                ours(False),
+                ours(True),
+            ),
             strict=True,
         )
     )
@@ -220,7 +266,7 @@ def report(ds: Dataset, cells: dict[tuple[str, float], Cell]) -> None:
     for name in METHODS:
         counts = "".join(f"{cells[name, s].budget_errors:>14}" for s in SHARES)
         print(f"  {name:<24}{counts}")
-    for name in METHODS[:2]:
+    for name in METHODS[:3]:
         reasons: Counter[str] = Counter()
         where: dict[str, str] = {}
         for s in SHARES:
@@ -233,10 +279,14 @@ def report(ds: Dataset, cells: dict[tuple[str, float], Cell]) -> None:
 
 
 def main() -> None:
+    import sys
+
+    only = sys.argv[1] if len(sys.argv) > 1 else None  # e.g. tau-bench
     print("rejected outputs / outputs, by method and budget (share of each")
     print("conversation's own tokens); exact o200k tokenizer")
     for ds in datasets():
-        report(ds, measure(ds))
+        if only is None or ds.name == only:
+            report(ds, measure(ds))
 
 
 if __name__ == "__main__":

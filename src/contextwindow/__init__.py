@@ -116,10 +116,12 @@ from contextwindow.summarizers import (
 )
 from contextwindow.tokens import (
     BPETokenizer,
+    Calibration,
     HeuristicTokenizer,
     TokenCounter,
     Tokenizer,
     count_messages,
+    reported_input_tokens,
 )
 from contextwindow.transcripts import Transcript, read_transcript, read_transcripts
 from contextwindow.validity import ensure_valid, problems
@@ -138,6 +140,7 @@ __all__ = [
     "BPETokenizer",
     "Budget",
     "BudgetError",
+    "Calibration",
     "ClearToolResults",
     "CompactLossless",
     "Compaction",
@@ -223,6 +226,7 @@ __all__ = [
     "recall",
     "recall_tool",
     "register_model",
+    "reported_input_tokens",
     "summary_sources",
     "to_anthropic",
     "to_openai",

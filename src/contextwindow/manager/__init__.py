@@ -117,6 +117,11 @@ _ARGS = """
             schema joins ``tools``; ``recall_schema`` gives it in the
             provider's shape): ``answer_recall`` answers a call of it from
             the full history, so what compaction cut can be had back.
+        calibration: What usage reports taught of an approximate
+            tokenizer's error (default: a new ``Calibration``; pass one to
+            share it between managers of a model). ``observe_usage`` feeds
+            it, and with an approximate tokenizer the budget is in the
+            provider's tokens, not in the ones counted here.
 
     Raises:
         ArgumentError: An argument of the wrong type or out of range (a

@@ -453,6 +453,7 @@ class Core(State):
         )
         self._stable = kept
         self._last_sent = sent
+        self._last_tokens = tokens
         messages, system = self._writer.write(sent, shared=shared)
         joined: Report | None = None
         for c in done:

@@ -55,6 +55,7 @@ from contextwindow.strategies.base import Budget, Strategy, stage_name
 from contextwindow.summarizers.base import Summarizer
 from contextwindow.summarizers.record import recall, summary_sources
 from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.calibration import Calibration
 from contextwindow.tokens.counting import TokenCounter
 
 __all__ = ["DEFAULT_THRESHOLDS", "State", "checked_messages"]
@@ -89,6 +90,7 @@ class State:
         store: Store | str | None = None,
         conversation_id: str | None = None,
         offer_recall: bool = False,
+        calibration: Calibration | None = None,
     ) -> None:
         self._setup()
         info = as_model(model)
@@ -104,6 +106,14 @@ class State:
         if policy is not None and not isinstance(policy, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("policy", shown(policy), "a CompactionPolicy")
         _summarizer_checked(summarizer)
+        if calibration is not None and not isinstance(calibration, Calibration):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError(
+                "calibration", shown(calibration), "a Calibration or None"
+            )
+        self._calibration = calibration if calibration is not None else Calibration()
+        self._last_tokens: int | None = None
+        """The count of the last request ``prepare`` returned (what a usage
+        report observed next is paired with)."""
         if token_limit is None:
             if info is None:
                 raise ContextWindowError("a manager needs a model or a token_limit")
@@ -302,6 +312,67 @@ class State:
             'o200k_base'
         """
         return self._counter.tokenizer
+
+    @property
+    def calibration(self) -> Calibration:
+        """What the provider's usage reports taught of the tokenizer's error.
+
+        With an approximate tokenizer (``tokenizer.exact`` is ``False``: Claude,
+        Gemini, Llama ...) a request takes at most ``calibration.limit(window
+        - reserve)`` tokens as counted here, so the provider's own count of it
+        fits the window; an exact tokenizer's counts are used as they are.
+        ``observe_usage`` feeds it; one calibration may serve several managers
+        of a model (pass it as ``calibration=``).
+        """
+        return self._calibration
+
+    def observe_usage(self, usage: Any, *, counted: int | None = None) -> float:
+        """Learn from the input tokens the provider reported for a request.
+
+        Args:
+            usage: The provider's usage for the last request ``prepare``
+                returned (or for ``counted`` tokens): an ``int``, a usage
+                mapping or object, or the whole response
+                (``reported_input_tokens`` says which fields are read).
+            counted: The request's count here (default: the last
+                ``Prepared.tokens``).
+
+        Returns:
+            The calibration's ratio after this observation.
+
+        Raises:
+            ContextWindowError: No request was prepared yet and ``counted``
+                is not given.
+            ArgumentError: ``usage`` holds no input tokens, or ``counted`` is
+                not an int >= 0.
+
+        Example:
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager("claude-sonnet-4-5", token_limit=10_000,
+            ...                    reserve=0)
+            >>> m.push(Message.user("What does this project do? " * 50))
+            >>> sent = m.prepare()
+            >>> sent.tokens, sent.budget
+            (356, 10000)
+            >>> m.observe_usage({"input_tokens": 445})  # the API's usage.input_tokens
+            1.25
+            >>> m.prepare().budget  # counted here, so that 10,000 billed fit
+            8000
+        """
+        if counted is None:
+            if self._last_tokens is None:
+                raise ContextWindowError(
+                    "observe_usage: no request was prepared yet; pass counted="
+                )
+            counted = self._last_tokens
+        ratio = self._calibration.observe(counted, usage)
+        self._emit(
+            "usage_observed",
+            logging.DEBUG,
+            counted=counted,
+            ratio=round(ratio, 4),
+        )
+        return ratio
 
     @property
     def has_strategy(self) -> bool:
@@ -681,10 +752,12 @@ class State:
         return 100.0 * tokens / self._usable if self._usable else 100.0
 
     def _hard_limit(self, reserve: int | None) -> int:
-        if reserve is None:
-            return self._window - self._reserve
-        self._check_reserve(reserve)
-        return self._window - reserve
+        if reserve is not None:
+            self._check_reserve(reserve)
+        limit = self._window - (self._reserve if reserve is None else reserve)
+        if self._counter.tokenizer.exact:
+            return limit
+        return self._calibration.limit(limit)
 
     def _check_reserve(self, reserve: object) -> None:
         check_int(reserve, "reserve", low=0, high=self._window - 1)

@@ -6,6 +6,8 @@
   an estimate for a model whose vocabulary is not public (e.g. Claude).
 - ``HFTokenizer``: any Hugging Face ``tokenizer.json`` (extra ``hf``; importing
   this package never needs it).
+- ``Calibration``: the ratio of a provider's reported input tokens to these
+  counts, learned from usage reports (``reported_input_tokens``).
 - ``TokenCounter`` / ``count_messages``: whole messages and requests, with each
   provider's framing, tool schemas and images, cached per message.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 from contextwindow.tokens.approx import ApproximateTokenizer
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.bpe import BPETokenizer, load_encoding
+from contextwindow.tokens.calibration import Calibration, reported_input_tokens
 from contextwindow.tokens.counting import TokenCounter, count_messages
 from contextwindow.tokens.heuristic import HeuristicTokenizer
 from contextwindow.tokens.hf import HFTokenizer
@@ -27,10 +30,12 @@ from contextwindow.tokens.hf import HFTokenizer
 __all__ = [
     "ApproximateTokenizer",
     "BPETokenizer",
+    "Calibration",
     "HFTokenizer",
     "HeuristicTokenizer",
     "TokenCounter",
     "Tokenizer",
     "count_messages",
     "load_encoding",
+    "reported_input_tokens",
 ]

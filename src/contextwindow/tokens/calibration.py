@@ -1,0 +1,238 @@
+"""Learning how far an approximate count is from what the provider bills.
+
+Contract:
+
+- ``Calibration`` keeps the ratio of the input tokens a provider reported
+  for a request to the count made of that same request here, over the last
+  ``window`` observations, and estimates it as their median: one odd call
+  (a request counted for one thing and billed for another) moves it little.
+  Before any observation the ratio is ``prior`` (1.0: the count as it is).
+- ``estimate(counted)`` is what the provider would bill for ``counted``
+  tokens (rounded up); ``limit(budget)`` is the count that fits ``budget``
+  billed tokens (rounded down), the number to give ``fit`` or a manager as
+  its budget. Both are monotonic in their argument.
+- ``reported_input_tokens(usage)`` reads the prompt size from the usage any
+  provider or framework returns (an ``int``, a mapping or an object, or a
+  response carrying one): OpenAI's ``prompt_tokens``, Anthropic's
+  ``input_tokens`` plus its cache reads and writes, Gemini's
+  ``prompt_token_count``, and the ``input_tokens`` of the Responses API,
+  pydantic-ai, the OpenAI Agents SDK and LangChain (which include cached
+  tokens already).
+- Observations that say nothing (a count or a report of 0) are ignored, so
+  an adapter may pass every usage it sees. A calibration may be shared by
+  several managers of one model, from several threads.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from contextwindow._args import check_int, check_number, shown
+from contextwindow.errors import ArgumentTypeError
+
+__all__ = ["Calibration", "reported_input_tokens"]
+
+DEFAULT_WINDOW = 20
+"""Observations the ratio is the median of: enough that one odd call moves
+it little, few enough that it follows a change of model or framing."""
+
+_INPUT_KEYS = (
+    "prompt_tokens",
+    "input_tokens",
+    "prompt_token_count",
+    "promptTokenCount",
+)
+_ANTHROPIC_CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+class Calibration:
+    """The ratio of the provider's reported input tokens to this project's count.
+
+    Args:
+        window: How many recent observations the ratio is the median of.
+        prior: The ratio before anything was observed.
+
+    Raises:
+        ArgumentError: ``window`` is not a positive int, or ``prior`` not a
+            positive number.
+
+    Example:
+        >>> cal = Calibration()
+        >>> cal.ratio, cal.limit(10_000)
+        (1.0, 10000)
+        >>> cal.observe(1_000, {"input_tokens": 1_100})  # counted, reported
+        1.1
+        >>> cal.observe(2_000, 2_300)
+        1.125
+        >>> cal.estimate(4_000), cal.limit(10_000), cal.observed
+        (4500, 8888, 2)
+    """
+
+    __slots__ = ("_lock", "_prior", "_ratios", "_window")
+
+    def __init__(self, *, window: int = DEFAULT_WINDOW, prior: float = 1.0) -> None:
+        self._window: int = check_int(window, "window", low=1)
+        self._prior = float(check_number(prior, "prior", low=0, open_low=True))
+        self._ratios: deque[float] = deque(maxlen=self._window)
+        self._lock = threading.Lock()
+
+    @property
+    def ratio(self) -> float:
+        """Reported over counted: the median of the recent observations."""
+        with self._lock:
+            ratios = tuple(self._ratios)
+        return statistics.median(ratios) if ratios else self._prior
+
+    @property
+    def observed(self) -> int:
+        """How many observations the ratio now rests on (at most ``window``)."""
+        return len(self._ratios)
+
+    @property
+    def window(self) -> int:
+        """How many recent observations are kept."""
+        return self._window
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """The recent observations' ratios, oldest first."""
+        with self._lock:
+            return tuple(self._ratios)
+
+    def observe(self, counted: int, reported: Any) -> float:
+        """Record one request: its count here and the usage the provider reported.
+
+        Args:
+            counted: The tokens counted here for the request (a manager's
+                ``Prepared.tokens``, or ``count_messages`` of what was sent).
+            reported: The provider's usage for it (anything
+                ``reported_input_tokens`` reads).
+
+        Returns:
+            The ratio after this observation.
+
+        Raises:
+            ArgumentError: ``counted`` is not an int >= 0, or ``reported`` no
+                usage.
+        """
+        counted = int(check_int(counted, "counted", low=0))
+        billed = reported_input_tokens(reported)
+        if counted > 0 and billed > 0:
+            with self._lock:
+                self._ratios.append(billed / counted)
+        return self.ratio
+
+    def observe_many(self, pairs: Iterable[tuple[int, Any]]) -> float:
+        """Record several ``(counted, reported)`` observations, oldest first."""
+        for counted, reported in pairs:
+            self.observe(counted, reported)
+        return self.ratio
+
+    def estimate(self, counted: int) -> int:
+        """What the provider would bill for ``counted`` tokens (rounded up).
+
+        Example:
+            >>> Calibration(prior=1.2).estimate(1_000)
+            1200
+        """
+        counted = check_int(counted, "counted", low=0)
+        return math.ceil(counted * self.ratio - 1e-9)
+
+    def limit(self, budget: int) -> int:
+        """The count that fits ``budget`` billed tokens (rounded down).
+
+        Example:
+            >>> Calibration(prior=1.25).limit(1_000)
+            800
+        """
+        budget = check_int(budget, "budget", low=0)
+        return math.floor(budget / self.ratio + 1e-9)
+
+    def reset(self) -> None:
+        """Forget every observation (the ratio is ``prior`` again)."""
+        with self._lock:
+            self._ratios.clear()
+
+    def __repr__(self) -> str:
+        return (
+            f"Calibration(ratio={self.ratio:.4g}, observed={self.observed}, "
+            f"window={self._window})"
+        )
+
+
+def reported_input_tokens(usage: Any) -> int:
+    """The prompt size in a provider's or a framework's usage report.
+
+    Args:
+        usage: An ``int``; a mapping or an object with ``prompt_tokens``
+            (OpenAI Chat Completions), ``input_tokens`` (Anthropic, whose
+            ``cache_read_input_tokens`` and ``cache_creation_input_tokens``
+            are added; the Responses API; pydantic-ai; the OpenAI Agents
+            SDK; LangChain's ``usage_metadata``) or ``prompt_token_count``
+            (Gemini); or a response carrying one as ``usage``,
+            ``usage_metadata`` or ``usageMetadata``.
+
+    Returns:
+        The input tokens reported (0 when the report holds none).
+
+    Raises:
+        ArgumentTypeError: ``usage`` is none of these.
+
+    Example:
+        >>> reported_input_tokens({"prompt_tokens": 120, "completion_tokens": 9})
+        120
+        >>> reported_input_tokens({"input_tokens": 3, "cache_read_input_tokens": 900,
+        ...                        "cache_creation_input_tokens": 40})
+        943
+        >>> reported_input_tokens({"usage": {"input_tokens": 77}})
+        77
+    """
+    found = _read(usage, depth=0)
+    if found is None:
+        raise ArgumentTypeError(
+            "usage",
+            shown(usage),
+            "an int, or a usage report with prompt_tokens or input_tokens",
+        )
+    return found
+
+
+def _field(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        found: Any = cast("Mapping[str, Any]", obj).get(key)
+        return found
+    return getattr(obj, key, None)
+
+
+def _tokens(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return max(value, 0)
+
+
+def _read(usage: Any, depth: int) -> int | None:
+    direct = _tokens(usage)
+    if direct is not None:
+        return direct
+    if usage is None or isinstance(usage, (str, bytes)) or depth > 2:
+        return None
+    for key in _INPUT_KEYS:
+        value = _field(usage, key)
+        n = _tokens(value)
+        if n is None:
+            continue
+        if key == "input_tokens":
+            n += sum(_tokens(_field(usage, k)) or 0 for k in _ANTHROPIC_CACHE)
+        return n
+    for key in ("usage", "usage_metadata", "usageMetadata"):
+        inner = _field(usage, key)
+        if inner is not None and inner is not usage:
+            n = _read(inner, depth + 1)
+            if n is not None:
+                return n
+    return None
