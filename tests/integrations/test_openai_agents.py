@@ -27,6 +27,7 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
 )
+from tests.llama import LlamaServer
 
 from contextwindow import Message, ToolSpec, count_messages, problems
 from contextwindow.integrations.openai_agents import (
@@ -38,7 +39,6 @@ from contextwindow.integrations.openai_agents import (
 )
 from contextwindow.models import get_tokenizer
 from contextwindow.testing import conversations
-from tests.llama import LlamaServer
 
 TURNS = 200
 _ids = itertools.count()

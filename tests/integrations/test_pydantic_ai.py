@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -181,8 +182,8 @@ class TestAgentLoop:
                 raise ModelRetry(f"no pattern given for {arg}")
             return f"{arg}: 3 matches\n" + "match line\n" * 20
 
-        result = agent.run_sync(
-            "Find the handler.", usage_limits=UsageLimits(request_limit=None)
+        result = asyncio.run(
+            agent.run("Find the handler.", usage_limits=UsageLimits(request_limit=None))
         )
         assert result.output == "All done."
         tok = get_tokenizer("claude-sonnet-4-5")
@@ -223,8 +224,8 @@ class TestAgentLoop:
         agent = Agent(FunctionModel(respond), capabilities=[window])
         history: list[ModelMessage] = []
         for i in range(30):
-            history = agent.run_sync(
-                f"question {i} " + "word " * 60, message_history=history
+            history = asyncio.run(
+                agent.run(f"question {i} " + "word " * 60, message_history=history)
             ).all_messages()
         assert window.calibration is not None
         assert window.calibration.ratio == pytest.approx(1.5, rel=0.01)
@@ -244,8 +245,8 @@ class TestAgentLoop:
         )
         history: list[ModelMessage] = []
         for i in range(15):
-            history = agent.run_sync(
-                f"q{i} " * 30, message_history=history
+            history = asyncio.run(
+                agent.run(f"q{i} " * 30, message_history=history)
             ).all_messages()
         tok = get_tokenizer("gpt-4o")
         for messages in received:
@@ -272,9 +273,11 @@ class TestLlamaServer:
         )
         history: list[ModelMessage] = []
         for i in range(3):
-            result = agent.run_sync(
-                f"Say one word about the number {i}. " + "Context. " * 80,
-                message_history=history,
+            result = asyncio.run(
+                agent.run(
+                    f"Say one word about the number {i}. " + "Context. " * 80,
+                    message_history=history,
+                )
             )
             history = result.all_messages()
         assert len(history) == 6

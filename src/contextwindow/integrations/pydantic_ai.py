@@ -657,6 +657,7 @@ class ContextWindow(AbstractCapability[Any]):
             a new ``Calibration``; share one between agents of a model).
 
     Example:
+        >>> import asyncio
         >>> from pydantic_ai import Agent
         >>> from pydantic_ai.models.function import FunctionModel, AgentInfo
         >>> from pydantic_ai.messages import ModelResponse, TextPart
@@ -668,8 +669,8 @@ class ContextWindow(AbstractCapability[Any]):
         >>> agent = Agent(FunctionModel(reply), capabilities=[window])
         >>> history = []
         >>> for i in range(20):
-        ...     history = agent.run_sync("hello " * 20, message_history=history
-        ...                              ).all_messages()
+        ...     run = agent.run("hello " * 20, message_history=history)
+        ...     history = asyncio.run(run).all_messages()
         >>> len(history), seen[-1] < len(history), window.last_report.fits
         (40, True, True)
     """
