@@ -128,7 +128,7 @@ def main() -> None:
     print("|---|---|---|")
     for seen in (None, *SEEN, 0):
         errs = errors(sessions, seen)
-        label = {None: "none (o200k x 1.17)", 0: "every call before (default)"}.get(
+        label = {None: "none (o200k x 1.17)", 0: "fed every call before (default)"}.get(
             seen, f"after {seen} calls"
         )
         print(
