@@ -103,7 +103,8 @@ class Conversations:
         key = hash(messages[0]) if messages else 0
         entry = self._managers.get(key)
         if entry is None or not _extends(messages, entry[1]):
-            entry = (self._new(), [])
+            fresh: list[Message] = []
+            entry = (self._new(), fresh)
             self._managers.put(key, entry)
         manager, fed = entry
         if len(messages) > len(fed):

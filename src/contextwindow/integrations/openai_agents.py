@@ -101,7 +101,7 @@ def _plain(item: Any) -> Any:
 def _tool_specs(agent: Any) -> list[ToolSpec]:
     specs: list[ToolSpec] = []
     for tool in getattr(agent, "tools", ()) or ():
-        schema = getattr(tool, "params_json_schema", None)
+        schema: Any = getattr(tool, "params_json_schema", None)
         name = getattr(tool, "name", None)
         if isinstance(name, str):
             specs.append(

@@ -214,8 +214,10 @@ def _json(value: Any) -> str:
 def _user_item(item: Any) -> Part:
     if isinstance(item, str):
         return Text(item)
-    kind = item.get("kind") if isinstance(item, Mapping) else None
-    d = cast("Mapping[str, Any]", item)
+    d: Mapping[str, Any] = {}
+    if isinstance(item, Mapping):
+        d = cast("Mapping[str, Any]", item)
+    kind = d.get("kind")
     if kind == "image-url":
         return Image(str(d.get("url", "")))
     if kind == "binary" and str(d.get("media_type", "")).startswith("image/"):
@@ -382,7 +384,9 @@ def _result_content(content: str | tuple[Text | Image, ...]) -> Any:
 
 def _write_response(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
     base = info.get("message")
-    message: dict[str, Any] = dict(base) if isinstance(base, Mapping) else {}
+    message: dict[str, Any] = {}
+    if isinstance(base, Mapping):
+        message.update(cast("Mapping[str, Any]", base))
     message["kind"] = "response"
     stored: list[dict[str, Any]] = list(info.get("parts") or ())
     readable = [p for d in stored if (p := _response_part(d)) is not None]
@@ -492,7 +496,8 @@ class _Fitter:
         key = id(neutral[0]) if neutral else 0
         entry = self.managers.get(key)
         if entry is None or not _extends(neutral, entry[1]):
-            entry = (self._new_manager(), [])
+            fresh: list[Message] = []
+            entry = (self._new_manager(), fresh)
             self.managers.put(key, entry)
         manager, fed = entry
         if len(neutral) > len(fed):
@@ -683,7 +688,9 @@ class ContextWindow(AbstractCapability[Any]):
     tokenizer: Tokenizer | str | None = None
     calibration: Calibration | None = None
     _fitter: _Fitter = field(init=False, repr=False)
-    _counted: dict[object, int] = field(init=False, repr=False, default_factory=dict)
+    _counted: dict[object, int] = field(
+        init=False, repr=False, default_factory=dict[object, int]
+    )
 
     def __post_init__(self) -> None:
         self._fitter = _Fitter(
