@@ -307,7 +307,10 @@ class TestLlamaServer:
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(
-            base_url=llama_server.base_url, api_key=os.environ[llama_server.key_env]
+            base_url=llama_server.base_url,
+            api_key=os.environ[llama_server.key_env],
+            timeout=60,
+            max_retries=0,
         )
         model = OpenAIChatCompletionsModel(
             model=llama_server.model, openai_client=client

@@ -261,9 +261,15 @@ class TestLlamaServer:
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(
-            base_url=llama_server.base_url, api_key=os.environ[llama_server.key_env]
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(
+            base_url=llama_server.base_url,
+            api_key=os.environ[llama_server.key_env],
+            timeout=60,
+            max_retries=0,
         )
+        provider = OpenAIProvider(openai_client=client)
         model = OpenAIChatModel(llama_server.model, provider=provider)
         window = ContextWindow("llama-3-8b", limit=700, reserve=100)
         agent = Agent(
