@@ -258,10 +258,9 @@ class TestAgentLoop:
 class TestLlamaServer:
     def test_agent_against_llama_cpp(self, llama_server: LlamaServer) -> None:
         """A few turns against a real OpenAI-compatible server."""
+        from openai import AsyncOpenAI
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
-
-        from openai import AsyncOpenAI
 
         client = AsyncOpenAI(
             base_url=llama_server.base_url,
