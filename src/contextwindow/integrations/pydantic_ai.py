@@ -1,0 +1,785 @@
+"""pydantic-ai: a capability and a history processor that fit each model request.
+
+Contract:
+
+- ``ContextWindow(model=..., ...)`` is a pydantic-ai capability
+  (``Agent(..., capabilities=[ContextWindow("claude-sonnet-4-5")])``): before
+  every model request it fits the messages sent to the model into the
+  window (the instructions and tool definitions of the request counted,
+  never dropped), and leaves the run's own history whole, so
+  ``result.all_messages()`` keeps every message. After every response it
+  feeds the reported ``usage.input_tokens`` to its ``Calibration`` against
+  the count of the request, so the next budget is in the provider's tokens.
+- ``fit_history(...)`` is the same fitting as a plain history processor
+  (``ProcessHistory(fit_history(...))``, the installed pydantic-ai's form of
+  ``history_processors``), for agents already built around one;
+  pydantic-ai then keeps what it returns as the history. The capability
+  keeps a ``ContextManager`` per conversation underneath (compaction is
+  incremental, the prefix sent stays stable); the processor fits afresh.
+- ``from_pydantic_ai`` / ``to_pydantic_ai`` convert ``ModelMessage`` lists
+  to neutral messages and back: every part is kept, whole and serialised, in
+  ``Message.meta["pydantic_ai"]``, so ``to_pydantic_ai(from_pydantic_ai(m))``
+  dumps as ``m`` does (``ModelMessagesTypeAdapter``) for every part kind,
+  including those the neutral model has no part for (written back in
+  place). A ``ModelRequest`` becomes one neutral message per part (system
+  prompt, user prompt, tool return, retry feedback); consecutive messages of
+  one request are one request again on writing. A ``ModelResponse`` is one
+  assistant message: text, thinking, tool calls; builtin tool calls and
+  returns (run by the provider, answered in the same response) are text,
+  so they are counted and never taken for calls awaiting a result. A part a
+  strategy changed (a truncated tool return) is written from its neutral
+  form, its other fields kept.
+- pydantic-ai is imported when this module is; without it, importing fails
+  with the ``pip install 'contextwindow[pydantic-ai]'`` to run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+try:
+    import pydantic
+    from pydantic_ai import messages as pm
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.tools import RunContext
+except ImportError as exc:  # pragma: no cover -- the extra is installed in CI
+    raise ImportError(
+        "contextwindow.integrations.pydantic_ai needs pydantic-ai: "
+        "pip install 'contextwindow[pydantic-ai]'"
+    ) from exc
+
+from contextwindow._args import as_model, check_int
+from contextwindow._images import data_uri_bytes
+from contextwindow._lru import LRU
+from contextwindow.fitting import fit, provider_of, reply_reserve
+from contextwindow.manager import ContextManager
+from contextwindow.messages import (
+    Image,
+    Message,
+    Part,
+    Provider,
+    Role,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+from contextwindow.models import ModelInfo, get_tokenizer
+from contextwindow.strategies.base import Report, Strategy
+from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.calibration import Calibration
+from contextwindow.tokens.counting import TokenCounter
+
+__all__ = ["ContextWindow", "fit_history", "from_pydantic_ai", "to_pydantic_ai"]
+
+KEY = "pydantic_ai"
+"""The ``Message.meta`` key holding what a neutral message came from."""
+
+_ADAPTER = pm.ModelMessagesTypeAdapter
+_TOOL_RETURNS = ("tool-return", "tool-search-return", "capability-load-return")
+_TOOL_CALLS = ("tool-call", "tool-search-call", "capability-load-call")
+_BUILTIN = (
+    "builtin-tool-call",
+    "builtin-tool-return",
+    "builtin-tool-search-call",
+    "builtin-tool-search-return",
+)
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def from_pydantic_ai(messages: Iterable[pm.ModelMessage]) -> list[Message]:
+    """Neutral messages for a pydantic-ai history (see the module's contract).
+
+    Example:
+        >>> from pydantic_ai.messages import (ModelRequest, ModelResponse,
+        ...     SystemPromptPart, UserPromptPart, ToolCallPart, ToolReturnPart)
+        >>> history = [
+        ...     ModelRequest(parts=[SystemPromptPart("Be brief."),
+        ...                         UserPromptPart("List files.")]),
+        ...     ModelResponse(parts=[ToolCallPart("ls", {"dir": "."}, "c1")]),
+        ...     ModelRequest(parts=[ToolReturnPart("ls", "a.txt", "c1")])]
+        >>> neutral = from_pydantic_ai(history)
+        >>> [(m.role, m.text or m.parts[0].kind) for m in neutral]
+        [('system', 'Be brief.'), ('user', 'List files.'), ('assistant', 'tool_call'), ('tool', 'a.txt')]
+        >>> back = to_pydantic_ai(neutral)
+        >>> [type(m).__name__ for m in back], back[1].parts[0].args
+        (['ModelRequest', 'ModelResponse', 'ModelRequest'], {'dir': '.'})
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    return _convert(list(messages), lambda n, _msg: str(n))
+
+
+def _convert(
+    messages: Sequence[Any],
+    key: Callable[[int, Any], str],
+    cache: LRU[int, tuple[Any, list[Message]]] | None = None,
+) -> list[Message]:
+    """Read ``messages``, each group named by ``key``; ``cache`` by identity."""
+    out: list[Message] = []
+    carried: list[Any] = []
+    for n, msg in enumerate(messages):
+        if cache is not None and not carried:
+            hit = cache.get(id(msg))
+            if hit is not None and hit[0] is msg:
+                out.extend(hit[1])
+                continue
+        had = bool(carried)
+        converted = _read_message(msg, n, key(n, msg), carried)
+        if cache is not None and converted and not had:
+            cache.put(id(msg), (msg, converted))
+        out.extend(converted)
+    if carried and out:  # a trailing message of parts only: kept on the last
+        info = dict(out[-1].meta[KEY])
+        info["carried_after"] = carried
+        out[-1] = _with_info(out[-1], info)
+    return out
+
+
+def _read_message(msg: Any, n: int, group: str, carried: list[Any]) -> list[Message]:
+    """The neutral messages of one ``ModelMessage``; ``carried`` as explained below.
+
+    A message holding only parts with no neutral form is carried to the next
+    neutral message (written back before it).
+    """
+    if not isinstance(msg, (pm.ModelRequest, pm.ModelResponse)):
+        from contextwindow.errors import InvalidMessageError
+
+        raise InvalidMessageError(
+            f"messages[{n}]",
+            f"expected a ModelRequest or ModelResponse, got {type(msg).__name__}",
+        )
+    dumped = _ADAPTER.dump_python([msg], mode="json")[0]
+    parts: list[dict[str, Any]] = dumped.pop("parts")
+    out: list[Message] = []
+    if dumped["kind"] == "response":
+        neutral = [p for d in parts if (p := _response_part(d)) is not None]
+        info: dict[str, Any] = {"message": dumped, "group": group, "parts": parts}
+        if neutral:
+            out.append(Message("assistant", tuple(neutral), meta={KEY: info}))
+    else:
+        before: list[dict[str, Any]] = []
+        for d in parts:
+            read = _request_part(d)
+            if read is None:
+                before.append(d)
+                continue
+            role, neutral_parts = read
+            info = {"message": dumped, "group": group, "parts": [d]}
+            if before:
+                info["before"] = before
+                before = []
+            out.append(Message(role, neutral_parts, meta={KEY: info}))
+        if before and out:
+            info = dict(out[-1].meta[KEY])
+            info["after"] = before
+            out[-1] = _with_info(out[-1], info)
+        elif before:
+            dumped_whole = dict(dumped, parts=before)
+            carried.append(dumped_whole)
+            return []
+    if not out:
+        carried.append(dict(dumped, parts=parts))
+        return []
+    if carried:
+        info = dict(out[0].meta[KEY])
+        info["carried"] = list(carried)
+        out[0] = _with_info(out[0], info)
+        carried.clear()
+    return out
+
+
+def _with_info(m: Message, info: dict[str, Any]) -> Message:
+    return Message(
+        m.role, m.parts, name=m.name, agent=m.agent, pinned=m.pinned, id=m.id,
+        meta={**m.meta, KEY: info},
+    )  # fmt: skip
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else _json(content)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _user_item(item: Any) -> Part:
+    if isinstance(item, str):
+        return Text(item)
+    d: Mapping[str, Any] = {}
+    if isinstance(item, Mapping):
+        d = cast("Mapping[str, Any]", item)
+    kind = d.get("kind")
+    if kind == "image-url":
+        return Image(str(d.get("url", "")))
+    if kind == "binary" and str(d.get("media_type", "")).startswith("image/"):
+        return Image(f"data:{d['media_type']};base64,{d.get('data', '')}")
+    if kind == "text-content":
+        return Text(str(d.get("content", "")))
+    return Text(_json(item))  # documents, audio...: counted by their JSON
+
+
+def _request_part(d: Mapping[str, Any]) -> tuple[Role, tuple[Part, ...]] | None:
+    kind = d.get("part_kind")
+    if kind == "system-prompt":
+        return "system", (Text(str(d["content"])),)
+    if kind == "user-prompt":
+        content = d["content"]
+        if isinstance(content, str):
+            return "user", (Text(content),)
+        return "user", tuple(_user_item(x) for x in content)
+    if kind in _TOOL_RETURNS:
+        result = ToolResult(
+            str(d["tool_call_id"]),
+            _text(d.get("content")),
+            is_error=d.get("outcome", "success") != "success",
+            name=d.get("tool_name"),
+        )
+        return "tool", (result,)
+    if kind in ("retry-feedback", "retry-prompt"):
+        return "user", (Text(_text(d.get("content"))),)
+    return None
+
+
+def _response_part(d: dict[str, Any]) -> Part | None:
+    kind = d.get("part_kind")
+    if kind == "text":
+        return Text(str(d["content"]))
+    if kind == "thinking":
+        return Thinking(str(d["content"]), d.get("signature"))
+    if kind in _TOOL_CALLS:
+        args = d.get("args")
+        arguments = args if isinstance(args, str) else _json(args or {})
+        return ToolCall(str(d["tool_call_id"]), str(d["tool_name"]), arguments)
+    if kind in _BUILTIN:
+        body = d.get("args") if kind.endswith("call") else d.get("content")
+        return Text(f"{d.get('tool_name', '')} {_text(body)}")
+    if kind == "compaction" and isinstance(d.get("content"), str):
+        return Text(d["content"])
+    return None
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+def to_pydantic_ai(messages: Iterable[Message]) -> list[pm.ModelMessage]:
+    """A pydantic-ai history for neutral messages (see the module's contract).
+
+    Messages read by ``from_pydantic_ai`` are written back as they were; a
+    message a strategy made (a summary) or changed is written from its
+    neutral form.
+
+    Example:
+        >>> from contextwindow import Message, ToolCall
+        >>> out = to_pydantic_ai([Message.user("hi"),
+        ...     Message.assistant(tool_calls=[ToolCall("c1", "ls", '{"d": 1}')]),
+        ...     Message.tool("c1", "a.txt", name="ls")])
+        >>> [[p.part_kind for p in m.parts] for m in out]
+        [['user-prompt'], ['tool-call'], ['tool-return']]
+    """
+    dumped: list[dict[str, Any]] = []
+    group: str | None = None
+    for m in messages:
+        info = _info(m)
+        carried = info.get("carried", ())
+        if carried:
+            dumped.extend(carried)
+            group = None
+        after_message = info.get("carried_after", ())
+        if m.role == "assistant":
+            dumped.append(_write_response(m, info))
+            group = None
+        else:
+            parts = [*info.get("before", ()), _write_request_part(m, info)]
+            parts.extend(info.get("after", ()))
+            mine = info.get("group")
+            if group is not None and mine == group and dumped[-1]["kind"] == "request":
+                dumped[-1]["parts"].extend(parts)
+            else:
+                base = dict(info.get("message") or {"kind": "request"})
+                if base.get("kind") != "request":
+                    base = {"kind": "request"}
+                dumped.append({**base, "parts": parts})
+            group = mine if isinstance(mine, str) else None
+        if after_message:
+            dumped.extend(after_message)
+            group = None
+    return list(_ADAPTER.validate_python(dumped))
+
+
+def _info(m: Message) -> Mapping[str, Any]:
+    value = m.meta.get(KEY)
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
+
+
+def _write_request_part(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
+    stored: list[Mapping[str, Any]] = list(info.get("parts") or ())
+    if len(stored) == 1 and _request_part(stored[0]) == (m.role, m.parts):
+        return dict(stored[0])  # unchanged: as it came
+    old: dict[str, Any] = dict(stored[0]) if len(stored) == 1 else {}
+    if m.role == "system":
+        return _kept(old, "system-prompt", content=m.text)
+    if m.role == "tool":
+        result = next((p for p in m.parts if isinstance(p, ToolResult)), None)
+        if result is None:
+            return _kept(old, "user-prompt", content=m.text)
+        outcome = "failed" if result.is_error else "success"
+        if result.is_error and old.get("outcome") not in (None, "success"):
+            outcome = old["outcome"]
+        kind = str(old.get("part_kind"))
+        return _kept(
+            old,
+            kind if kind in _TOOL_RETURNS else "tool-return",
+            tool_call_id=result.call_id,
+            tool_name=result.name or old.get("tool_name") or "",
+            content=_result_content(result.content),
+            outcome=outcome,
+        )  # fmt: skip
+    if old.get("part_kind") in ("retry-feedback",) and len(m.parts) == 1:
+        return _kept(old, "retry-feedback", content=m.text)
+    return _kept(old, "user-prompt", content=_user_content(m.parts))
+
+
+def _kept(old: dict[str, Any], kind: str, **fields: Any) -> dict[str, Any]:
+    """``fields`` as a part of ``kind``, with ``old``'s other fields if it is one."""
+    if old.get("part_kind") == kind:
+        return {**old, **fields}
+    return {"part_kind": kind, **fields}
+
+
+def _image(img: Image) -> dict[str, Any]:
+    data = data_uri_bytes(img.url)
+    if data is not None:
+        media = img.url[5 : img.url.index(";")] if ";" in img.url else "image/png"
+        encoded = base64.b64encode(data).decode()
+        return {"kind": "binary", "data": encoded, "media_type": media}
+    return {"kind": "image-url", "url": img.url}
+
+
+def _user_content(parts: Sequence[Part]) -> str | list[Any]:
+    if len(parts) == 1 and isinstance(parts[0], Text):
+        return parts[0].text
+    items: list[Any] = []
+    for p in parts:
+        if isinstance(p, Image):
+            items.append(_image(p))
+        elif isinstance(p, Text):
+            items.append(p.text)
+    return items
+
+
+def _result_content(content: str | tuple[Text | Image, ...]) -> Any:
+    if isinstance(content, str):
+        return content
+    return [p.text if isinstance(p, Text) else _image(p) for p in content]
+
+
+def _write_response(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
+    base = info.get("message")
+    message: dict[str, Any] = {}
+    if isinstance(base, Mapping):
+        message.update(cast("Mapping[str, Any]", base))
+    message["kind"] = "response"
+    stored: list[dict[str, Any]] = list(info.get("parts") or ())
+    readable = [p for d in stored if (p := _response_part(d)) is not None]
+    if stored and tuple(readable) == m.parts:
+        return {**message, "parts": [dict(d) for d in stored]}  # unchanged
+    by_call = {
+        str(d.get("tool_call_id")): d
+        for d in stored
+        if d.get("part_kind") in _TOOL_CALLS
+    }
+    parts: list[dict[str, Any]] = []
+    for p in m.parts:
+        if isinstance(p, Text):
+            parts.append({"part_kind": "text", "content": p.text})
+        elif isinstance(p, Thinking):
+            parts.append(
+                {"part_kind": "thinking", "content": p.text, "signature": p.signature}
+            )
+        elif isinstance(p, ToolCall):
+            old = by_call.get(p.id, {})
+            args: Any = p.arguments
+            same = _response_part(old) == p if old else False
+            parts.append(
+                {**old, "part_kind": old.get("part_kind", "tool-call"),
+                 "tool_name": p.name, "tool_call_id": p.id,
+                 "args": old.get("args") if same else args}
+            )  # fmt: skip
+        # an image in an assistant message has no pydantic-ai request form
+    return {**message, "parts": parts}
+
+
+# -- fitting ---------------------------------------------------------------------
+
+
+@dataclass
+class _Fitter:
+    """What the capability and the processor share: the model, the strategy, counts."""
+
+    model: str | ModelInfo | None = None
+    limit: int | None = None
+    reserve: int | None = None
+    strategy: Strategy | str | None = None
+    provider: Provider | None = None
+    tokenizer: Tokenizer | str | None = None
+    calibration: Calibration | None = None
+    info: ModelInfo | None = field(init=False, default=None)
+    counter: TokenCounter = field(init=False)
+    window: int = field(init=False)
+    cache: LRU[int, tuple[Any, list[Message]]] = field(init=False)
+    last: Report | None = field(init=False, default=None)
+    managers: LRU[int, tuple[ContextManager, list[Message]]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.info = as_model(self.model)
+        self.limit = check_int(self.limit, "limit", low=1, none=True)
+        self.reserve = check_int(self.reserve, "reserve", low=0, none=True)
+        if self.limit is None:
+            if self.info is None:
+                from contextwindow.errors import ContextWindowError
+
+                raise ContextWindowError("ContextWindow needs a model or a limit")
+            self.limit = self.info.context_window
+        self.window = self.limit
+        if self.reserve is None:
+            self.reserve = reply_reserve(self.info, self.window)
+        check_int(self.reserve, "reserve", low=0, high=self.window - 1)
+        provider = self.provider or (
+            provider_of(self.info) if self.info is not None else "openai"
+        )
+        self.provider = provider
+        if self.tokenizer is None:
+            tok: Tokenizer | str = get_tokenizer(self.info)
+        else:
+            tok = self.tokenizer
+        self.counter = TokenCounter(tok, provider)
+        if self.calibration is None:
+            self.calibration = Calibration()
+        self.cache = LRU(8192)
+        self.managers = LRU(64)
+
+    @property
+    def budget(self) -> int:
+        """What a request may take, counted here (calibrated when approximate)."""
+        usable = self.window - (self.reserve or 0)
+        if self.counter.tokenizer.exact or self.calibration is None:
+            return usable
+        return self.calibration.limit(usable)
+
+    def neutral(self, messages: Sequence[pm.ModelMessage]) -> list[Message]:
+        """``from_pydantic_ai``, each message read once for the life of the run."""
+        return _convert(messages, _identity_key, self.cache)
+
+    def managed(
+        self,
+        messages: Sequence[pm.ModelMessage],
+        instructions: str | None,
+        tools: Sequence[ToolSpec],
+    ) -> tuple[list[pm.ModelMessage], int]:
+        """Like ``fit``, through a ``ContextManager`` kept per conversation.
+
+        The history a run hands over only grows: what is new is pushed, the
+        manager compacts incrementally (the prefix sent stays stable, and a
+        long run costs what each step adds). A history that is not the one
+        fed so far (another conversation) gets a manager of its own.
+        """
+        neutral = self.neutral(messages)
+        key = id(neutral[0]) if neutral else 0
+        entry = self.managers.get(key)
+        if entry is None or not _extends(neutral, entry[1]):
+            fresh: list[Message] = []
+            entry = (self._new_manager(), fresh)
+            self.managers.put(key, entry)
+        manager, fed = entry
+        if len(neutral) > len(fed):
+            new = neutral[len(fed) :]
+            manager.push_many(new)
+            fed.extend(new)
+        extra = (
+            self.counter.message(Message.system(instructions)) if instructions else 0
+        )
+        if tools:
+            extra += self.counter.tools(tools)
+        ratio = 1.0 if self.counter.tokenizer.exact else self.ratio
+        reserve = (self.reserve or 0) + math.ceil(extra * ratio)
+        reserve = min(self.window - 1, reserve)
+        prepared = manager.prepare(reserve=reserve)
+        self.last = prepared.report or Report(
+            prepared.tokens, prepared.tokens, prepared.budget
+        )
+        kept = list(prepared.conversation)
+        tokens = prepared.tokens + extra
+        if len(kept) == len(neutral) and all(
+            a is b for a, b in zip(kept, neutral, strict=True)
+        ):
+            return list(messages), tokens
+        return _write_kept(kept, messages, neutral), tokens
+
+    @property
+    def ratio(self) -> float:
+        """The calibration's ratio (1.0 without one)."""
+        return self.calibration.ratio if self.calibration is not None else 1.0
+
+    def _new_manager(self) -> ContextManager:
+        return ContextManager(
+            self.info,
+            token_limit=self.window,
+            reserve=self.reserve,
+            strategy="default" if self.strategy is None else self.strategy,
+            provider=self.provider,
+            tokenizer=self.counter.tokenizer,
+            calibration=self.calibration,
+        )
+
+    def fit(
+        self,
+        messages: Sequence[pm.ModelMessage],
+        instructions: str | None,
+        tools: Sequence[ToolSpec],
+    ) -> tuple[list[pm.ModelMessage], int]:
+        """The messages to send, and their count (instructions and tools in it)."""
+        neutral = self.neutral(messages)
+        lead = [Message.system(instructions, pinned=True)] if instructions else []
+        fitted = fit(
+            [*lead, *neutral],
+            limit=self.budget,
+            reserve=0,
+            strategy=self.strategy,
+            provider=self.provider,
+            tokenizer=self.counter,
+            tools=tools,
+        )
+        self.last = fitted.report
+        kept = list(fitted.messages[len(lead) :])
+        tokens = fitted.report.tokens_after
+        if [id(m) for m in kept] == [id(m) for m in neutral]:
+            return list(messages), tokens  # nothing changed: the very list
+        return _write_kept(kept, messages, neutral), tokens
+
+
+def _extends(neutral: Sequence[Message], fed: Sequence[Message]) -> bool:
+    """Whether ``neutral`` starts with exactly the messages ``fed`` (by identity)."""
+    return len(neutral) >= len(fed) and all(
+        a is b for a, b in zip(fed, neutral, strict=False)
+    )
+
+
+def _identity_key(_n: int, msg: Any) -> str:
+    return f"#{id(msg)}"
+
+
+def _write_kept(
+    kept: list[Message],
+    originals: Sequence[pm.ModelMessage],
+    neutral: Sequence[Message],
+) -> list[pm.ModelMessage]:
+    """Write ``kept``, giving back each original message whose neutral form is whole.
+
+    What a strategy left alone goes back as the same object, not an equal
+    copy: pydantic-ai and the provider's prompt cache see what they sent.
+    """
+    by_group = {_identity_key(0, msg): msg for msg in originals}
+    read: dict[str, list[int]] = {}
+    for m in neutral:
+        g = _info(m).get("group")
+        if isinstance(g, str):
+            read.setdefault(g, []).append(id(m))
+    left: dict[str, list[int]] = {}
+    for m in kept:
+        g = _info(m).get("group")
+        if isinstance(g, str):
+            left.setdefault(g, []).append(id(m))
+    whole = {g for g, ids in left.items() if g in by_group and ids == read.get(g)}
+    out: list[pm.ModelMessage] = []
+    run: list[Message] = []
+    done: set[str] = set()
+    for m in kept:
+        info = _info(m)
+        g = info.get("group")
+        if isinstance(g, str) and g in whole and not info.get("carried"):
+            if g not in done:
+                if run:
+                    out.extend(to_pydantic_ai(run))
+                    run.clear()
+                out.append(by_group[g])
+                done.add(g)
+            continue
+        run.append(m)
+    if run:
+        out.extend(to_pydantic_ai(run))
+    return out
+
+
+def _specs(params: Any) -> list[ToolSpec]:
+    tools = [
+        *getattr(params, "function_tools", ()),
+        *getattr(params, "output_tools", ()),
+    ]
+    return [
+        ToolSpec(t.name, t.description or "", dict(t.parameters_json_schema or {}))
+        for t in tools
+    ]
+
+
+def _instructions(params: Any, messages: Sequence[pm.ModelMessage]) -> str | None:
+    parts = getattr(params, "instruction_parts", None)
+    if parts:
+        return "\n\n".join(p.content for p in parts if p.content)
+    for msg in reversed(messages):
+        if isinstance(msg, pm.ModelRequest):
+            return msg.instructions
+    return None
+
+
+def _run_key(ctx: Any) -> object:
+    """The run a hook is called for (each step gets a new ``RunContext``)."""
+    return getattr(ctx, "run_id", None) or id(ctx)
+
+
+@dataclass
+class ContextWindow(AbstractCapability[Any]):
+    """A capability fitting every model request into the window (see the module).
+
+    Args:
+        model: The model (a name or a ``ModelInfo``): its window, tokenizer
+            and provider are the defaults.
+        limit: The window in tokens (default: the model's).
+        reserve: Tokens kept free for the reply (default: the model's output
+            limit, at most a quarter of the window).
+        strategy: How to make room (default: ``fit``'s), or a spec.
+        provider: Whose rules and framing apply (default: the model's).
+        tokenizer: Counts text (default: the model's).
+        calibration: Learns from the usage each response reports (default:
+            a new ``Calibration``; share one between agents of a model).
+
+    Example:
+        >>> import asyncio
+        >>> from pydantic_ai import Agent
+        >>> from pydantic_ai.models.function import FunctionModel, AgentInfo
+        >>> from pydantic_ai.messages import ModelResponse, TextPart
+        >>> seen = []
+        >>> def reply(messages, info: AgentInfo):
+        ...     seen.append(len(messages))
+        ...     return ModelResponse(parts=[TextPart("ok")])
+        >>> window = ContextWindow("gpt-4o", limit=300, reserve=50)
+        >>> agent = Agent(FunctionModel(reply), capabilities=[window])
+        >>> history = []
+        >>> for i in range(20):
+        ...     run = agent.run("hello " * 20, message_history=history)
+        ...     history = asyncio.run(run).all_messages()
+        >>> len(history), seen[-1] < len(history), window.last_report.fits
+        (40, True, True)
+    """
+
+    model: str | ModelInfo | None = None
+    limit: int | None = None
+    reserve: int | None = None
+    strategy: Strategy | str | None = None
+    provider: Provider | None = None
+    tokenizer: Tokenizer | str | None = None
+    calibration: Calibration | None = None
+    _fitter: _Fitter = field(init=False, repr=False)
+    _counted: dict[object, int] = field(
+        init=False, repr=False, default_factory=dict[object, int]
+    )
+
+    def __post_init__(self) -> None:
+        self._fitter = _Fitter(
+            self.model, self.limit, self.reserve, self.strategy, self.provider,
+            self.tokenizer, self.calibration,
+        )  # fmt: skip
+        self.calibration = self._fitter.calibration
+
+    @property
+    def last_report(self) -> Report | None:
+        """The report of the last request fitted."""
+        return self._fitter.last
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Fit the request's messages; the run's history is left whole."""
+        params = request_context.model_request_parameters
+        messages = request_context.messages
+        sent, tokens = self._fitter.managed(
+            messages, _instructions(params, messages), _specs(params)
+        )
+        request_context.messages = sent
+        self._counted[_run_key(ctx)] = tokens
+        return request_context
+
+    async def after_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: pm.ModelResponse,
+    ) -> pm.ModelResponse:
+        """Feed the reported input tokens to the calibration."""
+        counted = self._counted.pop(_run_key(ctx), None)
+        if counted is not None and self.calibration is not None:
+            self.calibration.observe(counted, response.usage.input_tokens or 0)
+        return response
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not serialisable in an agent spec (it holds a calibration)."""
+        return None
+
+
+def fit_history(
+    model: str | ModelInfo | None = None,
+    *,
+    limit: int | None = None,
+    reserve: int | None = None,
+    strategy: Strategy | str | None = None,
+    provider: Provider | None = None,
+    tokenizer: Tokenizer | str | None = None,
+    calibration: Calibration | None = None,
+) -> Callable[[list[pm.ModelMessage]], list[pm.ModelMessage]]:
+    """A history processor fitting the history into the window.
+
+    Use it as ``ProcessHistory(fit_history(...))``. The arguments are
+    ``ContextWindow``'s. pydantic-ai keeps what a history
+    processor returns as the run's history, so what is dropped is gone from
+    it; the capability keeps the history whole. Reported usage found in the
+    history (each response's ``usage``) feeds ``calibration``.
+
+    Example:
+        >>> from pydantic_ai.messages import ModelRequest, UserPromptPart
+        >>> trim = fit_history("gpt-4o", limit=60, reserve=0)
+        >>> history = [ModelRequest(parts=[UserPromptPart(f"note {i} " * 8)])
+        ...            for i in range(10)]
+        >>> len(trim(history)) < 10
+        True
+    """
+    fitter = _Fitter(model, limit, reserve, strategy, provider, tokenizer, calibration)
+    sent: dict[int, int] = {}
+    """For each response seen: the count of the request it answered."""
+    last: list[int] = []
+
+    def process(messages: list[pm.ModelMessage]) -> list[pm.ModelMessage]:
+        if last and messages and isinstance(messages[-1], pm.ModelRequest):
+            for msg in reversed(messages):
+                if isinstance(msg, pm.ModelResponse):
+                    if id(msg) not in sent and fitter.calibration is not None:
+                        sent[id(msg)] = last[0]
+                        fitter.calibration.observe(last[0], msg.usage.input_tokens or 0)
+                    break
+        out, tokens = fitter.fit(messages, _instructions(None, messages), ())
+        last[:] = [tokens]
+        return out
+
+    return process
+
+
+_ = pydantic  # imported above so a missing pydantic fails with the install hint
