@@ -322,20 +322,20 @@ class TestLlamaServer:
             model=model,
             model_settings=ModelSettings(max_tokens=16, temperature=0),
         )
-        items: list[Any] = []
-        for i in range(3):
-            result = asyncio.run(
-                Runner.run(
-                    agent,
-                    [
-                        *items,
-                        {"role": "user", "content": f"Number {i}? " + "Context. " * 80},
-                    ],
-                    run_config=config(window),
-                    hooks=window,
+
+        async def turns() -> list[Any]:
+            # One event loop for every turn: the client's connections belong to it.
+            items: list[Any] = []
+            for i in range(3):
+                ask = {"role": "user", "content": f"Number {i}? " + "Context. " * 80}
+                result = await Runner.run(
+                    agent, [*items, ask], run_config=config(window), hooks=window
                 )
-            )
-            items = result.to_input_list()
+                items = result.to_input_list()
+            await client.close()
+            return items
+
+        items = asyncio.run(turns())
         assert len([i for i in items if i.get("role") == "user"]) == 3
         assert window.calibration.observed == 3
         assert window.last_tokens is not None

@@ -274,17 +274,28 @@ class TestLlamaServer:
         agent = Agent(
             model,
             capabilities=[window],
-            model_settings={"max_tokens": 24, "temperature": 0},
+            # The client sends max_completion_tokens, which llama.cpp's server
+            # ignores: max_tokens in the body too, or a reply runs to n_ctx.
+            model_settings={
+                "max_tokens": 24,
+                "temperature": 0,
+                "extra_body": {"max_tokens": 24},
+            },
         )
-        history: list[ModelMessage] = []
-        for i in range(3):
-            result = asyncio.run(
-                agent.run(
+
+        async def turns() -> list[ModelMessage]:
+            # One event loop for every turn: the client's connections belong to it.
+            history: list[ModelMessage] = []
+            for i in range(3):
+                result = await agent.run(
                     f"Say one word about the number {i}. " + "Context. " * 80,
                     message_history=history,
                 )
-            )
-            history = result.all_messages()
+                history = result.all_messages()
+            await client.close()
+            return history
+
+        history = asyncio.run(turns())
         assert len(history) == 6
         assert window.calibration is not None
         assert window.calibration.observed == 3

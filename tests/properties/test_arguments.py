@@ -129,6 +129,8 @@ CALLS: dict[str, Call] = {
     "BPETokenizer": Call(BPETokenizer, ("o200k_base",)),
     "TokenCounter": Call(TokenCounter, (FakeTokenizer(), "openai"), {"cache_size": 8}),
     "count_messages": Call(cw.count_messages, (conv(), FakeTokenizer())),
+    "Calibration": Call(cw.Calibration, (), {"window": 5, "prior": 1.2}),
+    "reported_input_tokens": Call(cw.reported_input_tokens, ({"prompt_tokens": 9},)),
     "get_model": Call(cw.get_model, ("gpt-4o",), {"default": True}),
     "get_tokenizer": Call(cw.get_tokenizer, ("gpt-4o",)),
     "register_model": Call(

@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,23 @@ class TestDamage:
             with pytest.raises(StoreError, match=r"empty \(0 bytes\), not a database"):
                 SQLiteStore(path, readonly=readonly)
         assert path.stat().st_size == 0
+
+    def test_a_file_being_created_is_not_damage(self, tmp_path: Path) -> None:
+        """Zero bytes while another process creates it: opened once it grows.
+
+        Eight processes opening one new file at once met this (SQLite makes
+        the file, then writes its header); the open refused it as truncated.
+        """
+        source, path = tmp_path / "made.db", tmp_path / "chats.db"
+        written(source)
+        with SQLiteStore(source) as store:  # folds the -wal into the file
+            store.load("c1")
+        data = source.read_bytes()
+        path.write_bytes(b"")
+        creator = threading.Timer(0.3, path.write_bytes, (data,))
+        creator.start()
+        try:
+            with SQLiteStore(path) as store:
+                assert [m.id for m in store.load("c1").messages] == ["u1", "a1"]
+        finally:
+            creator.join()

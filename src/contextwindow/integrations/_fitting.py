@@ -77,9 +77,11 @@ class Conversations:
         self.strategy: Strategy | str = "default" if strategy is None else strategy
         self.calibration = calibration if calibration is not None else Calibration()
         self._managers: LRU[int, tuple[ContextManager, list[Message]]] = LRU(keep)
-        self._last: int | None = None
+        self._last: int | None = None  # the count awaiting its reported usage
         self.last: Prepared | None = None
         """The last request prepared."""
+        self.last_tokens: int | None = None
+        """The last request's count: messages, instructions and tools."""
 
     @property
     def ratio(self) -> float:
@@ -118,7 +120,7 @@ class Conversations:
         manager = self.manager(messages)
         reserve = min(self.window - 1, self.reserve + math.ceil(extra * self.ratio))
         prepared = manager.prepare(reserve=reserve)
-        self._last = prepared.tokens + extra
+        self._last = self.last_tokens = prepared.tokens + extra
         self.last = prepared
         return prepared
 

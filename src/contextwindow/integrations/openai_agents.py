@@ -179,7 +179,7 @@ class ContextWindow(RunHooks[Any]):
     @property
     def last_tokens(self) -> int | None:
         """The last request's count: items, instructions and tools."""
-        return self._fit._last  # pyright: ignore[reportPrivateUsage]  # same package
+        return self._fit.last_tokens
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Fit the model input (the ``call_model_input_filter``)."""

@@ -23,7 +23,8 @@ Contract:
   a store refuses writes, and reads a schema older than this code without
   upgrading it. A missing file is an error then, not a new database.
 - A file of zero bytes is damage (a truncated database), never read as an
-  empty store.
+  empty store; one that another process is creating at that moment (SQLite
+  makes the file, then writes its header) gets up to two seconds to grow.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Generator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -102,7 +104,7 @@ class SQLiteStore(SQLStore):
         self._lock = threading.Lock()
         memory = self._path == ":memory:"
         file = Path(self._path)
-        if not memory and file.is_file() and file.stat().st_size == 0:
+        if not memory and _stays_empty(file, min(timeout, _CREATION_WAIT)):
             raise StoreError(
                 f"cannot open {self!r}: the file is empty (0 bytes), not a "
                 "database; was it truncated?"
@@ -212,3 +214,17 @@ class SQLiteStore(SQLStore):
 
     def _record_schema(self, cur: Cursor, version: int) -> None:
         cur.execute(f"PRAGMA user_version = {int(version)}")
+
+
+_CREATION_WAIT = 2.0
+"""Seconds a zero-byte file gets to grow: another process may be creating it."""
+
+
+def _stays_empty(file: Path, wait: float) -> bool:
+    """``file`` exists and still holds zero bytes after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while file.is_file() and file.stat().st_size == 0:
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.01)
+    return False
