@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 from tests.llama import llama_server  # noqa: F401 -- the fixture, for every test
+from tests.servers import postgres_server, redis_server  # noqa: F401 -- the same
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CONTEXTWINDOW_DATA", ROOT.parent / "shared" / "data"))

@@ -234,8 +234,8 @@ def session_urls(tmp_path: Path, request: pytest.FixtureRequest, kind: str) -> s
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'sessions.db'}"
     if kind == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return str(request.getfixturevalue("redis_url"))
+        return str(request.getfixturevalue("postgres_server"))
+    return str(request.getfixturevalue("redis_server"))
 
 
 class TestSession:
@@ -327,7 +327,10 @@ class TestLlamaServer:
             # One event loop for every turn: the client's connections belong to it.
             items: list[Any] = []
             for i in range(3):
-                ask = {"role": "user", "content": f"Number {i}? " + "Context. " * 80}
+                ask: Any = {
+                    "role": "user",
+                    "content": f"Number {i}? " + "Context. " * 80,
+                }
                 result = await Runner.run(
                     agent, [*items, ask], run_config=config(window), hooks=window
                 )

@@ -61,11 +61,7 @@ def rig(make_rig: MakeRig) -> Iterator[Rig]:
         yield r
 
 
-# The store tests' servers and fresh storage (a schema, a key prefix) per test.
-from tests.store.conftest import (  # noqa: E402
-    make_backend,
-    postgres_server,  # noqa: F401 -- the fixture
-    redis_server,  # noqa: F401 -- the fixture
-)
+# Fresh storage (a schema, a key prefix) per test on the session's servers.
+from tests.store.conftest import make_backend  # noqa: E402
 
 __all__ = ["MakeRig", "Rig", "make_backend"]

@@ -1,9 +1,9 @@
 """Real servers and stores for the store tests.
 
-PostgreSQL and Redis are started once per session on loopback, in temporary
-folders (``contextwindow.store.servers``), and stopped at the end. Without
-their binaries the tests that need them skip, except under CI (``CI=true``),
-where a missing server fails the run. Each test gets fresh storage: a new
+PostgreSQL and Redis are started once per session on loopback
+(``tests/servers.py``, shared by every folder). Without their binaries the
+tests that need them skip, except under CI (``CI=true``), where a missing
+server fails the run. Each test gets fresh storage: a new
 SQLite file, a new PostgreSQL schema (first on the connection's search path),
 a new Redis key prefix.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,12 +32,6 @@ from hypothesis import HealthCheck, given, settings
 from contextwindow.messages import Message
 from contextwindow.store import MemoryStore, open_store
 from contextwindow.store._backend import RowStore
-from contextwindow.store.servers import (
-    local_postgres,
-    local_redis,
-    postgres_bin,
-    redis_bin,
-)
 from contextwindow.testing import conversations
 from contextwindow.wire import to_dicts
 
@@ -46,31 +40,9 @@ DURABLE = ("sqlite", "postgres", "redis")
 """The stores other processes can share (a ``MemoryStore`` lives in one)."""
 
 _serial = itertools.count()
-
-
-def _unavailable(what: str) -> None:
-    msg = f"{what} not found; scripts/install_servers.sh installs it"
-    if os.environ.get("CI"):
-        pytest.fail(msg)
-    pytest.skip(msg)
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The URL of a throwaway PostgreSQL server's ``postgres`` database."""
-    if postgres_bin() is None:
-        _unavailable("PostgreSQL (initdb, pg_ctl)")
-    with local_postgres(fast=True) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[str]:
-    """The URL of a throwaway Redis server."""
-    if redis_bin() is None:
-        _unavailable("redis-server")
-    with local_redis() as url:
-        yield url
+# One server serves every folder, and this module may be imported twice (as
+# ``store.conftest`` and ``tests.store.conftest``): names carry a random tag.
+_TAG = secrets.token_hex(3)
 
 
 class Tamper:
@@ -268,7 +240,7 @@ def _sqlite_backend(tmp_path: Path) -> Backend:
 
 def _postgres_backend(server: str) -> Backend:
     # A schema per test, first on the search path: much cheaper than a database.
-    name = f"t{next(_serial)}"
+    name = f"t{_TAG}_{next(_serial)}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {name}")
     url = f"{server}?options=-csearch_path%3D{name}"
@@ -282,7 +254,7 @@ def _postgres_backend(server: str) -> Backend:
 
 
 def _redis_backend(server: str) -> Backend:
-    prefix = f"t{next(_serial)}:"
+    prefix = f"t{_TAG}_{next(_serial)}:"
     client = redis.Redis.from_url(server, decode_responses=True)
     return Backend("redis", f"{server}?prefix={prefix}", _RedisTamper(client, prefix))
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from tests.servers import unavailable
 
 from contextwindow import ContextManager, Message, StoreError
 from contextwindow.store import PostgresStore, RedisStore
@@ -28,7 +29,7 @@ from contextwindow.store.servers import free_port, redis_bin
 from contextwindow.testing import FakeTokenizer
 
 from ._faults import FaultyStore, cutting_proxy, once
-from .conftest import Backend, _unavailable, make_backend
+from .conftest import Backend, make_backend
 
 
 def managed(store: Store, cid: str = "c") -> ContextManager:
@@ -161,7 +162,7 @@ class _Redis:
     def __init__(self, folder: Path) -> None:
         program = redis_bin()
         if program is None:
-            _unavailable("redis-server")
+            unavailable("redis-server")
             return
         self.argv = [
             program,
