@@ -154,18 +154,10 @@ class Always:
         return self.rewrite, results, None
 
 
-class _Once:
+class _Once(Always):
     """A plain rewrite as a policy: every call scans from scratch."""
 
-    __slots__ = ("rewrite",)
-
-    def __init__(self, rewrite: Rewrite) -> None:
-        self.rewrite = rewrite
-
-    def fresh(
-        self, messages: Sequence[Message], results: int
-    ) -> tuple[Rewrite, object]:
-        return self.rewrite, None
+    __slots__ = ()
 
     def resume(
         self,
@@ -225,7 +217,7 @@ def rewrite_results(
     """
     scan = _scan if scan is None else scan
     chosen: Policy
-    if isinstance(policy, _Once | Always) or hasattr(policy, "resume"):
+    if isinstance(policy, Always) or hasattr(policy, "resume"):
         chosen = cast("Policy", policy)
     else:
         chosen = _Once(policy)  # pyright: ignore[reportArgumentType]  # no resume: a Rewrite
