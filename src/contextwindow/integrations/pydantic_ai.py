@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -54,11 +53,10 @@ except ImportError as exc:  # pragma: no cover -- the extra is installed in CI
         "pip install 'contextwindow[pydantic-ai]'"
     ) from exc
 
-from contextwindow._args import as_model, check_int
 from contextwindow._images import data_uri_bytes
 from contextwindow._lru import LRU
-from contextwindow.fitting import fit, provider_of, reply_reserve
-from contextwindow.manager import ContextManager
+from contextwindow.fitting import fit
+from contextwindow.integrations._fitting import Conversations
 from contextwindow.messages import (
     Image,
     Message,
@@ -71,7 +69,7 @@ from contextwindow.messages import (
     ToolResult,
     ToolSpec,
 )
-from contextwindow.models import ModelInfo, get_tokenizer
+from contextwindow.models import ModelInfo
 from contextwindow.strategies.base import Report, Strategy
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.calibration import Calibration
@@ -423,55 +421,50 @@ def _write_response(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class _Fitter:
-    """What the capability and the processor share: the model, the strategy, counts."""
+    """What the capability and the processor share: the model, the strategy, counts.
 
-    model: str | ModelInfo | None = None
-    limit: int | None = None
-    reserve: int | None = None
-    strategy: Strategy | str | None = None
-    provider: Provider | None = None
-    tokenizer: Tokenizer | str | None = None
-    calibration: Calibration | None = None
-    info: ModelInfo | None = field(init=False, default=None)
-    counter: TokenCounter = field(init=False)
-    window: int = field(init=False)
-    cache: LRU[int, tuple[Any, list[Message]]] = field(init=False)
-    last: Report | None = field(init=False, default=None)
-    managers: LRU[int, tuple[ContextManager, list[Message]]] = field(init=False)
+    The managers, counts and calibration are ``integrations._fitting``'s
+    ``Conversations``; this adds pydantic-ai's messages on either side.
+    """
 
-    def __post_init__(self) -> None:
-        self.info = as_model(self.model)
-        self.limit = check_int(self.limit, "limit", low=1, none=True)
-        self.reserve = check_int(self.reserve, "reserve", low=0, none=True)
-        if self.limit is None:
-            if self.info is None:
-                from contextwindow.errors import ContextWindowError
-
-                raise ContextWindowError("ContextWindow needs a model or a limit")
-            self.limit = self.info.context_window
-        self.window = self.limit
-        if self.reserve is None:
-            self.reserve = reply_reserve(self.info, self.window)
-        check_int(self.reserve, "reserve", low=0, high=self.window - 1)
-        provider = self.provider or (
-            provider_of(self.info) if self.info is not None else "openai"
+    def __init__(
+        self,
+        model: str | ModelInfo | None,
+        limit: int | None,
+        reserve: int | None,
+        strategy: Strategy | str | None,
+        provider: Provider | None,
+        tokenizer: Tokenizer | str | None,
+        calibration: Calibration | None,
+    ) -> None:
+        self.conversations = Conversations(
+            model,
+            limit=limit,
+            reserve=reserve,
+            strategy=strategy,
+            provider=provider,
+            tokenizer=tokenizer,
+            calibration=calibration,
         )
-        self.provider = provider
-        if self.tokenizer is None:
-            tok: Tokenizer | str = get_tokenizer(self.info)
-        else:
-            tok = self.tokenizer
-        self.counter = TokenCounter(tok, provider)
-        if self.calibration is None:
-            self.calibration = Calibration()
-        self.cache = LRU(8192)
-        self.managers = LRU(64)
+        self.strategy = strategy
+        self.cache: LRU[int, tuple[Any, list[Message]]] = LRU(8192)
+        self.last: Report | None = None
+
+    @property
+    def calibration(self) -> Calibration:
+        """The calibration the conversations' managers share."""
+        return self.conversations.calibration
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The counter of every fit."""
+        return self.conversations.counter
 
     @property
     def budget(self) -> int:
         """What a request may take, counted here (calibrated when approximate)."""
-        usable = self.window - (self.reserve or 0)
-        if self.counter.tokenizer.exact or self.calibration is None:
+        usable = self.conversations.window - self.conversations.reserve
+        if self.counter.tokenizer.exact:
             return usable
         return self.calibration.limit(usable)
 
@@ -493,26 +486,8 @@ class _Fitter:
         fed so far (another conversation) gets a manager of its own.
         """
         neutral = self.neutral(messages)
-        key = id(neutral[0]) if neutral else 0
-        entry = self.managers.get(key)
-        if entry is None or not _extends(neutral, entry[1]):
-            fresh: list[Message] = []
-            entry = (self._new_manager(), fresh)
-            self.managers.put(key, entry)
-        manager, fed = entry
-        if len(neutral) > len(fed):
-            new = neutral[len(fed) :]
-            manager.push_many(new)
-            fed.extend(new)
-        extra = (
-            self.counter.message(Message.system(instructions)) if instructions else 0
-        )
-        if tools:
-            extra += self.counter.tools(tools)
-        ratio = 1.0 if self.counter.tokenizer.exact else self.ratio
-        reserve = (self.reserve or 0) + math.ceil(extra * ratio)
-        reserve = min(self.window - 1, reserve)
-        prepared = manager.prepare(reserve=reserve)
+        extra = self.conversations.extra_tokens(instructions, tools)
+        prepared = self.conversations.prepare(neutral, extra)
         self.last = prepared.report or Report(
             prepared.tokens, prepared.tokens, prepared.budget
         )
@@ -523,22 +498,6 @@ class _Fitter:
         ):
             return list(messages), tokens
         return _write_kept(kept, messages, neutral), tokens
-
-    @property
-    def ratio(self) -> float:
-        """The calibration's ratio (1.0 without one)."""
-        return self.calibration.ratio if self.calibration is not None else 1.0
-
-    def _new_manager(self) -> ContextManager:
-        return ContextManager(
-            self.info,
-            token_limit=self.window,
-            reserve=self.reserve,
-            strategy="default" if self.strategy is None else self.strategy,
-            provider=self.provider,
-            tokenizer=self.counter.tokenizer,
-            calibration=self.calibration,
-        )
 
     def fit(
         self,
@@ -554,7 +513,7 @@ class _Fitter:
             limit=self.budget,
             reserve=0,
             strategy=self.strategy,
-            provider=self.provider,
+            provider=self.conversations.provider,
             tokenizer=self.counter,
             tools=tools,
         )
@@ -564,13 +523,6 @@ class _Fitter:
         if [id(m) for m in kept] == [id(m) for m in neutral]:
             return list(messages), tokens  # nothing changed: the very list
         return _write_kept(kept, messages, neutral), tokens
-
-
-def _extends(neutral: Sequence[Message], fed: Sequence[Message]) -> bool:
-    """Whether ``neutral`` starts with exactly the messages ``fed`` (by identity)."""
-    return len(neutral) >= len(fed) and all(
-        a is b for a, b in zip(fed, neutral, strict=False)
-    )
 
 
 def _identity_key(_n: int, msg: Any) -> str:
