@@ -12,7 +12,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from tests.proxy._upstream import free_port
+from tests.proxy._upstream import anthropic_turn, free_port
 from tests.proxy.conftest import MakeRig, Rig
 from tests.proxy.test_sdks import KEY, _ant, _ant_history, _check, _oai
 
@@ -52,7 +52,7 @@ def test_health_and_metrics(rig: Rig) -> None:
         text.split("\ncontextwindow_proxy_tokens_forwarded_total ")[1].split()[0]
     )
     assert forwarded < tokens_in
-    assert "contextwindow_proxy_upstream_usage_input_tokens_total 42" in text
+    assert "contextwindow_proxy_upstream_usage_input_tokens_total 1" in text
     assert "contextwindow_proxy_upstream_seconds_count 1" in text
 
 
@@ -222,30 +222,7 @@ class TestConversations:
         history: list[dict[str, Any]] = []
         compacted = []
         for i in range(40):
-            history += [
-                {"role": "user", "content": f"read part {i}"},
-                {
-                    "role": "assistant",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": f"t{i}",
-                            "name": "read_file",
-                            "input": {"path": f"p{i}"},
-                        }
-                    ],
-                },
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": f"t{i}",
-                            "content": f"part {i}: " + "data " * 60,
-                        }
-                    ],
-                },
-            ]
+            history += anthropic_turn(i, 60)
             if i:  # the reply to the previous turn, as a client sends it
                 history.insert(-3, {"role": "assistant", "content": f"read {i - 1}"})
             reply = client.messages.with_raw_response.create(

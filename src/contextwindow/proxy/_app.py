@@ -10,7 +10,8 @@ Contract:
   Prometheus text.
 - The upstream's answer streams back as it comes, chunk by chunk (server-sent
   events included), with its status and headers; its body is read on the
-  way only for the input tokens it reports (``usage``).
+  way only for the input tokens it reports (``usage``), which calibrate the
+  model's counts (``Fitter.observe_usage``).
 - The client's headers go upstream unchanged (``Authorization`` and
   ``x-api-key`` among them), but for hop-by-hop ones, the proxy's own key
   (``x-contextwindow-key``) and ``x-conversation-id``. No header value is
@@ -396,6 +397,8 @@ class _Proxy:
                     reported = sum(usage.values())
                     info["usage_input_tokens"] = reported
                     self.metrics.usage(reported, plan.tokens_forwarded)
+                    with contextlib.suppress(ContextWindowError):
+                        self.fitter.observe_usage(plan, reported)
                 await finish()
 
         return _Streamed(chunks(), resp.status_code, out_headers, finish)

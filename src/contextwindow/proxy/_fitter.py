@@ -16,11 +16,19 @@ Contract:
   and the first user turn). Each has a ``ContextManager`` on the store, so a
   request continuing it pushes only its new messages, a compaction happens
   once, and the forwarded prefix stays byte-identical until the next
-  compaction. Before each request the stored version is compared with the
-  one this process last saw: another replica's appends are read back first,
-  so replicas sharing a store lose and duplicate nothing. A request whose
-  history does not extend the stored one (the client rewrote it) is fitted
-  on its own, without the conversation.
+  compaction. A replica keeps, per conversation (the last ``MAX_MANAGERS``),
+  the items of the last request it read: the next request's items are
+  compared with them as JSON, and only the new ones are read and counted,
+  so a continuation costs what it appended. Before each request the stored
+  version is compared with the one this replica left: when another replica
+  moved it, the conversation is read back first, so replicas sharing a store
+  lose and duplicate nothing. Apart from that one read, a request costs the
+  store the append of its new messages. A request whose history does not
+  extend the stored one (the client rewrote it) is fitted on its own,
+  without the conversation.
+- The input tokens the upstream reports calibrate the model's counts
+  (``observe_usage``): an approximate tokenizer's budget is the calibrated
+  one from the next request on, for every conversation of the model.
 - Pinned content over the window raises ``BudgetError`` (the app answers the
   provider's context-length error); a body the proxy cannot read raises
   ``PassThrough`` and is forwarded untouched, for the provider to judge.
@@ -50,11 +58,17 @@ from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.calibration import Calibration
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["POLICY", "Fitter", "FitterConfig", "PassThrough", "Plan"]
+__all__ = ["PLAUSIBLE", "POLICY", "Fitter", "FitterConfig", "PassThrough", "Plan"]
 
 POLICY = CompactionPolicy(at=100, to=60)
 """Compact only when a request would not fit, then down to 60 % of the
 budget, so that many turns of plain appends (and prompt-cache hits) follow."""
+
+PLAUSIBLE = (0.5, 2.0)
+"""Reported over counted input tokens, the range an observation is fed in.
+Outside it the upstream reports something else than the request counted
+(another model behind it, a cache's share alone): no tokenizer of the
+registry is that far off."""
 
 MAX_MANAGERS = 1024
 """Conversations a process keeps in memory (the store keeps them all)."""
@@ -98,8 +112,8 @@ class Plan:
     conversation: str | None = None
     compactions: int = 0
     """Compactions this request caused."""
-    model: str | None = None
-    """The model named in the body (whose counts the upstream's usage calibrates)."""
+    calibration: Calibration | None = field(default=None, compare=False, repr=False)
+    """The calibration of the model's counts, which the upstream's usage feeds."""
 
 
 @dataclass
@@ -241,7 +255,9 @@ class Fitter:
             budget = req.calibration.limit(budget)
             limit = budget + req.reserve
         if tokens_in <= budget:
-            return Plan(req.raw, tokens_in, tokens_in, False, model=req.model)
+            return Plan(
+                req.raw, tokens_in, tokens_in, False, calibration=req.calibration
+            )
         fitted = fit(
             messages,
             limit=limit,
@@ -253,7 +269,9 @@ class Fitter:
         )
         out = _written(req.api, req.body, fitted.to(req.api.provider))
         forwarded = req.counter.messages(fitted.messages, tools=req.specs) + req.extra
-        return Plan(out, tokens_in, forwarded, True, None, 1, model=req.model)
+        return Plan(
+            out, tokens_in, forwarded, True, None, 1, calibration=req.calibration
+        )
 
     def _continued(
         self, req: _Request, info: ModelInfo, tok: Tokenizer, cid: str
@@ -295,38 +313,53 @@ class Fitter:
         tokens_in = counted + req.extra
         done = sum(1 for c in prepared.compactions if c.applied)
         if prepared.conversation == manager.history and tokens_in <= prepared.budget:
-            return Plan(req.raw, tokens_in, tokens_in, False, cid, done, req.model)
+            return Plan(
+                req.raw, tokens_in, tokens_in, False, cid, done, req.calibration
+            )
         out = _written(api, req.body, prepared.body())
         forwarded = prepared.tokens + req.extra
-        return Plan(out, tokens_in, forwarded, True, cid, done, req.model)
+        return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration)
 
     def observe_usage(self, plan: Plan, reported: int) -> None:
         """Feed the input tokens the upstream reported for ``plan``'s request.
 
         The conversation's manager observes it (``observe_usage``); every
-        conversation of the model shares the calibration, which approximate
-        tokenizers' budgets follow from then on.
-        """
-        if plan.model is None or reported <= 0 or plan.tokens_forwarded <= 0:
-            return
-        entry = self._entries.get(plan.conversation) if plan.conversation else None
-        if entry is not None and entry.manager.model is not None:
-            # With ``counted`` given the manager reads none of its own state,
-            # only the calibration (thread-safe), so no lock is taken.
-            entry.manager.observe_usage(reported, counted=plan.tokens_forwarded)
-            return
-        with self._lock:
-            cal = [c for k, c in self._calibrations.items() if k[0] == plan.model]
-        for c in cal:
-            c.observe(plan.tokens_forwarded, reported)
+        conversation of the model shares one calibration, which approximate
+        tokenizers' budgets follow from then on (exact ones ignore it). A
+        report outside ``PLAUSIBLE`` times the count is left out.
 
-    def calibration(self, model: str) -> Calibration | None:
-        """The calibration of ``model``'s counts (``None``: none observed yet)."""
-        with self._lock:
-            for k, c in self._calibrations.items():
-                if k[0] == model:
-                    return c
-        return None
+        Example:
+            >>> fitter = Fitter(FitterConfig(), None)
+            >>> plan = Plan(b"", 100, 100, False, calibration=Calibration())
+            >>> fitter.observe_usage(plan, 125)
+            >>> plan.calibration.ratio
+            1.25
+        """
+        if plan.calibration is None or plan.tokens_forwarded <= 0:
+            return
+        low, high = PLAUSIBLE
+        if not low <= reported / plan.tokens_forwarded <= high:
+            return
+        cid = plan.conversation
+        entry = self._entries.get(cid) if cid is not None else None
+        if entry is not None and entry.manager.calibration is plan.calibration:
+            # With ``counted`` given the manager reads none of its own state,
+            # only the calibration (thread-safe): no lock is taken.
+            entry.manager.observe_usage(reported, counted=plan.tokens_forwarded)
+        else:
+            plan.calibration.observe(plan.tokens_forwarded, reported)
+
+    def calibration(self, model: str, api: Api) -> Calibration:
+        """The calibration of ``model``'s counts on ``api``.
+
+        Example:
+            >>> from contextwindow.proxy._shapes import APIS
+            >>> Fitter(FitterConfig(), None).calibration(
+            ...     "claude-sonnet-4-6", APIS["/v1/messages"]).ratio
+            1.0
+        """
+        info, tok = self._model(model)
+        return self._calibration(info, tok, api)
 
     def _calibration(self, info: ModelInfo, tok: Tokenizer, api: Api) -> Calibration:
         key = (info.name, tok.name, api.provider)
