@@ -163,6 +163,47 @@ class TestFitter:
         finally:
             store.close()
 
+    def test_a_fork_is_a_conversation_of_its_own(self, tmp_path: Path) -> None:
+        """A history that leaves the known one at some turn is kept as its own
+        conversation (named by the fork), which its next turns continue; the
+        original's log is untouched, and it goes on as before."""
+        store = open_store(f"sqlite:///{tmp_path / 'p.db'}")
+        try:
+            fitter = Fitter(FitterConfig(window=3_000), store)
+            original = self._chat(10)
+            self._plan(fitter, original, "c")
+            fork = self._chat(5)
+            fork["messages"] = [*fork["messages"], {"role": "user", "content": "no"}]
+            plans = []
+            for extra in range(3):
+                fork["messages"] = [
+                    *fork["messages"],
+                    *openai_turn(90 + extra, "other data " * 150),
+                ]
+                plans.append(self._plan(fitter, fork, "c"))
+            ids = {p.conversation for p in plans}
+            assert len(ids) == 1
+            (fid,) = ids
+            assert fid is not None
+            assert fid.startswith("c~")
+            assert all(p.tokens_forwarded <= 2_500 for p in plans)
+            read = _request(APIS["/v1/chat/completions"], fork)
+            assert store.load(fid).messages == tuple(read.read(read.items))
+            # The original goes on where it was, from its tail.
+            seen = fitter._entries["c"].seen
+            assert seen is not None
+            plan = self._plan(fitter, self._chat(11), "c")
+            assert plan.conversation == "c"
+            now = fitter._entries["c"].seen
+            assert now is not None
+            assert all(
+                a is b for a, b in zip(now.messages, seen.messages, strict=False)
+            )
+            read = _request(APIS["/v1/chat/completions"], self._chat(11))
+            assert store.load("c").messages == tuple(read.read(read.items))
+        finally:
+            store.close()
+
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("provider", sorted(PATHS))
@@ -173,7 +214,7 @@ def test_upstream_usage_calibrates_the_next_fit(
     calibration, and the next request is fitted to the calibrated budget."""
     rec, url = upstream
     rec.seen.clear()
-    rec.status, rec.delay, rec.gate = 200, 0.0, None
+    rec.status, rec.delay, rec.gate, rec.usage_input = 200, 0.0, None, 1
     api = APIS[PATHS[provider]]
     app = create_app(
         ProxyConfig(

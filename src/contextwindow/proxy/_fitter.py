@@ -23,9 +23,15 @@ Contract:
   version is compared with the one this replica left: when another replica
   moved it, the conversation is read back first, so replicas sharing a store
   lose and duplicate nothing. Apart from that one read, a request costs the
-  store the append of its new messages. A request whose history does not
-  extend the stored one (the client rewrote it) is fitted on its own,
-  without the conversation.
+  store the append of its new messages.
+- A request whose history leaves the stored one (the client edited or
+  regenerated a turn) is a fork: a conversation of its own, named by the
+  conversation and the first message that differs (``_fork_id``), so its
+  next requests continue it; the original's log and view are untouched.
+  The fork is fitted from its whole history once (it does not reuse the
+  original's compaction of the shared prefix), then extended like any
+  conversation. Past ``MAX_FORKS`` forks of forks a request is fitted on
+  its own.
 - The input tokens the upstream reports calibrate the model's counts
   (``observe_usage``): an approximate tokenizer's budget is the calibrated
   one from the next request on, for every conversation of the model.
@@ -69,6 +75,9 @@ PLAUSIBLE = (0.5, 2.0)
 Outside it the upstream reports something else than the request counted
 (another model behind it, a cache's share alone): no tokenizer of the
 registry is that far off."""
+
+MAX_FORKS = 8
+"""Forks of forks followed before a request is fitted on its own."""
 
 MAX_MANAGERS = 1024
 """Conversations a process keeps in memory (the store keeps them all)."""
@@ -125,6 +134,8 @@ class _Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
     seen: _Seen | None = None
     """The last request read for it, while the manager's history equals it."""
+    fork: str | None = None
+    """The fork of it last served (whose continuations go there at once)."""
 
 
 class Fitter:
@@ -274,8 +285,18 @@ class Fitter:
         )
 
     def _continued(
-        self, req: _Request, info: ModelInfo, tok: Tokenizer, cid: str
+        self,
+        req: _Request,
+        info: ModelInfo,
+        tok: Tokenizer,
+        cid: str,
+        read: list[Message] | None = None,
+        depth: int = 0,
     ) -> Plan:
+        """``req`` as the next request of ``cid``, or of a fork of it.
+
+        ``read``: the request's messages, when they were read already.
+        """
         assert self.store is not None
         api = req.api
         key = (info.name, api.provider, req.window, req.specs, self.config.strategy)
@@ -288,18 +309,29 @@ class Fitter:
                 stored = entry.version
             manager = entry.manager
             seen = entry.seen
-            entry.seen = None
-            messages = seen.extended(req) if seen is not None else None
-            if messages is None:
-                messages = req.read(req.items)
+            messages = read
+            if messages is None and seen is not None:
+                messages = seen.extended(req)
+            if messages is None and depth < MAX_FORKS and self._forked(entry, req):
+                assert entry.fork is not None
+                return self._continued(req, info, tok, entry.fork, None, depth + 1)
+            if messages is None or read is not None:
+                if messages is None:
+                    messages = req.read(req.items)
                 history = manager.history
                 n = len(history)
                 if n > len(messages) or tuple(messages[:n]) != history:
-                    # The client rewrote its history: fit this request alone.
+                    # The client's history leaves this one: a fork.
+                    if depth < MAX_FORKS:
+                        entry.fork = _fork_id(cid, messages, history)
+                        return self._continued(
+                            req, info, tok, entry.fork, messages, depth + 1
+                        )
                     counted = req.counter.messages(messages, tools=req.specs)
                     return replace(
                         self._alone(req, messages, counted), conversation=cid
                     )
+            entry.seen = None
             n = len(manager.history)
             counted = req.counter.messages(messages, tools=req.specs)
             if n < len(messages):
@@ -319,6 +351,18 @@ class Fitter:
         out = _written(api, req.body, prepared.body())
         forwarded = prepared.tokens + req.extra
         return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration)
+
+    def _forked(self, entry: _Entry, req: _Request) -> bool:
+        """Whether ``req`` continues the fork of ``entry`` last served.
+
+        A hint: the fork's own entry checks it again under its lock.
+        """
+        if entry.fork is None:
+            return False
+        with self._lock:
+            fork = self._entries.get(entry.fork)
+        seen = fork.seen if fork is not None else None
+        return seen is not None and seen.extended(req) is not None
 
     def observe_usage(self, plan: Plan, reported: int) -> None:
         """Feed the input tokens the upstream reported for ``plan``'s request.
@@ -578,6 +622,25 @@ def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> by
     if api.provider == "anthropic" and "system" not in fields:
         out.pop("system", None)
     return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _fork_id(cid: str, messages: Sequence[Message], history: Sequence[Message]) -> str:
+    """The id of the fork of ``cid`` whose history is ``messages``.
+
+    Named by where they leave ``history`` and the first message that differs,
+    so every request of one fork finds the same conversation.
+    """
+    k = 0
+    for k, (a, b) in enumerate(zip(messages, history, strict=False)):  # noqa: B007 -- k is the result
+        if a != b:
+            break
+    else:
+        k = min(len(messages), len(history))
+    h = hashlib.sha256(f"{cid}\0{k}".encode())
+    if k < len(messages):
+        m = messages[k]
+        h.update(repr((m.role, m.parts)).encode())
+    return f"{cid}~{h.hexdigest()[:16]}"
 
 
 def _derived_id(api: Api, model: str, messages: Sequence[Message]) -> str:
