@@ -439,6 +439,8 @@ class Fitter:
             provider=req.api.provider,
             tools=req.specs,
             policy=POLICY,
+            # No handlers watch it: firing thresholds would only write state.
+            thresholds=(),
             store=self.store,
             conversation_id=cid,
             calibration=req.calibration,
