@@ -457,48 +457,25 @@ class Fitter:
         return made
 
 
+@dataclass(slots=True)
 class _Request:
     """One request as the fitter reads it."""
 
-    __slots__ = (
-        "api",
-        "body",
-        "calibration",
-        "counter",
-        "extra",
-        "fixed",
-        "items",
-        "model",
-        "raw",
-        "reserve",
-        "specs",
-        "window",
-    )
-
-    def __init__(
-        self,
-        api: Api,
-        raw: bytes,
-        body: Mapping[str, Any],
-        model: str,
-        counter: TokenCounter,
-        calibration: Calibration,
-    ) -> None:
-        self.api = api
-        self.raw = raw
-        self.body = body
-        self.model = model
-        self.counter = counter
-        self.calibration = calibration
-        self.items: list[Any] = []
-        """The conversation's items (``messages`` or ``input``) as received."""
-        self.fixed: Any = None
-        """The other field read with them (Anthropic's ``system``)."""
-        self.specs: tuple[ToolSpec, ...] = ()
-        self.extra = 0
-        """Tokens counted outside the conversation and its tools."""
-        self.window = 0
-        self.reserve = 0
+    api: Api
+    raw: bytes
+    body: Mapping[str, Any]
+    model: str
+    counter: TokenCounter
+    calibration: Calibration
+    items: list[Any] = field(default_factory=list[Any])
+    """The conversation's items (``messages`` or ``input``) as received."""
+    fixed: Any = None
+    """The other field read with them (Anthropic's ``system``)."""
+    specs: tuple[ToolSpec, ...] = ()
+    extra: int = 0
+    """Tokens counted outside the conversation and its tools."""
+    window: int = 0
+    reserve: int = 0
 
     def read(self, items: list[Any], *, tail: bool = False) -> list[Message]:
         """``items`` as neutral messages (``tail``: without the system prompt).
