@@ -10,10 +10,13 @@ Latency: the recording upstream of the proxy's tests
 run as subprocesses; the client sends the same requests to each, at 1 and at
 32 concurrent clients, and the added latency is the proxy's p50 / p99 less
 the direct p50 / p99 (median against median). Two requests: one that fits
-(a 20-message conversation, forwarded byte for byte), and turns 46 to 50 of
-conversations with a 6,000-token window that passed it around turn 15 (each
-fitted from the conversation's compacted view; turns 1 to 45 are sent
-untimed first).
+(a 20-message conversation, forwarded byte for byte; every client sends the
+same one, so it is one conversation), and turns 46 to 50 of conversations
+(one per client) with a 6,000-token window that passed it around turn 15
+(each fitted from the conversation's compacted view; turns 1 to 45 are sent
+untimed first). The conversations go through a proxy on SQLite (its default,
+each append synced to disk) and one on ``memory://``, to tell the disk's
+share from the proxy's own.
 
 Replay: the five Claude Code main sessions, each turn the history so far as
 an Anthropic request (``max_tokens`` 8,192), with a 64,000-token window,
@@ -96,7 +99,7 @@ def process(
         log.close()
 
 
-def our_proxy(upstream: str, store: Path, window: int) -> Any:
+def our_proxy(upstream: str, store: str, window: int) -> Any:
     port = free_port()
     args = [
         sys.executable,
@@ -110,7 +113,7 @@ def our_proxy(upstream: str, store: Path, window: int) -> Any:
         "--upstream-anthropic",
         upstream,
         "--store",
-        f"sqlite:///{store}",
+        store,
         "--window",
         str(window),
         "--max-concurrency",
@@ -194,10 +197,11 @@ def latency(n: int) -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
         process(up_args, up),
-        our_proxy(up, Path(tmp) / "p.db", 6_000) as proxy,
+        our_proxy(up, f"sqlite:///{tmp}/p.db", 6_000) as on_disk,
+        our_proxy(up, "memory://", 6_000) as in_memory,
     ):
         print(
-            f"{'request':<34}{'clients':>8}{'direct p50':>11}{'p99':>7}"
+            f"{'request':<44}{'clients':>8}{'direct p50':>11}{'p99':>7}"
             f"{'proxy p50':>11}{'p99':>7}{'added p50':>11}{'p99':>7}"
         )
         for concurrency in (1, 32):
@@ -206,65 +210,62 @@ def latency(n: int) -> None:
                 "fits (20 messages, ~600 tokens)",
                 concurrency,
                 up,
-                proxy,
-                jobs_fit,
+                [("", on_disk, jobs_fit)],
                 jobs_fit,
             )
             convs = max(concurrency, n // 5)
-            turns = 50
-
-            def conv_jobs(
-                prefix: str,
-                with_header: bool,
-                convs: int = convs,
-                concurrency: int = concurrency,
-                turns: int = turns,
-            ) -> list[list[tuple[bytes, dict[str, str], bool]]]:
-                jobs = []
-                for k in range(convs):
-                    seq = []
-                    h = ctype | (
-                        {"x-conversation-id": f"{prefix}{concurrency}-{k}"}
-                        if with_header
-                        else {}
-                    )
-                    for t in range(1, turns + 1):
-                        msgs = chat(t, 40)[:-1]
-                        msgs[1] = {
-                            "role": "user",
-                            "content": f"conversation {k}: step 0",
-                        }
-                        body = json.dumps(
-                            {"model": "gpt-4o", "max_tokens": 500, "messages": msgs}
-                        ).encode()
-                        seq.append((body, h, t > turns - 5))
-                    jobs.append(seq)
-                return jobs
-
             row(
                 "turns 46-50, fitted (6k window)",
                 concurrency,
                 up,
-                proxy,
-                conv_jobs("d", False),
-                conv_jobs("p", True),
+                [
+                    (", SQLite store", on_disk, conv_jobs("p", True, convs)),
+                    (", memory store", in_memory, conv_jobs("m", True, convs)),
+                ],
+                conv_jobs("d", False, convs),
             )
 
 
+def conv_jobs(
+    prefix: str, with_header: bool, convs: int, turns: int = 50
+) -> list[list[tuple[bytes, dict[str, str], bool]]]:
+    """``convs`` conversations of ``turns`` turns, the last five timed."""
+    ctype = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    jobs = []
+    for k in range(convs):
+        seq = []
+        h = ctype | (
+            {"x-conversation-id": f"{prefix}{convs}-{k}"} if with_header else {}
+        )
+        for t in range(1, turns + 1):
+            msgs = chat(t, 40)[:-1]
+            msgs[1] = {"role": "user", "content": f"conversation {k}: step 0"}
+            body = json.dumps(
+                {"model": "gpt-4o", "max_tokens": 500, "messages": msgs}
+            ).encode()
+            seq.append((body, h, t > turns - 5))
+        jobs.append(seq)
+    return jobs
+
+
 def row(
-    name: str, concurrency: int, up: str, proxy: str, direct_jobs: Any, proxy_jobs: Any
+    name: str,
+    concurrency: int,
+    up: str,
+    proxies: list[tuple[str, str, Any]],
+    direct_jobs: Any,
 ) -> None:
+    """The direct figures, then each proxy's ``(label, url, jobs)``, one line each."""
     path = "/v1/chat/completions"
     direct = asyncio.run(run_clients(up + path, direct_jobs, concurrency))
-    ours = asyncio.run(run_clients(proxy + path, proxy_jobs, concurrency))
-    d50, d99, p50, p99 = (
-        1000 * x
-        for x in (pct(direct, 0.5), pct(direct, 0.99), pct(ours, 0.5), pct(ours, 0.99))
-    )
-    print(
-        f"{name:<34}{concurrency:>8}{d50:>11.2f}{d99:>7.1f}{p50:>11.2f}{p99:>7.1f}"
-        f"{p50 - d50:>11.2f}{p99 - d99:>7.1f}"
-    )
+    d50, d99 = 1000 * pct(direct, 0.5), 1000 * pct(direct, 0.99)
+    for label, proxy, jobs in proxies:
+        ours = asyncio.run(run_clients(proxy + path, jobs, concurrency))
+        p50, p99 = 1000 * pct(ours, 0.5), 1000 * pct(ours, 0.99)
+        print(
+            f"{name + label:<44}{concurrency:>8}{d50:>11.2f}{d99:>7.1f}"
+            f"{p50:>11.2f}{p99:>7.1f}{p50 - d50:>11.2f}{p99 - d99:>7.1f}"
+        )
 
 
 # -- replay --------------------------------------------------------------------------
@@ -348,7 +349,7 @@ def replay(sessions: int, rec: Recorder, up: str, headroom: Headroom | None) -> 
         f"max_tokens {MAX_TOKENS:,}, each request direct then through each proxy"
     )
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        ours = stack.enter_context(our_proxy(up, Path(tmp) / "p.db", WINDOW))
+        ours = stack.enter_context(our_proxy(up, f"sqlite:///{tmp}/p.db", WINDOW))
         peers = [Peer("contextwindow", ours)]
         if headroom is not None:
             try:
