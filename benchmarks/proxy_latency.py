@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/proxy_latency.py [--n 200] [--skip-latency] [--skip-replay]
-        [--sessions 5] [--headroom PATH]
+        [--sessions 5] [--headroom PATH] [--baseline SRC]
 
 Latency: the recording upstream of the proxy's tests
 (``tests/proxy/_upstream.py``, answering at once) and ``contextwindow proxy``
@@ -16,7 +16,8 @@ same one, so it is one conversation), and turns 46 to 50 of conversations
 (each fitted from the conversation's compacted view; turns 1 to 45 are sent
 untimed first). The conversations go through a proxy on SQLite (its default,
 each append synced to disk) and one on ``memory://``, to tell the disk's
-share from the proxy's own.
+share from the proxy's own; ``--baseline SRC`` adds a proxy run from another
+source tree (``SRC`` holding ``contextwindow``: an older version) on SQLite.
 
 Replay: the five Claude Code main sessions, each turn the history so far as
 an Anthropic request (``max_tokens`` 8,192), with a 64,000-token window,
@@ -99,7 +100,8 @@ def process(
         log.close()
 
 
-def our_proxy(upstream: str, store: str, window: int) -> Any:
+def our_proxy(upstream: str, store: str, window: int, src: Path | None = None) -> Any:
+    """``contextwindow proxy`` in its own process (``src``: another source tree)."""
     port = free_port()
     args = [
         sys.executable,
@@ -119,7 +121,7 @@ def our_proxy(upstream: str, store: str, window: int) -> Any:
         "--max-concurrency",
         "256",
     ]
-    env = {"PYTHONPATH": str(ROOT / "src")}
+    env = {"PYTHONPATH": str(src or ROOT / "src")}
     return process(args, f"http://127.0.0.1:{port}", env)
 
 
@@ -173,7 +175,7 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def latency(n: int) -> None:
+def latency(n: int, baseline: Path | None = None) -> None:
     print(
         "added latency (ms): proxy p50/p99 less direct p50/p99, same requests, same run"
     )
@@ -199,7 +201,13 @@ def latency(n: int) -> None:
         process(up_args, up),
         our_proxy(up, f"sqlite:///{tmp}/p.db", 6_000) as on_disk,
         our_proxy(up, "memory://", 6_000) as in_memory,
+        ExitStack() as stack,
     ):
+        before = None
+        if baseline is not None:
+            before = stack.enter_context(
+                our_proxy(up, f"sqlite:///{tmp}/b.db", 6_000, baseline)
+            )
         print(
             f"{'request':<44}{'clients':>8}{'direct p50':>11}{'p99':>7}"
             f"{'proxy p50':>11}{'p99':>7}{'added p50':>11}{'p99':>7}"
@@ -221,6 +229,11 @@ def latency(n: int) -> None:
                 [
                     (", SQLite store", on_disk, conv_jobs("p", True, convs)),
                     (", memory store", in_memory, conv_jobs("m", True, convs)),
+                    *(
+                        [(", SQLite, --baseline", before, conv_jobs("b", True, convs))]
+                        if before is not None
+                        else []
+                    ),
                 ],
                 conv_jobs("d", False, convs),
             )
@@ -452,8 +465,11 @@ def main() -> None:
     sessions = int(argv[argv.index("--sessions") + 1]) if "--sessions" in argv else 5
     given = argv[argv.index("--headroom") + 1] if "--headroom" in argv else None
     do_replay = "--skip-replay" not in argv
+    baseline = (
+        Path(argv[argv.index("--baseline") + 1]) if "--baseline" in argv else None
+    )
     if "--skip-latency" not in argv:
-        latency(n)
+        latency(n, baseline)
     if not do_replay:
         return
     rec = Recorder(keep=1)
