@@ -3,26 +3,36 @@
 Usage::
 
     python benchmarks/proxy_latency.py [--n 200] [--skip-latency] [--skip-replay]
-        [--sessions 5] [--headroom /work/venv-headroom]
+        [--sessions 5] [--headroom PATH] [--baseline SRC]
 
-Latency: a fast upstream (a bare ASGI app answering a fixed chat completion)
-and ``contextwindow proxy`` run as subprocesses; the client sends the same
-requests to each, at 1 and at 32 concurrent clients, and the added latency is
-the proxy's p50 / p99 less the direct p50 / p99 (median against median).
-Two requests: one that fits (a 20-message conversation, forwarded byte for
-byte), and turns 46 to 50 of conversations with a 6,000-token window that
-passed it around turn 20 (each fitted from the conversation's compacted
-view; turns 1 to 45 are sent untimed first).
+Latency: the recording upstream of the proxy's tests
+(``tests/proxy/_upstream.py``, answering at once) and ``contextwindow proxy``
+run as subprocesses; the client sends the same requests to each, at 1 and at
+32 concurrent clients, and the added latency is the proxy's p50 / p99 less
+the direct p50 / p99 (median against median). Two requests: one that fits
+(a 20-message conversation, forwarded byte for byte; every client sends the
+same one, so it is one conversation), and turns 46 to 50 of conversations
+(one per client) with a 6,000-token window that passed it around turn 15
+(each fitted from the conversation's compacted view; turns 1 to 45 are sent
+untimed first). The conversations go through a proxy on SQLite (its default,
+each append synced to disk) and one on ``memory://``, to tell the disk's
+share from the proxy's own; ``--baseline SRC`` adds a proxy run from another
+source tree (``SRC`` holding ``contextwindow``: an older version) on SQLite.
 
 Replay: the five Claude Code main sessions, each turn the history so far as
 an Anthropic request (``max_tokens`` 8,192), with a 64,000-token window,
-through our proxy and, when ``--headroom`` names a virtual environment
-holding headroom-ai, through ``headroom proxy`` (started offline, at its
-defaults: it takes no budget), both before the same recording upstream. Per
-proxy: tokens forwarded, requests within the window, requests a provider
-would reject (``problems``), and the median added latency against sending the
-same request to the upstream directly. The venv is found at ``--headroom``,
-else ``$HEADROOM_VENV``, else ``/work/venv-headroom``.
+through our proxy and headroom-ai's ``headroom proxy`` (offline, at its
+defaults: it takes no budget), both before the same recording upstream, in
+the same run: each request goes to the upstream directly, then through each
+proxy in turn, so both meet the same load. Per proxy: tokens forwarded,
+requests within the window, requests a provider would reject (``problems``),
+the share of forwarded tokens repeating the previous request's prefix, and
+the added latency against the direct call. ``--headroom`` names the
+``headroom`` executable or the venv holding it; by default
+``$HEADROOM_VENV``, ``/work/venv-headroom``, then ``headroom`` on ``PATH``.
+headroom-ai starts slowly (15 s idle, minutes on a loaded machine): it is
+started after the latency part (so as not to load it), with our proxy, and
+the replay waits for both; when it is absent its row says so.
 """
 
 from __future__ import annotations
@@ -30,97 +40,33 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
-import uvicorn
 from _data import ROOT, data_dir
+
+sys.path.insert(0, str(ROOT))  # the recording upstream of the proxy's tests
+from tests.proxy._upstream import (
+    Recorder,
+    free_port,
+    openai_turn,
+    repeated_prefix,
+    running,
+)
 
 from contextwindow import TokenCounter, problems, read_transcripts
 from contextwindow.formats._coerce import coerce_messages
 from contextwindow.formats.anthropic import to_anthropic
 from contextwindow.models import get_tokenizer
-
-REPLY = json.dumps(
-    {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4o",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "ok"},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-).encode()
-ANTHROPIC_REPLY = json.dumps(
-    {
-        "id": "m1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude",
-        "content": [{"type": "text", "text": "ok"}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-).encode()
-
-
-class Upstream:
-    """A bare ASGI upstream: answers at once, keeps the last body (for the replay)."""
-
-    def __init__(self) -> None:
-        self.last: bytes = b""
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                await send({"type": msg["type"] + ".complete"})
-                if msg["type"] == "lifespan.shutdown":
-                    return
-        parts = []
-        while True:
-            msg = await receive()
-            parts.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
-        self.last = b"".join(parts)
-        body = (
-            ANTHROPIC_REPLY
-            if "messages" in scope["path"] and "chat" not in scope["path"]
-            else REPLY
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_for(url: str, seconds: float = 300) -> None:
@@ -132,25 +78,6 @@ def wait_for(url: str, seconds: float = 300) -> None:
         except httpx.TransportError:
             time.sleep(0.2)
     raise SystemExit(f"{url} did not answer in {seconds:.0f} s")
-
-
-@contextmanager
-def in_thread(app: Any) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", access_log=False
-        )
-    )
-    t = threading.Thread(target=server.run, daemon=True)
-    t.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        t.join(10)
 
 
 @contextmanager
@@ -173,7 +100,8 @@ def process(
         log.close()
 
 
-def our_proxy(upstream: str, store: Path, window: int) -> Any:
+def our_proxy(upstream: str, store: str, window: int, src: Path | None = None) -> Any:
+    """``contextwindow proxy`` in its own process (``src``: another source tree)."""
     port = free_port()
     args = [
         sys.executable,
@@ -187,13 +115,13 @@ def our_proxy(upstream: str, store: Path, window: int) -> Any:
         "--upstream-anthropic",
         upstream,
         "--store",
-        f"sqlite:///{store}",
+        store,
         "--window",
         str(window),
         "--max-concurrency",
         "256",
     ]
-    env = {"PYTHONPATH": str(ROOT / "src")}
+    env = {"PYTHONPATH": str(src or ROOT / "src")}
     return process(args, f"http://127.0.0.1:{port}", env)
 
 
@@ -205,41 +133,34 @@ def chat(turns: int, result_words: int) -> list[dict[str, Any]]:
         {"role": "system", "content": "You are a coding agent."}
     ]
     for i in range(turns):
-        msgs += [
-            {"role": "user", "content": f"step {i}: read the next file"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "read_file",
-                            "arguments": json.dumps({"path": f"f{i}.py"}),
-                        },
-                    }
-                ],
-            },
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}",
-                "content": f"# f{i}.py\n"
-                + f"def f{i}(x):\n    return x + {i}\n" * result_words,
-            },
-            {"role": "assistant", "content": f"f{i}.py adds {i}."},
-        ]
+        code = f"def f{i}(x):\n    return x + {i}\n" * result_words
+        msgs += openai_turn(i, f"# f{i}.py\n{code}", f"step {i}: read the next file")
+        msgs.append({"role": "assistant", "content": f"f{i}.py adds {i}."})
     return msgs
 
 
 async def timed(
     client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str]
 ) -> float:
-    t = time.perf_counter()
-    r = await client.post(url, content=body, headers=headers)
-    took = time.perf_counter() - t
-    assert r.status_code == 200, r.text[:300]
-    return took
+    """One request's seconds; sent once more if the connection broke (a
+    keep-alive connection the server closed as it was reused: said at the end)."""
+    for attempt in (1, 2):
+        t = time.perf_counter()
+        try:
+            r = await client.post(url, content=body, headers=headers)
+        except httpx.TransportError:
+            if attempt == 2:
+                raise
+            RETRIED.append(url)
+            continue
+        took = time.perf_counter() - t
+        assert r.status_code == 200, r.text[:300]
+        return took
+    raise AssertionError("unreachable")  # pragma: no cover -- the loop returns
+
+
+RETRIED: list[str] = []
+"""Requests sent again after a broken connection."""
 
 
 async def run_clients(
@@ -268,7 +189,7 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def latency(n: int) -> None:
+def latency(n: int, baseline: Path | None = None) -> None:
     print(
         "added latency (ms): proxy p50/p99 less direct p50/p99, same requests, same run"
     )
@@ -276,12 +197,13 @@ def latency(n: int) -> None:
     up_args = [
         sys.executable,
         "-c",
-        "import sys; sys.path.insert(0, sys.argv[2]); import uvicorn, proxy_latency; "
-        "uvicorn.run(proxy_latency.Upstream(), host='127.0.0.1', "
-        "port=int(sys.argv[1]), "
-        "log_level='warning', access_log=False)",
+        "import sys; sys.path[:0] = sys.argv[2:]; import uvicorn; "
+        "from tests.proxy._upstream import Recorder; "
+        "uvicorn.run(Recorder(keep=0).app, host='127.0.0.1', "
+        "port=int(sys.argv[1]), log_level='warning', access_log=False)",
         str(port),
-        str(ROOT / "benchmarks"),
+        str(ROOT),
+        str(ROOT / "src"),
     ]
     up = f"http://127.0.0.1:{port}"
     ctype = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
@@ -291,10 +213,17 @@ def latency(n: int) -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
         process(up_args, up),
-        our_proxy(up, Path(tmp) / "p.db", 6_000) as proxy,
+        our_proxy(up, f"sqlite:///{tmp}/p.db", 6_000) as on_disk,
+        our_proxy(up, "memory://", 6_000) as in_memory,
+        ExitStack() as stack,
     ):
+        before = None
+        if baseline is not None:
+            before = stack.enter_context(
+                our_proxy(up, f"sqlite:///{tmp}/b.db", 6_000, baseline)
+            )
         print(
-            f"{'request':<34}{'clients':>8}{'direct p50':>11}{'p99':>7}"
+            f"{'request':<44}{'clients':>8}{'direct p50':>11}{'p99':>7}"
             f"{'proxy p50':>11}{'p99':>7}{'added p50':>11}{'p99':>7}"
         )
         for concurrency in (1, 32):
@@ -303,65 +232,67 @@ def latency(n: int) -> None:
                 "fits (20 messages, ~600 tokens)",
                 concurrency,
                 up,
-                proxy,
-                jobs_fit,
+                [("", on_disk, jobs_fit)],
                 jobs_fit,
             )
             convs = max(concurrency, n // 5)
-            turns = 50
-
-            def conv_jobs(
-                prefix: str,
-                with_header: bool,
-                convs: int = convs,
-                concurrency: int = concurrency,
-                turns: int = turns,
-            ) -> list[list[tuple[bytes, dict[str, str], bool]]]:
-                jobs = []
-                for k in range(convs):
-                    seq = []
-                    h = ctype | (
-                        {"x-conversation-id": f"{prefix}{concurrency}-{k}"}
-                        if with_header
-                        else {}
-                    )
-                    for t in range(1, turns + 1):
-                        msgs = chat(t, 40)[:-1]
-                        msgs[1] = {
-                            "role": "user",
-                            "content": f"conversation {k}: step 0",
-                        }
-                        body = json.dumps(
-                            {"model": "gpt-4o", "max_tokens": 500, "messages": msgs}
-                        ).encode()
-                        seq.append((body, h, t > turns - 5))
-                    jobs.append(seq)
-                return jobs
-
             row(
                 "turns 46-50, fitted (6k window)",
                 concurrency,
                 up,
-                proxy,
-                conv_jobs("d", False),
-                conv_jobs("p", True),
+                [
+                    (", SQLite store", on_disk, conv_jobs("p", True, convs)),
+                    (", memory store", in_memory, conv_jobs("m", True, convs)),
+                    *(
+                        [(", SQLite, --baseline", before, conv_jobs("b", True, convs))]
+                        if before is not None
+                        else []
+                    ),
+                ],
+                conv_jobs("d", False, convs),
             )
 
 
+def conv_jobs(
+    prefix: str, with_header: bool, convs: int, turns: int = 50
+) -> list[list[tuple[bytes, dict[str, str], bool]]]:
+    """``convs`` conversations of ``turns`` turns, the last five timed."""
+    ctype = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    jobs = []
+    for k in range(convs):
+        seq = []
+        h = ctype | (
+            {"x-conversation-id": f"{prefix}{convs}-{k}"} if with_header else {}
+        )
+        for t in range(1, turns + 1):
+            msgs = chat(t, 40)[:-1]
+            msgs[1] = {"role": "user", "content": f"conversation {k}: step 0"}
+            body = json.dumps(
+                {"model": "gpt-4o", "max_tokens": 500, "messages": msgs}
+            ).encode()
+            seq.append((body, h, t > turns - 5))
+        jobs.append(seq)
+    return jobs
+
+
 def row(
-    name: str, concurrency: int, up: str, proxy: str, direct_jobs: Any, proxy_jobs: Any
+    name: str,
+    concurrency: int,
+    up: str,
+    proxies: list[tuple[str, str, Any]],
+    direct_jobs: Any,
 ) -> None:
+    """The direct figures, then each proxy's ``(label, url, jobs)``, one line each."""
     path = "/v1/chat/completions"
     direct = asyncio.run(run_clients(up + path, direct_jobs, concurrency))
-    ours = asyncio.run(run_clients(proxy + path, proxy_jobs, concurrency))
-    d50, d99, p50, p99 = (
-        1000 * x
-        for x in (pct(direct, 0.5), pct(direct, 0.99), pct(ours, 0.5), pct(ours, 0.99))
-    )
-    print(
-        f"{name:<34}{concurrency:>8}{d50:>11.2f}{d99:>7.1f}{p50:>11.2f}{p99:>7.1f}"
-        f"{p50 - d50:>11.2f}{p99 - d99:>7.1f}"
-    )
+    d50, d99 = 1000 * pct(direct, 0.5), 1000 * pct(direct, 0.99)
+    for label, proxy, jobs in proxies:
+        ours = asyncio.run(run_clients(proxy + path, jobs, concurrency))
+        p50, p99 = 1000 * pct(ours, 0.5), 1000 * pct(ours, 0.99)
+        print(
+            f"{name + label:<44}{concurrency:>8}{d50:>11.2f}{d99:>7.1f}"
+            f"{p50:>11.2f}{p99:>7.1f}{p50 - d50:>11.2f}{p99 - d99:>7.1f}"
+        )
 
 
 # -- replay --------------------------------------------------------------------------
@@ -370,77 +301,130 @@ WINDOW = 64_000
 MAX_TOKENS = 8_192
 
 
-def replay(sessions: int, headroom: Path | None) -> None:
+def headroom_exe(given: str | None) -> Path | None:
+    """The ``headroom`` executable: ``given`` (it or its venv), else the defaults."""
+    places: list[str | None] = [given] if given else []
+    if not given:
+        places += [os.environ.get("HEADROOM_VENV"), "/work/venv-headroom"]
+        places.append(shutil.which("headroom"))
+    for place in places:
+        if not place:
+            continue
+        path = Path(place)
+        exe = path / "bin" / "headroom" if path.is_dir() else path
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+class Headroom:
+    """``headroom proxy`` before ``upstream``, started at once, waited for later."""
+
+    def __init__(self, exe: Path, upstream: str, log: IO[bytes]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [
+            str(exe),
+            "proxy",
+            "--port",
+            str(self.port),
+            "--anthropic-api-url",
+            upstream,
+            "--openai-api-url",
+            upstream,
+            "--no-cache",
+            "--no-rate-limit",
+            "--no-http2",
+        ]
+        env = os.environ | {"HEADROOM_OFFLINE": "1", "HEADROOM_TELEMETRY": "off"}
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+
+    def ready(self) -> float:
+        """Wait until it answers ``/health``; the seconds it took to start."""
+        wait_for(self.url + "/health", 600)
+        return time.monotonic() - self.started
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Peer:
+    """One proxy's figures over the replay."""
+
+    def __init__(self, name: str, url: str) -> None:
+        self.name, self.url = name, url
+        self.n = self.tokens_in = self.forwarded = self.inside = 0
+        self.invalid = self.prefix = 0
+        self.added: list[float] = []
+        self.previous: list[str] = []
+        self.failed: str | None = None
+
+
+def replay(sessions: int, rec: Recorder, up: str, headroom: Headroom | None) -> None:
     root = data_dir() / "claude_code_sessions"
     paths = sorted(root.glob("*.jsonl"))[:sessions]
     transcripts = [read_transcripts(p)[0] for p in paths]
-    rec = Upstream()
-    with in_thread(rec) as up, tempfile.TemporaryDirectory() as tmp:
-        peers: list[tuple[str, Any]] = [
-            ("contextwindow", our_proxy(up, Path(tmp) / "p.db", WINDOW))
-        ]
+    print(
+        f"\nClaude Code replay: {len(transcripts)} sessions, window {WINDOW:,}, "
+        f"max_tokens {MAX_TOKENS:,}, each request direct then through each proxy"
+    )
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        ours = stack.enter_context(our_proxy(up, f"sqlite:///{tmp}/p.db", WINDOW))
+        peers = [Peer("contextwindow", ours)]
         if headroom is not None:
-            port = free_port()
-            args = [
-                str(headroom / "bin" / "headroom"),
-                "proxy",
-                "--port",
-                str(port),
-                "--anthropic-api-url",
-                up,
-                "--openai-api-url",
-                up,
-                "--no-cache",
-                "--no-rate-limit",
-                "--http2" if False else "--no-http2",
-            ]
-            env = {"HEADROOM_OFFLINE": "1", "HEADROOM_TELEMETRY": "off"}
-            peers.append(
-                ("headroom-ai", process(args, f"http://127.0.0.1:{port}/health", env))
-            )
-        print(
-            f"\nClaude Code replay: {len(transcripts)} sessions, window {WINDOW:,}, "
-            f"max_tokens {MAX_TOKENS:,}"
-        )
-        print(
-            f"{'proxy':<15}{'requests':>9}{'tokens in':>13}{'forwarded':>13}"
-            f"{'in window':>10}{'invalid':>8}{'prefix':>8}"
-            f"{'added p50 ms':>13}{'p99':>8}"
-        )
-        only = os.environ.get("PROXY_BENCH_ONLY")
-        for name, ctx in peers:
-            if only and name != only:
-                continue
             try:
-                with ctx as url:
-                    base = url.removesuffix("/health")
-                    stats = replay_one(transcripts, base, up, rec)
-            except (SystemExit, httpx.HTTPError, AssertionError) as exc:
-                print(f"{name:<15} failed: {exc}")
-                continue
-            n, tin, fwd, inside, invalid, prefix, added = stats
-            print(
-                f"{name:<15}{n:>9}{tin:>13,}{fwd:>13,}{inside:>10}{invalid:>8}"
-                f"{prefix / fwd:>8.0%}{statistics.median(added):>13.2f}"
-                f"{pct(added, 0.99):>8.1f}"
-            )
+                took = headroom.ready()
+                print(
+                    f"(headroom-ai's proxy answered /health {took:.0f} s after start)"
+                )
+                peers.append(Peer("headroom-ai", headroom.url))
+            except SystemExit as exc:
+                print(f"headroom-ai: not measured, it did not start: {exc}")
+        replay_all(transcripts, peers, up, rec)
+    print(
+        f"{'proxy':<15}{'requests':>9}{'tokens in':>13}{'forwarded':>13}"
+        f"{'in window':>10}{'invalid':>8}{'prefix':>8}"
+        f"{'added p50 ms':>13}{'p99':>8}"
+    )
+    for peer in peers:
+        if peer.failed:
+            print(f"{peer.name:<15} failed after {peer.n} requests: {peer.failed}")
+        if not peer.n:
+            continue
+        print(
+            f"{peer.name:<15}{peer.n:>9}{peer.tokens_in:>13,}{peer.forwarded:>13,}"
+            f"{peer.inside:>10}{peer.invalid:>8}"
+            f"{peer.prefix / peer.forwarded:>8.0%}"
+            f"{statistics.median(peer.added):>13.2f}{pct(peer.added, 0.99):>8.1f}"
+        )
+    if headroom is None:
+        print(
+            "headroom-ai      not measured: no headroom executable (pip install "
+            "'headroom-ai[proxy]' in a venv, pass --headroom PATH)"
+        )
 
 
-def replay_one(
-    transcripts: list[Any], proxy: str, up: str, rec: Upstream
-) -> tuple[Any, ...]:
-    n = tin = fwd = inside = invalid = prefix = 0
-    added: list[float] = []
+def replay_all(
+    transcripts: list[Any], peers: list[Peer], up: str, rec: Recorder
+) -> None:
     headers = {
         "x-api-key": "sk-ant-bench",
         "anthropic-version": "2023-06-01",
         "content-type": "application/json",
     }
-    with httpx.Client(timeout=300) as http:
+    with httpx.Client(timeout=600) as http:
         for t in transcripts:
             counter = TokenCounter(get_tokenizer(t.model), "anthropic")
             msgs = t.messages
-            previous: list[str] = []
+            for peer in peers:
+                peer.previous = []
             for j, m in enumerate(msgs):
                 if m.role != "assistant" or not j:
                     continue
@@ -451,53 +435,69 @@ def replay_one(
                         **to_anthropic(msgs[:j]).body(),
                     }
                 ).encode()
+                tokens_in = counter.messages(msgs[:j])
                 t0 = time.perf_counter()
                 r = http.post(up + "/v1/messages", content=body, headers=headers)
                 direct = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                r = http.post(proxy + "/v1/messages", content=body, headers=headers)
-                through = time.perf_counter() - t0
-                assert r.status_code == 200, r.text[:300]
-                added.append(1000 * (through - direct))
-                sent = json.loads(rec.last)
-                read = coerce_messages(
-                    {k: sent[k] for k in ("system", "messages") if k in sent},
-                    provider="anthropic",
-                )
-                tokens = counter.messages(read.messages)
-                n += 1
-                tin += counter.messages(msgs[:j])
-                fwd += tokens
-                inside += tokens <= WINDOW - MAX_TOKENS
-                invalid += bool(problems(read.messages, "anthropic"))
-                now = [json.dumps(x, sort_keys=True) for x in sent["messages"]]
-                same = 0
-                for a, b in zip(previous, now, strict=False):
-                    if a != b:
-                        break
-                    same += 1
-                if same:
-                    kept = coerce_messages(
-                        sent["messages"][:same], provider="anthropic"
-                    )
-                    prefix += counter.messages(kept.messages)
-                previous = now
-    return n, tin, fwd, inside, invalid, prefix, added
+                for peer in peers:
+                    if peer.failed:
+                        continue
+                    try:
+                        t0 = time.perf_counter()
+                        r = http.post(
+                            peer.url + "/v1/messages", content=body, headers=headers
+                        )
+                        through = time.perf_counter() - t0
+                    except httpx.HTTPError as exc:
+                        peer.failed = f"{type(exc).__name__}: {exc}"
+                        continue
+                    if r.status_code != 200:
+                        peer.failed = f"status {r.status_code}: {r.text[:200]}"
+                        continue
+                    peer.added.append(1000 * (through - direct))
+                    measure(peer, json.loads(rec.seen[-1].body), tokens_in, counter)
+
+
+def measure(peer: Peer, sent: dict[str, Any], tokens_in: int, counter: Any) -> None:
+    read = coerce_messages(
+        {k: sent[k] for k in ("system", "messages") if k in sent},
+        provider="anthropic",
+    )
+    tokens = counter.messages(read.messages)
+    peer.n += 1
+    peer.tokens_in += tokens_in
+    peer.forwarded += tokens
+    peer.inside += tokens <= WINDOW - MAX_TOKENS
+    peer.invalid += bool(problems(read.messages, "anthropic"))
+    same, peer.previous = repeated_prefix(peer.previous, sent["messages"], counter)
+    peer.prefix += same
 
 
 def main() -> None:
     argv = sys.argv[1:]
     n = int(argv[argv.index("--n") + 1]) if "--n" in argv else 200
     sessions = int(argv[argv.index("--sessions") + 1]) if "--sessions" in argv else 5
-    venv = (
-        Path(argv[argv.index("--headroom") + 1])
-        if "--headroom" in argv
-        else Path(os.environ.get("HEADROOM_VENV", "/work/venv-headroom"))
+    given = argv[argv.index("--headroom") + 1] if "--headroom" in argv else None
+    do_replay = "--skip-replay" not in argv
+    baseline = (
+        Path(argv[argv.index("--baseline") + 1]) if "--baseline" in argv else None
     )
     if "--skip-latency" not in argv:
-        latency(n)
-    if "--skip-replay" not in argv:
-        replay(sessions, venv if (venv / "bin" / "headroom").exists() else None)
+        latency(n, baseline)
+        if RETRIED:
+            print(f"({len(RETRIED)} requests sent again after a broken connection)")
+    if not do_replay:
+        return
+    rec = Recorder(keep=1)
+    with ExitStack() as stack:
+        up = stack.enter_context(running(rec.app))
+        headroom: Headroom | None = None
+        exe = headroom_exe(given)
+        if exe is not None:
+            log = stack.enter_context(tempfile.TemporaryFile())
+            headroom = Headroom(exe, up, log)
+            stack.callback(headroom.stop)
+        replay(sessions, rec, up, headroom)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
-"""A recording upstream on loopback, and servers run in threads.
+"""A recording upstream on loopback, servers run in threads, agents' histories.
 
 ``Recorder`` is a small Starlette app that answers the OpenAI Chat
 Completions, Responses and Anthropic Messages APIs (streamed or not, with
 ``usage``) and keeps each request it got (path, headers, body bytes).
 ``running(app)`` serves an ASGI app with uvicorn in a thread on a free
-loopback port and yields its base URL.
+loopback port and yields its base URL. ``openai_turn`` and
+``anthropic_turn`` write one turn of a coding agent (a question, a file
+read, its result) as each API carries it; ``repeated_prefix`` measures how
+much of a forwarded request repeats the previous one. The proxy's tests
+and ``benchmarks/proxy_latency.py`` share all of it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from contextwindow import TokenCounter
+from contextwindow.formats._coerce import coerce_messages
 
 
 def free_port() -> int:
@@ -83,8 +90,13 @@ def _sse(events: Sequence[tuple[str | None, Any]]) -> list[bytes]:
 class Recorder:
     """The upstream: records requests, answers each API in its shape."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int | None = None) -> None:
         self.seen: list[Seen] = []
+        self.keep = keep
+        """How many requests ``seen`` keeps, the latest (``None``: all)."""
+        self.usage_input = 1
+        """The input tokens every answer reports in its ``usage`` (1: too few
+        for any request, so the proxy calibrates nothing on it)."""
         self.gate: asyncio.Event | None = None
         """When set up, a stream waits on it after its first chunk."""
         self.gate_loop: asyncio.AbstractEventLoop | None = None
@@ -103,6 +115,8 @@ class Recorder:
     async def _record(self, request: Request) -> Any:
         body = await request.body()
         self.seen.append(Seen(request.url.path, dict(request.headers), body))
+        if self.keep is not None:
+            del self.seen[: len(self.seen) - self.keep]
         if self.delay:
             await asyncio.sleep(self.delay)
         return json.loads(body)
@@ -158,7 +172,8 @@ class Recorder:
         self.gate_loop = asyncio.get_running_loop()
         model = body["model"]
         tools = bool(body.get("tools"))
-        usage = {"prompt_tokens": 42, "completion_tokens": 2, "total_tokens": 44}
+        n = self.usage_input
+        usage = {"prompt_tokens": n, "completion_tokens": 2, "total_tokens": n + 2}
         if body.get("stream"):
             base = {
                 "id": "c1",
@@ -247,9 +262,9 @@ class Recorder:
             "tool_choice": "auto",
             "tools": [],
             "usage": {
-                "input_tokens": 42,
+                "input_tokens": self.usage_input,
                 "output_tokens": 2,
-                "total_tokens": 44,
+                "total_tokens": self.usage_input + 2,
                 "input_tokens_details": {"cached_tokens": 0},
                 "output_tokens_details": {"reasoning_tokens": 0},
             },
@@ -324,7 +339,7 @@ class Recorder:
                 status_code=self.status,
             )
         self.gate_loop = asyncio.get_running_loop()
-        usage = {"input_tokens": 42, "output_tokens": 2}
+        usage = {"input_tokens": self.usage_input, "output_tokens": 2}
         msg = {
             "id": "msg_1",
             "type": "message",
@@ -375,3 +390,77 @@ class Recorder:
                 self._stream(_sse(events)), media_type="text/event-stream"
             )
         return JSONResponse(msg)
+
+
+# -- agents' histories -------------------------------------------------------------
+
+
+def openai_turn(i: int, result: str, ask: str | None = None) -> list[dict[str, Any]]:
+    """Turn ``i`` in Chat Completions: a question, a ``read_file`` call, its result."""
+    return [
+        {"role": "user", "content": ask or f"read part {i}"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"c{i}",
+                    "type": "function",
+                    "function": {
+                        "name": "read_file",
+                        "arguments": json.dumps({"path": f"p{i}"}),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+    ]
+
+
+def anthropic_turn(i: int, words: int, who: str = "") -> list[dict[str, Any]]:
+    """Turn ``i`` in Anthropic Messages (``who`` names the client in each text)."""
+    call = f"t{who.strip().replace(' ', '_')}{i}"
+    return [
+        {"role": "user", "content": f"{who}read part {i}"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": call,
+                    "name": "read_file",
+                    "input": {"path": f"p{i}"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call,
+                    "content": f"{who}part {i}: " + "data " * words,
+                }
+            ],
+        },
+    ]
+
+
+def repeated_prefix(
+    previous: list[str], sent: list[Any], counter: TokenCounter
+) -> tuple[int, list[str]]:
+    """Tokens of the Anthropic ``sent`` messages repeating ``previous`` byte for byte.
+
+    ``previous`` is what the last call returned second (each message as
+    canonical JSON); pass ``[]`` for a conversation's first request.
+    """
+    now = [json.dumps(m, sort_keys=True) for m in sent]
+    same = 0
+    for a, b in zip(previous, now, strict=False):
+        if a != b:
+            break
+        same += 1
+    if not same:
+        return 0, now
+    kept = coerce_messages(sent[:same], provider="anthropic")
+    return counter.messages(kept.messages), now

@@ -40,7 +40,7 @@ def make_rig(upstream: tuple[Recorder, str], tmp_path: Path) -> MakeRig:
     @contextmanager
     def make(**overrides: Any) -> Iterator[Rig]:
         rec.seen.clear()
-        rec.status, rec.delay, rec.gate = 200, 0.0, None
+        rec.status, rec.delay, rec.gate, rec.usage_input = 200, 0.0, None, 1
         fields: dict[str, Any] = {
             "upstream_openai": url + "/v1",
             "upstream_anthropic": url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -12,7 +13,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from tests.proxy._upstream import free_port
+from tests.proxy._upstream import anthropic_turn, free_port
 from tests.proxy.conftest import MakeRig, Rig
 from tests.proxy.test_sdks import KEY, _ant, _ant_history, _check, _oai
 
@@ -52,7 +53,7 @@ def test_health_and_metrics(rig: Rig) -> None:
         text.split("\ncontextwindow_proxy_tokens_forwarded_total ")[1].split()[0]
     )
     assert forwarded < tokens_in
-    assert "contextwindow_proxy_upstream_usage_input_tokens_total 42" in text
+    assert "contextwindow_proxy_upstream_usage_input_tokens_total 1" in text
     assert "contextwindow_proxy_upstream_seconds_count 1" in text
 
 
@@ -102,6 +103,61 @@ class TestErrors:
             )
             assert r.status_code == 502
             assert r.json()["error"]["code"] == "upstream_unreachable"
+
+    def test_connection_closed_by_the_upstream_is_tried_again(
+        self, make_rig: MakeRig
+    ) -> None:
+        """An upstream that closes the connection before answering (a kept-alive
+        one it dropped) gets the request once more, on a new connection."""
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        reply = b'{"id":"c1","object":"chat.completion","choices":[]}'
+        got: list[bytes] = []
+
+        def serve() -> None:
+            for i in range(2):
+                conn, _ = listener.accept()
+                with conn:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += conn.recv(65536)
+                    head, _, body = data.partition(b"\r\n\r\n")
+                    size = int(
+                        head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]
+                    )
+                    while len(body) < size:
+                        body += conn.recv(65536)
+                    got.append(body)
+                    if i:
+                        conn.sendall(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                            + f"content-length: {len(reply)}\r\n".encode()
+                            + b"connection: close\r\n\r\n"
+                            + reply
+                        )
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        up = f"http://127.0.0.1:{port}"
+        try:
+            with make_rig(upstream_openai=up, upstream_anthropic=up) as rig:
+                r = _post(
+                    rig,
+                    "/v1/chat/completions",
+                    {
+                        "model": "gpt-4o",
+                        "messages": [{"role": "user", "content": "hi"}],
+                    },
+                )
+                metrics = httpx.get(rig.url + "/metrics").text
+        finally:
+            thread.join(10)
+            listener.close()
+        assert r.status_code == 200, r.text
+        assert r.content == reply
+        assert len(got) == 2
+        assert got[0] == got[1]
+        assert 'kind="upstream_retried"} 1' in metrics
 
     def test_upstream_slow(self, rig: Rig) -> None:
         rig.upstream.delay = 1.5  # the rig's read timeout is 1 s
@@ -222,30 +278,7 @@ class TestConversations:
         history: list[dict[str, Any]] = []
         compacted = []
         for i in range(40):
-            history += [
-                {"role": "user", "content": f"read part {i}"},
-                {
-                    "role": "assistant",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": f"t{i}",
-                            "name": "read_file",
-                            "input": {"path": f"p{i}"},
-                        }
-                    ],
-                },
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": f"t{i}",
-                            "content": f"part {i}: " + "data " * 60,
-                        }
-                    ],
-                },
-            ]
+            history += anthropic_turn(i, 60)
             if i:  # the reply to the previous turn, as a client sends it
                 history.insert(-3, {"role": "assistant", "content": f"read {i - 1}"})
             reply = client.messages.with_raw_response.create(

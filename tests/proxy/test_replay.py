@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 from tests.conftest import data_dir
-from tests.proxy._upstream import Recorder, running
+from tests.proxy._upstream import Recorder, repeated_prefix, running
 
 from contextwindow import TokenCounter, problems, read_transcripts
 from contextwindow.formats._coerce import coerce_messages
@@ -79,19 +79,11 @@ def test_claude_code_sessions_fit(tmp_path: Path) -> None:
                     )
                     rewritten += sent != body
                     # Leading messages byte-identical to the previous request's.
-                    now = [json.dumps(m, sort_keys=True) for m in sent["messages"]]
-                    same = 0
-                    for a, b in zip(previous, now, strict=False):
-                        if a != b:
-                            break
-                        same += 1
-                    if same:
-                        kept = coerce_messages(
-                            sent["messages"][:same], provider="anthropic"
-                        )
-                        prefix += counter.messages(kept.messages)
+                    same, previous = repeated_prefix(
+                        previous, sent["messages"], counter
+                    )
+                    prefix += same
                     forwarded += tokens
-                    previous = now
     share = prefix / forwarded
     print(
         f"\nreplay: {over} requests over the window fitted; "

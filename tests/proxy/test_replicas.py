@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.proxy._upstream import Recorder, running
+from tests.proxy._upstream import Recorder, anthropic_turn, running
 from tests.proxy.conftest import make_backend
 from tests.proxy.test_sdks import KEY, _check
 
@@ -24,34 +24,6 @@ TURNS = 8
 MODEL = "claude-sonnet-4-6"
 
 
-def _turn(k: int, i: int) -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": f"client {k}: read part {i}"},
-        {
-            "role": "assistant",
-            "content": [
-                {
-                    "type": "tool_use",
-                    "id": f"t{k}_{i}",
-                    "name": "read_file",
-                    "input": {"path": f"p{i}"},
-                }
-            ],
-        },
-        {
-            "role": "user",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": f"t{k}_{i}",
-                    "content": f"client {k} part {i}: " + "data " * 300,
-                }
-            ],
-        },
-        {"role": "assistant", "content": f"read {i}"},
-    ]
-
-
 def _client(k: int, replicas: list[str]) -> list[dict[str, Any]]:
     history: list[dict[str, Any]] = []
     headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
@@ -59,7 +31,7 @@ def _client(k: int, replicas: list[str]) -> list[dict[str, Any]]:
         headers["x-conversation-id"] = f"client-{k}"
     with httpx.Client(timeout=30) as http:
         for i in range(TURNS):
-            history += _turn(k, i)[:3]
+            history += anthropic_turn(i, 300, f"client {k} ")
             body = {"model": MODEL, "max_tokens": 500, "messages": history}
             r = http.post(
                 replicas[i % 2] + "/v1/messages",
@@ -67,7 +39,7 @@ def _client(k: int, replicas: list[str]) -> list[dict[str, Any]]:
                 content=json.dumps(body).encode(),
             )
             assert r.status_code == 200, r.text
-            history.append(_turn(k, i)[3])
+            history.append({"role": "assistant", "content": f"read {i}"})
     return history
 
 

@@ -9,6 +9,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+from tests.proxy._upstream import anthropic_turn, openai_turn
 from tests.proxy.conftest import Rig
 
 from contextwindow import TokenCounter, problems
@@ -53,28 +54,7 @@ def _chat_history(turns: int) -> list[dict[str, Any]]:
         {"role": "system", "content": "You are a coding agent."}
     ]
     for i in range(turns):
-        msgs += [
-            {"role": "user", "content": f"read part {i}"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "read_file",
-                            "arguments": json.dumps({"path": f"p{i}"}),
-                        },
-                    }
-                ],
-            },
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}",
-                "content": f"part {i}: " + "data " * 120,
-            },
-        ]
+        msgs += openai_turn(i, f"part {i}: " + "data " * 120)
     msgs.append({"role": "user", "content": "Summarise what you read."})
     return msgs
 
@@ -82,30 +62,7 @@ def _chat_history(turns: int) -> list[dict[str, Any]]:
 def _ant_history(turns: int) -> list[dict[str, Any]]:
     msgs: list[dict[str, Any]] = []
     for i in range(turns):
-        msgs += [
-            {"role": "user", "content": f"read part {i}"},
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": f"t{i}",
-                        "name": "read_file",
-                        "input": {"path": f"p{i}"},
-                    }
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": f"t{i}",
-                        "content": f"part {i}: " + "data " * 120,
-                    }
-                ],
-            },
-        ]
+        msgs += anthropic_turn(i, 120)
     msgs.append({"role": "user", "content": "Summarise what you read."})
     return msgs
 
@@ -186,7 +143,7 @@ class TestChatCompletions:
         rig.upstream.open_gate()
         rest = list(chunks)
         assert rest[-1].usage is not None
-        assert rest[-1].usage.prompt_tokens == 42
+        assert rest[-1].usage.prompt_tokens == 1
         body = rig.upstream.seen[0].json
         assert _check("openai", body["messages"], body["tools"], "gpt-4o") <= BUDGET
 

@@ -10,7 +10,8 @@ Contract:
   Prometheus text.
 - The upstream's answer streams back as it comes, chunk by chunk (server-sent
   events included), with its status and headers; its body is read on the
-  way only for the input tokens it reports (``usage``).
+  way only for the input tokens it reports (``usage``), which calibrate the
+  model's counts (``Fitter.observe_usage``).
 - The client's headers go upstream unchanged (``Authorization`` and
   ``x-api-key`` among them), but for hop-by-hop ones, the proxy's own key
   (``x-contextwindow-key``) and ``x-conversation-id``. No header value is
@@ -22,8 +23,9 @@ Contract:
   400 (OpenAI ``context_length_exceeded``, Anthropic
   ``invalid_request_error``); a body over ``max_body_bytes`` 413; more than
   ``max_concurrency`` requests at once 429 (with ``retry-after``); an
-  upstream that cannot be reached 502, one that does not answer in time
-  504. An upstream's own errors come back as it sent them.
+  upstream that cannot be reached 502 (a connection that broke before any
+  answer is tried once more first), one that does not answer in time 504.
+  An upstream's own errors come back as it sent them.
 - Every fitted response carries ``x-contextwindow-tokens-in``,
   ``-tokens-forwarded``, ``-compacted`` (tokens the fitting took out) and
   ``-conversation``; every request is one JSON line on the
@@ -312,7 +314,7 @@ class _Proxy:
             request.method, url, headers=headers, content=body
         )
         try:
-            resp = await self.client.send(req, stream=True)
+            resp = await self._send(req)
         except httpx.TimeoutException:
             return self._failed(
                 upstream,
@@ -396,9 +398,26 @@ class _Proxy:
                     reported = sum(usage.values())
                     info["usage_input_tokens"] = reported
                     self.metrics.usage(reported, plan.tokens_forwarded)
+                    with contextlib.suppress(ContextWindowError):
+                        self.fitter.observe_usage(plan, reported)
                 await finish()
 
         return _Streamed(chunks(), resp.status_code, out_headers, finish)
+
+    async def _send(self, req: httpx.Request) -> httpx.Response:
+        """Send ``req``; once more when the connection broke before any answer.
+
+        A kept-alive connection the upstream closed while idle breaks as it is
+        reused (the request never reached the upstream's handler), the way
+        the providers' SDKs see it too: they try again, and so does the proxy,
+        once.
+        """
+        assert self.client is not None
+        try:
+            return await self.client.send(req, stream=True)
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+            self.metrics.error("upstream_retried")
+            return await self.client.send(req, stream=True)
 
     def _failed(
         self,

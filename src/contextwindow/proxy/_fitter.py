@@ -16,11 +16,25 @@ Contract:
   and the first user turn). Each has a ``ContextManager`` on the store, so a
   request continuing it pushes only its new messages, a compaction happens
   once, and the forwarded prefix stays byte-identical until the next
-  compaction. Before each request the stored version is compared with the
-  one this process last saw: another replica's appends are read back first,
-  so replicas sharing a store lose and duplicate nothing. A request whose
-  history does not extend the stored one (the client rewrote it) is fitted
-  on its own, without the conversation.
+  compaction. A replica keeps, per conversation (the last ``MAX_MANAGERS``),
+  the items of the last request it read: the next request's items are
+  compared with them as JSON, and only the new ones are read and counted,
+  so a continuation costs what it appended. Before each request the stored
+  version is compared with the one this replica left: when another replica
+  moved it, the conversation is read back first, so replicas sharing a store
+  lose and duplicate nothing. Apart from that one read, a request costs the
+  store the append of its new messages.
+- A request whose history leaves the stored one (the client edited or
+  regenerated a turn) is a fork: a conversation of its own, named by the
+  conversation and the first message that differs (``_fork_id``), so its
+  next requests continue it; the original's log and view are untouched.
+  The fork is fitted from its whole history once (it does not reuse the
+  original's compaction of the shared prefix), then extended like any
+  conversation. Past ``MAX_FORKS`` forks of forks a request is fitted on
+  its own.
+- The input tokens the upstream reports calibrate the model's counts
+  (``observe_usage``): an approximate tokenizer's budget is the calibrated
+  one from the next request on, for every conversation of the model.
 - Pinned content over the window raises ``BudgetError`` (the app answers the
   provider's context-length error); a body the proxy cannot read raises
   ``PassThrough`` and is forwarded untouched, for the provider to judge.
@@ -47,13 +61,23 @@ from contextwindow.proxy._shapes import Api
 from contextwindow.store.base import Store
 from contextwindow.strategies.base import Strategy
 from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.calibration import Calibration
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["POLICY", "Fitter", "FitterConfig", "PassThrough", "Plan"]
+__all__ = ["PLAUSIBLE", "POLICY", "Fitter", "FitterConfig", "PassThrough", "Plan"]
 
 POLICY = CompactionPolicy(at=100, to=60)
 """Compact only when a request would not fit, then down to 60 % of the
 budget, so that many turns of plain appends (and prompt-cache hits) follow."""
+
+PLAUSIBLE = (0.5, 2.0)
+"""Reported over counted input tokens, the range an observation is fed in.
+Outside it the upstream reports something else than the request counted
+(another model behind it, a cache's share alone): no tokenizer of the
+registry is that far off."""
+
+MAX_FORKS = 8
+"""Forks of forks followed before a request is fitted on its own."""
 
 MAX_MANAGERS = 1024
 """Conversations a process keeps in memory (the store keeps them all)."""
@@ -97,6 +121,8 @@ class Plan:
     conversation: str | None = None
     compactions: int = 0
     """Compactions this request caused."""
+    calibration: Calibration | None = field(default=None, compare=False, repr=False)
+    """The calibration of the model's counts, which the upstream's usage feeds."""
 
 
 @dataclass
@@ -104,7 +130,12 @@ class _Entry:
     manager: ContextManager
     key: tuple[Any, ...]
     version: int
+    """The store's version of the conversation as this replica left it."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    seen: _Seen | None = None
+    """The last request read for it, while the manager's history equals it."""
+    fork: str | None = None
+    """The fork of it last served (whose continuations go there at once)."""
 
 
 class Fitter:
@@ -128,6 +159,7 @@ class Fitter:
         self._models: dict[str, tuple[ModelInfo, Tokenizer]] = {}
         self._counters: dict[tuple[str, str], TokenCounter] = {}
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._calibrations: dict[tuple[str, str, str], Calibration] = {}
 
     # -- the model ---------------------------------------------------------------
 
@@ -173,34 +205,25 @@ class Fitter:
         window = self.config.windows.get(model) or self.config.window
         window = window or info.context_window
         counter = self._counter(tok, api)
-        reserve = self._reserve(api, body, info, window)
-        messages, specs, extra = self._read(api, body, counter)
-        reserve = min(window, reserve + extra)
-        tokens_in = counter.messages(messages, tools=specs) + extra
+        calibration = self._calibration(info, tok, api)
+        req = _Request(api, raw, body, model, counter, calibration)
+        req.reserve = self._reserve(api, body, info, window)
+        req.window = window
+        req.items, req.fixed = _conversation(api, body)
+        req.specs, req.extra = self._tools(body, counter)
+        req.reserve = min(window, req.reserve + req.extra)
         stateless = (
             not api.stateful
             or self.store is None
             or body.get("previous_response_id") is not None
         )
         if stateless:
+            messages = req.read(req.items)
             return self._alone(
-                api, raw, body, messages, specs, window, reserve, counter, tokens_in
+                req, messages, counter.messages(messages, tools=req.specs)
             )
-        cid = conversation_id or _derived_id(api, model, messages)
-        return self._continued(
-            api,
-            raw,
-            body,
-            messages,
-            specs,
-            window,
-            reserve,
-            info,
-            tok,
-            cid,
-            tokens_in,
-            counter,
-        )
+        cid = conversation_id or _derived_id(api, model, req.read(_lead(req.items)))
+        return self._continued(req, info, tok, cid)
 
     def _reserve(
         self, api: Api, body: Mapping[str, Any], info: ModelInfo, window: int
@@ -215,31 +238,14 @@ class Fitter:
             return min(self.config.reserve, window)
         return reply_reserve(info, window)
 
-    def _read(
-        self, api: Api, body: Mapping[str, Any], counter: TokenCounter
-    ) -> tuple[list[Message], tuple[ToolSpec, ...], int]:
-        """The conversation, its tools, and tokens counted outside both."""
+    def _tools(
+        self, body: Mapping[str, Any], counter: TokenCounter
+    ) -> tuple[tuple[ToolSpec, ...], int]:
+        """The request's tools, and tokens counted outside the conversation."""
         extra = 0
-        if api.provider == "anthropic":
-            data: Any = {k: body[k] for k in api.fields if k in body}
-            if "messages" not in data:
-                raise PassThrough("no messages")
-        elif api.provider == "responses":
-            data = body.get("input")
-            if isinstance(data, str):
-                data = [{"role": "user", "content": data}]
-            instructions = body.get("instructions")
-            if isinstance(instructions, str):
-                extra += counter.tokenizer.count(instructions)
-        else:
-            data = body.get("messages")
-        if not isinstance(data, list | dict):
-            raise PassThrough("no messages")
-        read = cast("object", data)
-        try:
-            messages = list(coerce_messages(read, provider=api.provider).messages)
-        except ContextWindowError as exc:
-            raise PassThrough(str(exc)) from exc
+        instructions = body.get("instructions")
+        if isinstance(instructions, str):
+            extra += counter.tokenizer.count(instructions)
         tools = body.get("tools") or ()
         try:
             specs = coerce_tools(tools)
@@ -248,81 +254,164 @@ class Fitter:
             # counted as their JSON text.
             specs = ()
             extra += counter.tokenizer.count(json.dumps(tools))
-        return messages, specs, extra
+        return specs, extra
 
-    def _alone(
-        self,
-        api: Api,
-        raw: bytes,
-        body: Mapping[str, Any],
-        messages: list[Message],
-        specs: tuple[ToolSpec, ...],
-        window: int,
-        reserve: int,
-        counter: TokenCounter,
-        tokens_in: int,
-    ) -> Plan:
-        if tokens_in <= window - reserve:
-            return Plan(raw, tokens_in, tokens_in, False)
+    def _alone(self, req: _Request, messages: list[Message], counted: int) -> Plan:
+        """The request fitted on its own (``counted``: its messages' tokens)."""
+        tokens_in = counted + req.extra
+        budget = req.window - req.reserve
+        limit = req.window
+        if not req.counter.tokenizer.exact:
+            # What the provider would bill, as it reported (the calibration).
+            budget = req.calibration.limit(budget)
+            limit = budget + req.reserve
+        if tokens_in <= budget:
+            return Plan(
+                req.raw, tokens_in, tokens_in, False, calibration=req.calibration
+            )
         fitted = fit(
             messages,
-            limit=window,
-            reserve=reserve,
+            limit=limit,
+            reserve=req.reserve,
             strategy=self.config.strategy,
-            provider=api.provider,
-            tokenizer=counter,
-            tools=specs,
+            provider=req.api.provider,
+            tokenizer=req.counter,
+            tools=req.specs,
         )
-        out = _written(api, body, fitted.to(api.provider))
-        forwarded = counter.messages(fitted.messages, tools=specs) + (
-            tokens_in - counter.messages(messages, tools=specs)
+        out = _written(req.api, req.body, fitted.to(req.api.provider))
+        forwarded = req.counter.messages(fitted.messages, tools=req.specs) + req.extra
+        return Plan(
+            out, tokens_in, forwarded, True, None, 1, calibration=req.calibration
         )
-        return Plan(out, tokens_in, forwarded, True, None, 1)
 
     def _continued(
         self,
-        api: Api,
-        raw: bytes,
-        body: Mapping[str, Any],
-        messages: list[Message],
-        specs: tuple[ToolSpec, ...],
-        window: int,
-        reserve: int,
+        req: _Request,
         info: ModelInfo,
         tok: Tokenizer,
         cid: str,
-        tokens_in: int,
-        counter: TokenCounter,
+        read: list[Message] | None = None,
+        depth: int = 0,
     ) -> Plan:
+        """``req`` as the next request of ``cid``, or of a fork of it.
+
+        ``read``: the request's messages, when they were read already.
+        """
         assert self.store is not None
-        key = (info.name, api.provider, window, specs, self.config.strategy)
-        entry = self._entry(cid, key, info, tok, api, window, specs)
+        api = req.api
+        key = (info.name, api.provider, req.window, req.specs, self.config.strategy)
+        entry = self._entry(cid, key, info, tok, req)
         with entry.lock:
-            manager = entry.manager
             stored = self.store.version(cid)
             if stored != entry.version:
-                entry = self._entry(cid, key, info, tok, api, window, specs, fresh=True)
-                manager = entry.manager
-            history = manager.history
-            n = len(history)
-            if n > len(messages) or tuple(messages[:n]) != history:
-                # The client rewrote its history: fit this request alone.
-                plan = self._alone(
-                    api, raw, body, messages, specs, window, reserve, counter, tokens_in
-                )
-                return replace(plan, conversation=cid)
+                # Another replica moved the conversation: read it again.
+                entry = self._entry(cid, key, info, tok, req, fresh=True)
+                stored = entry.version
+            manager = entry.manager
+            seen = entry.seen
+            messages = read
+            if messages is None and seen is not None:
+                messages = seen.extended(req)
+            if messages is None and depth < MAX_FORKS and self._forked(entry, req):
+                assert entry.fork is not None
+                return self._continued(req, info, tok, entry.fork, None, depth + 1)
+            if messages is None or read is not None:
+                if messages is None:
+                    messages = req.read(req.items)
+                history = manager.history
+                n = len(history)
+                if n > len(messages) or tuple(messages[:n]) != history:
+                    # The client's history leaves this one: a fork.
+                    if depth < MAX_FORKS:
+                        entry.fork = _fork_id(cid, messages, history)
+                        return self._continued(
+                            req, info, tok, entry.fork, messages, depth + 1
+                        )
+                    counted = req.counter.messages(messages, tools=req.specs)
+                    return replace(
+                        self._alone(req, messages, counted), conversation=cid
+                    )
+            entry.seen = None
+            n = len(manager.history)
+            counted = req.counter.messages(messages, tools=req.specs)
             if n < len(messages):
                 manager.push_many(messages[n:])
-            prepared = manager.prepare(reserve=reserve)
-            entry.version = self.store.version(cid)
+            prepared = manager.prepare(reserve=req.reserve)
+            if len(manager.history) == len(messages):
+                entry.version = stored + len(messages) - n
+                entry.seen = _Seen.of(req, messages)
+            else:  # another writer's messages came in between: read again next time
+                entry.version = -1
+        tokens_in = counted + req.extra
         done = sum(1 for c in prepared.compactions if c.applied)
-        if prepared.conversation == manager.history and tokens_in <= window - reserve:
-            return Plan(raw, tokens_in, tokens_in, False, cid, done)
-        out = _written(api, body, prepared.body())
-        forwarded = prepared.tokens + (
-            tokens_in - counter.messages(messages, tools=specs)
-        )
-        return Plan(out, tokens_in, forwarded, True, cid, done)
+        if prepared.conversation == manager.history and tokens_in <= prepared.budget:
+            return Plan(
+                req.raw, tokens_in, tokens_in, False, cid, done, req.calibration
+            )
+        out = _written(api, req.body, prepared.body())
+        forwarded = prepared.tokens + req.extra
+        return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration)
+
+    def _forked(self, entry: _Entry, req: _Request) -> bool:
+        """Whether ``req`` continues the fork of ``entry`` last served.
+
+        A hint: the fork's own entry checks it again under its lock.
+        """
+        if entry.fork is None:
+            return False
+        with self._lock:
+            fork = self._entries.get(entry.fork)
+        seen = fork.seen if fork is not None else None
+        return seen is not None and seen.extended(req) is not None
+
+    def observe_usage(self, plan: Plan, reported: int) -> None:
+        """Feed the input tokens the upstream reported for ``plan``'s request.
+
+        The conversation's manager observes it (``observe_usage``); every
+        conversation of the model shares one calibration, which approximate
+        tokenizers' budgets follow from then on (exact ones ignore it). A
+        report outside ``PLAUSIBLE`` times the count is left out.
+
+        Example:
+            >>> fitter = Fitter(FitterConfig(), None)
+            >>> plan = Plan(b"", 100, 100, False, calibration=Calibration())
+            >>> fitter.observe_usage(plan, 125)
+            >>> plan.calibration.ratio
+            1.25
+        """
+        if plan.calibration is None or plan.tokens_forwarded <= 0:
+            return
+        low, high = PLAUSIBLE
+        if not low <= reported / plan.tokens_forwarded <= high:
+            return
+        cid = plan.conversation
+        entry = self._entries.get(cid) if cid is not None else None
+        if entry is not None and entry.manager.calibration is plan.calibration:
+            # With ``counted`` given the manager reads none of its own state,
+            # only the calibration (thread-safe): no lock is taken.
+            entry.manager.observe_usage(reported, counted=plan.tokens_forwarded)
+        else:
+            plan.calibration.observe(plan.tokens_forwarded, reported)
+
+    def calibration(self, model: str, api: Api) -> Calibration:
+        """The calibration of ``model``'s counts on ``api``.
+
+        Example:
+            >>> from contextwindow.proxy._shapes import APIS
+            >>> Fitter(FitterConfig(), None).calibration(
+            ...     "claude-sonnet-4-6", APIS["/v1/messages"]).ratio
+            1.0
+        """
+        info, tok = self._model(model)
+        return self._calibration(info, tok, api)
+
+    def _calibration(self, info: ModelInfo, tok: Tokenizer, api: Api) -> Calibration:
+        key = (info.name, tok.name, api.provider)
+        with self._lock:
+            cal = self._calibrations.get(key)
+            if cal is None:
+                cal = self._calibrations[key] = Calibration()
+            return cal
 
     def _entry(
         self,
@@ -330,9 +419,7 @@ class Fitter:
         key: tuple[Any, ...],
         info: ModelInfo,
         tok: Tokenizer,
-        api: Api,
-        window: int,
-        specs: Sequence[ToolSpec],
+        req: _Request,
         *,
         fresh: bool = False,
     ) -> _Entry:
@@ -344,16 +431,19 @@ class Fitter:
         # Opening a manager reads the stored conversation: outside the lock.
         manager = ContextManager(
             info,
-            token_limit=window,
+            token_limit=req.window,
             strategy="default"
             if self.config.strategy is None
             else self.config.strategy,
             tokenizer=tok,
-            provider=api.provider,
-            tools=specs,
+            provider=req.api.provider,
+            tools=req.specs,
             policy=POLICY,
+            # No handlers watch it: firing thresholds would only write state.
+            thresholds=(),
             store=self.store,
             conversation_id=cid,
+            calibration=req.calibration,
         )
         assert self.store is not None
         made = _Entry(manager, key, self.store.version(cid))
@@ -367,6 +457,139 @@ class Fitter:
         return made
 
 
+@dataclass(slots=True)
+class _Request:
+    """One request as the fitter reads it."""
+
+    api: Api
+    raw: bytes
+    body: Mapping[str, Any]
+    model: str
+    counter: TokenCounter
+    calibration: Calibration
+    items: list[Any] = field(default_factory=list[Any])
+    """The conversation's items (``messages`` or ``input``) as received."""
+    fixed: Any = None
+    """The other field read with them (Anthropic's ``system``)."""
+    specs: tuple[ToolSpec, ...] = ()
+    extra: int = 0
+    """Tokens counted outside the conversation and its tools."""
+    window: int = 0
+    reserve: int = 0
+
+    def read(self, items: list[Any], *, tail: bool = False) -> list[Message]:
+        """``items`` as neutral messages (``tail``: without the system prompt).
+
+        Raises:
+            PassThrough: They are not messages the edge reads.
+        """
+        api = self.api
+        data: object = items
+        force = False
+        if api.provider == "anthropic" and "system" in self.body:
+            if tail:
+                force = True  # read as the whole body is: as Anthropic turns
+            else:
+                data = {"system": self.fixed, "messages": items}
+        try:
+            return list(
+                coerce_messages(data, provider=api.provider, force=force).messages
+            )
+        except ContextWindowError as exc:
+            raise PassThrough(str(exc)) from exc
+
+
+@dataclass(slots=True)
+class _Seen:
+    """The last request a replica read for a conversation, kept to read the next.
+
+    ``messages`` are what ``items`` read as (equal to the manager's history);
+    ``alone`` is how many of the last messages the last item reads as on its
+    own (0: it reads otherwise in context). A request whose items extend
+    ``items`` then costs what it appended: the old items are compared as JSON
+    (at C speed), and only the new ones are read, together with the last old
+    one, which must read as it did (so no message spans the boundary: an item
+    that joins the one before it, say a Responses call after a call, sends
+    the request down the full path).
+    """
+
+    items: list[Any]
+    fixed: Any
+    messages: list[Message]
+    alone: int
+
+    @classmethod
+    def of(cls, req: _Request, messages: list[Message]) -> _Seen | None:
+        if not req.items or not messages:
+            return None
+        try:
+            last = req.read(req.items[-1:], tail=True)
+        except PassThrough:
+            return None
+        k = len(last)
+        alone = k if k and messages[-k:] == last else 0
+        return cls(req.items, req.fixed, messages, alone)
+
+    def extended(self, req: _Request) -> list[Message] | None:
+        """``req``'s messages when its items extend these, read from the tail."""
+        p = len(self.items)
+        items = req.items
+        if not self.alone or req.fixed != self.fixed or len(items) < p:
+            return None
+        if items[:p] != self.items:
+            return None
+        if len(items) == p:
+            return self.messages
+        tail = items[p - 1 :]
+        if req.api.provider == "openai" and any(map(_legacy, tail)):
+            return None  # a legacy function call's id is its position in the list
+        try:
+            read = req.read(tail, tail=True)
+        except PassThrough:
+            return None
+        k = self.alone
+        if read[:k] != self.messages[-k:]:
+            return None
+        return self.messages + read[k:]
+
+
+def _legacy(item: object) -> bool:
+    if not isinstance(item, dict):
+        return False
+    obj = cast("dict[str, Any]", item)
+    return obj.get("role") == "function" or obj.get("function_call") is not None
+
+
+def _conversation(api: Api, body: Mapping[str, Any]) -> tuple[list[Any], Any]:
+    """The conversation's items in ``body``, and the other field read with them.
+
+    Raises:
+        PassThrough: The body holds no conversation.
+    """
+    if api.provider == "responses":
+        data = body.get("input")
+        if isinstance(data, str):
+            data = [{"role": "user", "content": data}]
+        fixed = None
+    else:
+        data = body.get("messages")
+        fixed = body.get("system") if api.provider == "anthropic" else None
+    if not isinstance(data, list):
+        raise PassThrough("no messages")
+    return data, fixed
+
+
+def _lead(items: list[Any]) -> list[Any]:
+    """The items up to the first user turn (what names a conversation)."""
+    for i, item in enumerate(items):
+        if (
+            isinstance(item, dict)
+            and cast("dict[str, Any]", item).get("role") == "user"
+        ):
+            return items[: i + 1]
+    return items
+
+
 def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> bytes:
     """``body`` with its conversation fields replaced by ``fields``."""
     out = dict(body)
@@ -378,6 +601,25 @@ def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> by
     if api.provider == "anthropic" and "system" not in fields:
         out.pop("system", None)
     return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _fork_id(cid: str, messages: Sequence[Message], history: Sequence[Message]) -> str:
+    """The id of the fork of ``cid`` whose history is ``messages``.
+
+    Named by where they leave ``history`` and the first message that differs,
+    so every request of one fork finds the same conversation.
+    """
+    k = 0
+    for k, (a, b) in enumerate(zip(messages, history, strict=False)):  # noqa: B007 -- k is the result
+        if a != b:
+            break
+    else:
+        k = min(len(messages), len(history))
+    h = hashlib.sha256(f"{cid}\0{k}".encode())
+    if k < len(messages):
+        m = messages[k]
+        h.update(repr((m.role, m.parts)).encode())
+    return f"{cid}~{h.hexdigest()[:16]}"
 
 
 def _derived_id(api: Api, model: str, messages: Sequence[Message]) -> str:
