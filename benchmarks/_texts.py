@@ -1,4 +1,4 @@
-"""Text sets for fitting and measuring ``HeuristicTokenizer``, grouped for held-out splits.
+"""Texts that fit and measure ``HeuristicTokenizer``, grouped for splits.
 
 Shared by ``benchmarks/heuristic_accuracy.py`` and ``scripts/fit_heuristic.py``.
 Every set is a list of ``(group, text)`` pairs; a group is the unit a split
@@ -138,7 +138,9 @@ def training_extras() -> dict[str, Grouped]:
     root = package("click")
     if root is not None:
         out["click"] = [
-            (p.name, c) for p in sorted(root.glob("*.py")) for c in chunks(p.read_text())
+            (p.name, c)
+            for p in sorted(root.glob("*.py"))
+            for c in chunks(p.read_text())
         ]
     root = package("material")
     if root is not None:
@@ -189,9 +191,7 @@ def pypi_sets() -> dict[str, Grouped]:
                 continue
             kept = [v for v in po_strings(p.read_text(encoding="utf-8")) if len(v) > 3]
             into = cjk if lang.split("_")[0] in ("zh", "ja", "ko") else prose
-            into += [
-                (lang, "\n".join(kept[k : k + 4])) for k in range(0, len(kept), 4)
-            ]
+            into += [(lang, "\n".join(kept[k : k + 4])) for k in range(0, len(kept), 4)]
     for p in sorted((stdlib / "test" / "cjkencodings").glob("*-utf8.txt")):
         text = p.read_text(encoding="utf-8")
         cjk += [(p.name, t) for t in text.split("\n\n") if t.strip()]

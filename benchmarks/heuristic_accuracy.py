@@ -39,8 +39,7 @@ from collections.abc import Callable, Sequence
 import _texts
 from _data import best_of
 
-from contextwindow.tokens import BPETokenizer, HeuristicTokenizer
-from contextwindow.tokens import heuristic
+from contextwindow.tokens import BPETokenizer, HeuristicTokenizer, heuristic
 
 GOAL = (0.03, 0.10)
 
@@ -66,8 +65,16 @@ def main() -> None:
         texts[name] = [t for _, t, _ in kept]
         rows[name] = [(heuristic._features(t), n) for _, t, n in kept]
         halves[name] = (
-            [r for r, (g, _, _) in zip(rows[name], kept, strict=True) if not _texts.held_out(g)],
-            [r for r, (g, _, _) in zip(rows[name], kept, strict=True) if _texts.held_out(g)],
+            [
+                r
+                for r, (g, _, _) in zip(rows[name], kept, strict=True)
+                if not _texts.held_out(g)
+            ],
+            [
+                r
+                for r, (g, _, _) in zip(rows[name], kept, strict=True)
+                if _texts.held_out(g)
+            ],
         )
     systems = {name: _texts.normal(r) for name, r in rows.items() if name not in pypi}
     train_half = {name: _texts.normal(halves[name][0]) for name in shared}
@@ -93,7 +100,9 @@ def main() -> None:
         if data is rows[name]:
             return texts[name]
         keep = {id(r) for r in data}
-        return [t for t, r in zip(texts[name], rows[name], strict=True) if id(r) in keep]
+        return [
+            t for t, r in zip(texts[name], rows[name], strict=True) if id(r) in keep
+        ]
 
     print("1. each shared data set left out (refitted on the others + extras)")
     for out in shared:
@@ -103,7 +112,12 @@ def main() -> None:
     w = _texts.solve(_texts.add(*train_half.values(), *extra))
     for name in shared:
         test = halves[name][1]
-        line(f"{name}, held-out half", name, test, [_texts.estimate(w, x) for x, _ in test])
+        line(
+            f"{name}, held-out half",
+            name,
+            test,
+            [_texts.estimate(w, x) for x, _ in test],
+        )
     print("3. texts PyPI packages ship, never fitted on (the shipped weights)")
     for name in pypi:
         line(name, name, rows[name], [heur.count(t) for t in texts[name]])
@@ -124,7 +138,9 @@ def main() -> None:
         t_heur = best_of(lambda items=items: count_all(heur.count, items))
         t_bpe = best_of(lambda items=items: count_all(bpe.count, items))
         print(f"{label}: {len(items):,} texts, {size / 1e6:.1f} MB (UTF-8)")
-        print(f"  {'heuristic':<24}{t_heur:>9.3f}{size / t_heur / 1e6:>9.1f}{t_bpe / t_heur:>8.1f}x")
+        ratio = t_bpe / t_heur
+        mbs = size / t_heur / 1e6
+        print(f"  {'heuristic':<24}{t_heur:>9.3f}{mbs:>9.1f}{ratio:>8.1f}x")
         print(f"  {'o200k BPE':<24}{t_bpe:>9.3f}{size / t_bpe / 1e6:>9.1f}")
     print(f"\n({time.perf_counter() - t_start:.0f} s in all)")
 

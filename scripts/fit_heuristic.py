@@ -41,7 +41,10 @@ def main() -> None:
         if (n := bpe.count(t)) > 0
     ]
     weights = _texts.solve(_texts.normal(rows))
-    print(f"# {len(rows):,} texts: " + ", ".join(f"{k} {len(v):,}" for k, v in sets.items()))
+    print(
+        f"# {len(rows):,} texts: "
+        + ", ".join(f"{k} {len(v):,}" for k, v in sets.items())
+    )
     for name, w in zip(heuristic.FEATURES, weights, strict=True):
         print(f"_W_{name.upper()} = {w:.4f}")
 
