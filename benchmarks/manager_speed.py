@@ -190,10 +190,12 @@ def main() -> None:
 
 
 def _us(seconds: float) -> str:
-    """Seconds as microseconds or milliseconds, three significant figures."""
+    """Seconds in µs, ms or s, three significant figures."""
     if seconds < 1e-3:
         return f"{seconds * 1e6:.0f} µs"
-    return f"{seconds * 1e3:.3g} ms"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ the *relative* error (so short messages weigh as much as long ones) with
 ``scripts/fit_heuristic.py``, on the shared data and a few texts packages
 ship (``benchmarks/_texts.py``). ``benchmarks/heuristic_accuracy.py`` measures
 it on text its weights never saw: with each shared data set left out it is
-within 4.2-4.6 % of o200k in the median and 11.8-14.3 % at the 90th
+within 4.2-4.6 % of o200k in the median and 11.5-14.3 % at the 90th
 percentile, and 4.7 % / 12.5 % on the standard library's sources; ``len/4``
 gets 11-24 % and 24-35 %.
 """
