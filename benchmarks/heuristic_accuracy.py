@@ -42,6 +42,8 @@ from _data import best_of
 from contextwindow.tokens import BPETokenizer, HeuristicTokenizer, heuristic
 
 GOAL = (0.03, 0.10)
+Item = tuple[str, str, int, tuple[int, ...]]
+"""A text's group, the text, its o200k count and its heuristic features."""
 
 
 def errors(estimates: Sequence[float], truth: Sequence[int]) -> tuple[float, float]:
@@ -57,27 +59,22 @@ def main() -> None:
     shared = _texts.shared_sets()
     extras = _texts.training_extras()
     pypi = _texts.pypi_sets()
-    rows: dict[str, _texts.Rows] = {}
-    halves: dict[str, tuple[_texts.Rows, _texts.Rows]] = {}
-    texts: dict[str, list[str]] = {}
+    # Each text once: its group, the text, its o200k count and its features.
+    items: dict[str, list[Item]] = {}
     for name, grouped in {**shared, **extras, **pypi}.items():
-        kept = [(g, t, n) for g, t in grouped if (n := bpe.count(t)) > 0]
-        texts[name] = [t for _, t, _ in kept]
-        rows[name] = [(heuristic._features(t), n) for _, t, n in kept]
-        halves[name] = (
-            [
-                r
-                for r, (g, _, _) in zip(rows[name], kept, strict=True)
-                if not _texts.held_out(g)
-            ],
-            [
-                r
-                for r, (g, _, _) in zip(rows[name], kept, strict=True)
-                if _texts.held_out(g)
-            ],
-        )
-    systems = {name: _texts.normal(r) for name, r in rows.items() if name not in pypi}
-    train_half = {name: _texts.normal(halves[name][0]) for name in shared}
+        items[name] = [
+            (g, t, n, heuristic._features(t))
+            for g, t in grouped
+            if (n := bpe.count(t)) > 0
+        ]
+
+    def normal(chosen: list[Item]) -> _texts.Normal:
+        return _texts.normal([(x, n) for _, _, n, x in chosen])
+
+    def half(name: str, held: bool) -> list[Item]:
+        return [i for i in items[name] if _texts.held_out(i[0]) == held]
+
+    systems = {name: normal(items[name]) for name in (*shared, *extras)}
     extra = [systems[name] for name in extras]
 
     print(
@@ -85,59 +82,53 @@ def main() -> None:
         f"{'len/4 median':>14}{'p90':>8}   goal met"
     )
 
-    def line(label: str, name: str, data: _texts.Rows, estimates: list[int]) -> None:
-        truth = [n for _, n in data]
+    def line(label: str, chosen: list[Item], estimates: list[int]) -> None:
+        truth = [n for _, _, n, _ in chosen]
         med, p90 = errors(estimates, truth)
-        quarter = [len(t) / 4 for t in _texts_of(name, data)]
-        q_med, q_p90 = errors(quarter, truth) if quarter else (0.0, 0.0)
+        q_med, q_p90 = errors([len(t) / 4 for _, t, _, _ in chosen], truth)
         ok = "yes" if med <= GOAL[0] and p90 <= GOAL[1] else "no"
         print(
-            f"  {label:<32}{len(data):>7,}{med:>9.2%}{p90:>9.2%}"
+            f"  {label:<32}{len(chosen):>7,}{med:>9.2%}{p90:>9.2%}"
             f"{q_med:>14.2%}{q_p90:>8.2%}   {ok}"
         )
 
-    def _texts_of(name: str, data: _texts.Rows) -> list[str]:
-        if data is rows[name]:
-            return texts[name]
-        keep = {id(r) for r in data}
-        return [
-            t for t, r in zip(texts[name], rows[name], strict=True) if id(r) in keep
-        ]
+    def refitted(weights: list[float], chosen: list[Item]) -> list[int]:
+        return [_texts.estimate(weights, x) for _, _, _, x in chosen]
+
+    def shipped(chosen: list[Item]) -> list[int]:
+        return [heur.count(t) for _, t, _, _ in chosen]
 
     print("1. each shared data set left out (refitted on the others + extras)")
     for out in shared:
         w = _texts.solve(_texts.add(*(systems[n] for n in shared if n != out), *extra))
-        line(out, out, rows[out], [_texts.estimate(w, x) for x, _ in rows[out]])
+        line(out, items[out], refitted(w, items[out]))
     print("2. half of the groups of each shared set held out (refitted on the rest)")
-    w = _texts.solve(_texts.add(*train_half.values(), *extra))
+    w = _texts.solve(
+        _texts.add(*(normal(half(name, held=False)) for name in shared), *extra)
+    )
     for name in shared:
-        test = halves[name][1]
-        line(
-            f"{name}, held-out half",
-            name,
-            test,
-            [_texts.estimate(w, x) for x, _ in test],
-        )
+        test = half(name, held=True)
+        line(f"{name}, held-out half", test, refitted(w, test))
     print("3. texts PyPI packages ship, never fitted on (the shipped weights)")
     for name in pypi:
-        line(name, name, rows[name], [heur.count(t) for t in texts[name]])
+        line(name, items[name], shipped(items[name]))
     print("4. in-sample (the shipped weights on texts they were fitted on)")
     for name in (*shared, *extras):
-        line(name, name, rows[name], [heur.count(t) for t in texts[name]])
+        line(name, items[name], shipped(items[name]))
 
-    def count_all(count: Callable[[str], int], items: list[str]) -> None:
-        for text in items:
+    def count_all(count: Callable[[str], int], texts: list[str]) -> None:
+        for text in texts:
             count(text)
 
     print(f"\n{'tokenizer':<26}{'seconds':>9}{'MB/s':>9}{'ratio':>9}")
-    for label, items in (
-        ("shared data", [t for n in shared for t in texts[n]]),
-        ("PyPI texts", [t for n in pypi for t in texts[n]]),
+    for label, texts in (
+        ("shared data", [i[1] for n in shared for i in items[n]]),
+        ("PyPI texts", [i[1] for n in pypi for i in items[n]]),
     ):
-        size = sum(len(t.encode("utf-8", "surrogatepass")) for t in items)
-        t_heur = best_of(lambda items=items: count_all(heur.count, items))
-        t_bpe = best_of(lambda items=items: count_all(bpe.count, items))
-        print(f"{label}: {len(items):,} texts, {size / 1e6:.1f} MB (UTF-8)")
+        size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+        t_heur = best_of(lambda texts=texts: count_all(heur.count, texts))
+        t_bpe = best_of(lambda texts=texts: count_all(bpe.count, texts))
+        print(f"{label}: {len(texts):,} texts, {size / 1e6:.1f} MB (UTF-8)")
         ratio = t_bpe / t_heur
         mbs = size / t_heur / 1e6
         print(f"  {'heuristic':<24}{t_heur:>9.3f}{mbs:>9.1f}{ratio:>8.1f}x")
