@@ -18,7 +18,8 @@ prepared after it, as an agent loop does each turn; counts are exact
 
 Every figure is the median, the mean and the 99th percentile per turn over
 the whole replay (the mean and p99 include the garbage collector's pauses and
-the compacting turns). Peers, timed in the same run on the same turns:
+the compacting turns), then the same per block of 1,000 turns. Peers, timed in
+the same run:
 
 - a running total, what a careful loop without a manager keeps: each new
   message counted once (a ``TokenCounter`` per message, no cache) and added,
@@ -30,9 +31,11 @@ the compacting turns). Peers, timed in the same run on the same turns:
   turn (a fresh ``TokenCounter`` and ``to_openai``), and ``trim_messages``
   with a counter that recounts every message.
 
-The careful peers run on every ``SAMPLE``-th turn (``trim_messages`` costs
-milliseconds at the end of the replay), the naive ones on every
-``NAIVE``-th; their statistics are over those turns.
+Running the naive peers on every turn would take many minutes (they cost up
+to hundreds of milliseconds a turn at the end), so every peer runs on the same
+turns, every ``EVERY``-th one; ours is timed on every turn and reported both
+over all turns and over the peers' turns, and the ratios compare medians over
+the same turns.
 """
 
 from __future__ import annotations
@@ -51,11 +54,10 @@ from contextwindow.messages import Message
 from contextwindow.tokens import BPETokenizer, TokenCounter
 
 SIZE = 5_000
-STEP = 500
-SAMPLE = 10
-"""The careful peers run on every tenth turn."""
-NAIVE = 100
-"""The naive peers run on every hundredth turn."""
+BLOCK = 1_000
+"""Turns per row of the per-block table."""
+EVERY = 10
+"""The peers run on every tenth turn (the same turns for all of them)."""
 
 
 def replay(conv: list[Message], window: int) -> tuple[list[float], list[int]]:
@@ -73,22 +75,22 @@ def replay(conv: list[Message], window: int) -> tuple[list[float], list[int]]:
     return times, compacted
 
 
+def p99(times: Sequence[float]) -> float:
+    """The 99th percentile (nearest rank)."""
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
 def stats(times: Sequence[float]) -> str:
     """``median / mean / p99`` in microseconds."""
-    ordered = sorted(times)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-    return f"{median(ordered) * 1e6:>8.0f}{mean(ordered) * 1e6:>8.0f}{p99 * 1e6:>9.0f}"
+    cells = (median(times), mean(times), p99(times))
+    return "".join(f"{t * 1e6:>10,.0f}" for t in cells)
 
 
-def peers(conv: list[Message], window: int) -> dict[str, list[float]]:
-    """Seconds per sampled turn of each peer (see the module)."""
+def peers(conv: list[Message], window: int) -> dict[str, dict[int, float]]:
+    """Seconds of each peer on every ``EVERY``-th turn, by turn (see the module)."""
     tok = BPETokenizer("o200k_base")
-    out: dict[str, list[float]] = {
-        "running total": [],
-        "trim_messages, memoised": [],
-        "recount everything": [],
-        "trim_messages, naive": [],
-    }
+    out: dict[str, dict[int, float]] = {name: {} for name in PEERS}
     careful = memoised_counter(tok)
     naive = cookbook_counter(tok)
     wire: list[Any] = []
@@ -111,23 +113,30 @@ def peers(conv: list[Message], window: int) -> dict[str, list[float]]:
         wire.extend(to_openai([msg]))
         t1 = time.perf_counter()
         lc.extend(convert_to_messages(to_openai([msg])))
-        if k % SAMPLE == 0:
-            out["running total"].append(t1 - t0)
-            t0 = time.perf_counter()
-            trim(careful)
-            out["trim_messages, memoised"].append(time.perf_counter() - t0)
-        else:
+        if k % EVERY:
             careful(lc[-1:])  # counted once, as the careful loop does each turn
-        if k % NAIVE == 0:
-            history = conv[: k + 1]
-            t0 = time.perf_counter()
-            TokenCounter(tok).messages(history)
-            to_openai(history)
-            out["recount everything"].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            trim(naive)
-            out["trim_messages, naive"].append(time.perf_counter() - t0)
+            continue
+        out[PEERS[0]][k] = t1 - t0
+        t0 = time.perf_counter()
+        trim(careful)
+        out[PEERS[1]][k] = time.perf_counter() - t0
+        history = conv[: k + 1]
+        t0 = time.perf_counter()
+        TokenCounter(tok).messages(history)
+        to_openai(history)
+        out[PEERS[2]][k] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        trim(naive)
+        out[PEERS[3]][k] = time.perf_counter() - t0
     return out
+
+
+PEERS = (
+    "running total + to_openai",
+    "trim_messages, memoised",
+    "recount + to_openai",
+    "trim_messages, naive",
+)
 
 
 def main() -> None:
@@ -135,7 +144,11 @@ def main() -> None:
     conv = conversation(SIZE)
     total = TokenCounter(tok).messages(conv)
     print(f"replay: {len(conv):,} messages, {total:,} tokens (o200k, OpenAI framing)")
-    print("per turn, microseconds: median, mean, p99; ratio = peer / ours (medians)\n")
+    print(
+        f"per turn, microseconds; the peers on every {EVERY}th turn "
+        f"({len(range(0, len(conv), EVERY))} turns), ours on every turn and on "
+        "those; ratio = peer median / our median on the same turns\n"
+    )
     for label, window in (
         (
             "(1) a window larger than the conversation: nothing compacted",
@@ -144,19 +157,45 @@ def main() -> None:
         ("(2) gpt-4o's 128,000 tokens: compacts from 90 % to 60 %", 128_000),
     ):
         times, compacted = replay(conv, window)
+        timed = peers(conv, window)
+        sampled = sorted(timed[PEERS[0]])
+        ours_s = [times[k] for k in sampled]
         print(label)
-        print(f"  {'':<28}{'median':>8}{'mean':>8}{'p99':>9}{'ratio':>9}")
-        ours = median(times)
-        print(f"  {'ours: push + prepare':<28}{stats(times)}")
-        if compacted:
-            print(f"    ({len(compacted)} compacting turns among them)")
-        for name, peer in peers(conv, window).items():
-            print(f"  {name:<28}{stats(peer)}{median(peer) / ours:>8.1f}x")
-        first, last = median(times[:STEP]), median(times[-STEP:])
         print(
-            f"  ours, median of the last {STEP} turns against the first {STEP}: "
-            f"{last / first:.2f}x, while the history grew {len(conv) // STEP}x\n"
+            f"  whole replay{'':<26}{'median':>10}{'mean':>10}{'p99':>10}{'ratio':>9}"
         )
+        print(f"  {'ours, every turn':<36}{stats(times)}")
+        print(f"  {'ours, the peers turns':<36}{stats(ours_s)}{1:>8.1f}x")
+        for name in PEERS:
+            peer = [timed[name][k] for k in sampled]
+            print(f"  {name:<36}{stats(peer)}{median(peer) / median(ours_s):>8.1f}x")
+        if compacted:
+            print(
+                f"  ({len(compacted)} compacting turns among ours; "
+                f"{sum(k in timed[PEERS[0]] for k in compacted)} of them sampled)"
+            )
+        print(
+            "\n  per block, median (mean); all but the first column on the peers' turns"
+        )
+        head = "".join(f" | {n}" for n in ("ours, every turn", "ours", *PEERS))
+        print(f"  | turns{head} |")
+        print("  " + "|---" * (3 + len(PEERS)) + "|")
+        for start in range(0, len(conv), BLOCK):
+            block = [k for k in sampled if start <= k < start + BLOCK]
+            cells = [times[start : start + BLOCK], [times[k] for k in block]]
+            cells += [[timed[n][k] for k in block] for n in PEERS]
+            row = " | ".join(f"{_us(median(c))} ({_us(mean(c))})" for c in cells)
+            print(f"  | {start + 1:,}-{min(start + BLOCK, len(conv)):,} | {row} |")
+        print()
+
+
+def _us(seconds: float) -> str:
+    """Seconds in µs, ms or s, three significant figures."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
 
 
 if __name__ == "__main__":

@@ -44,12 +44,12 @@ Example:
     >>> summary = fitted.messages[1]
     >>> print(summary.text)
     [Summary of 10 earlier messages]
-    user: Step 0: fix the login form in src/mod0.py.
-    assistant: Fixed password reset; 11 tests passed.
+    assistant: Fixed the login form; 10 tests passed.
+    user: Step 1: fix password reset in src/mod1.py.
     <BLANKLINE>
     Facts from the summarized messages:
-    - files: src/mod1.py, src/mod2.py, src/mod3.py, src/mod4.py
-    - numbers: 10 tests; 12 tests; 13 tests; 14 tests
+    - files: src/mod0.py, src/mod2.py, src/mod3.py, src/mod4.py
+    - numbers: 11 tests; 12 tests; 13 tests; 14 tests
     >>> [(c.kind, c.index, c.units, c.saved) for c in fitted.report.changes]
     [('summarized', 1, 10, 63)]
     >>> from contextwindow.summarizers import recall, summary_sources
