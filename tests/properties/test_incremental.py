@@ -19,6 +19,7 @@ import pytest
 from contextwindow import fit
 from contextwindow.errors import BudgetError
 from contextwindow.messages import Message, Provider, ToolCall, ToolResult
+from contextwindow.relevance import BM25Scorer
 from contextwindow.strategies import (
     ClearToolResults,
     CompactLossless,
@@ -172,3 +173,60 @@ def test_refit_equals_fit_from_scratch_on_file_sessions(
                     grown[:n], TokenCounter(FakeTokenizer(), provider), limit, **kw
                 )
                 assert got == want, f"seed {seed}, step {n}, limit {limit}"
+
+
+def _shared_words(documents: Sequence[str], query: str, /) -> list[float]:
+    """A scorer with no index of its own: words shared with the query."""
+    q = set(query.lower().split())
+    return [float(len(q & set(d.lower().split()))) for d in documents]
+
+
+SCORERS: dict[str, Callable[[], object]] = {
+    "bm25": BM25Scorer,
+    "bm25-plain": lambda: BM25Scorer(context=()),
+    "bm25-wide": lambda: BM25Scorer(context=((1, 0.5), (3, 0.0), (5, 2.0))),
+    "words": lambda: _shared_words,
+}
+
+
+@pytest.mark.parametrize("scorer", list(SCORERS))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_select_relevant_refit_under_changing_queries(
+    convs: list[list[Message]], scorer: str, provider: Provider
+) -> None:
+    """``SelectRelevant``'s kept index never changes its answer.
+
+    The conversation grows, is cut back and has a message replaced; the
+    query stays, changes, or is the final message's text.
+    """
+
+    def check(conv: list[Message], rng: random.Random) -> None:
+        if len(conv) < 2:
+            return
+        grown = conv + reissued(conv, "again-")
+        whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+        limit = int(whole * rng.choice((0.1, 0.3, 0.6)))
+        texts = [m.text for m in grown if m.text] or ["nothing"]
+        warm = TokenCounter(FakeTokenizer(), provider)
+        strategy = SelectRelevant(rng.choice((0, 1, 3)), SCORERS[scorer]())  # type: ignore[arg-type]  # a scorer
+        query: str | None = None
+        n = 1
+        for step in range(2 * len(grown)):
+            roll = rng.random()
+            if roll < 0.6:
+                n = min(len(grown), n + rng.choice((1, 1, 2, 5)))
+            elif roll < 0.8:
+                n = max(1, n - rng.randrange(1, 4))
+            view = grown[:n]
+            if roll >= 0.8 and n > 2:  # one message replaced by another's copy
+                i = rng.randrange(n - 1)
+                view = [*view[:i], Message.user(rng.choice(texts)), *view[i + 1 :]]
+            if rng.random() < 0.4:
+                query = rng.choice((None, rng.choice(texts)))
+            kw = {"strategy": strategy, "query": query}
+            got = outcome(view, warm, limit, **kw)
+            want = outcome(view, TokenCounter(FakeTokenizer(), provider), limit, **kw)
+            assert got == want, f"step {step}, {n} messages, limit {limit}"
+
+    pool = convs[:: max(1, len(convs) // SAMPLE)]
+    assert for_each(pool, check) > 0
