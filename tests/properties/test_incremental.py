@@ -34,6 +34,8 @@ from contextwindow.strategies import (
     Summarize,
     TruncateToolResults,
 )
+from contextwindow.strategies.base import Report
+from contextwindow.summarizers import ExtractiveSummarizer
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -230,3 +232,65 @@ def test_select_relevant_refit_under_changing_queries(
 
     pool = convs[:: max(1, len(convs) // SAMPLE)]
     assert for_each(pool, check) > 0
+
+
+class _Counting:
+    """The extractive summarizer, counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.inner = ExtractiveSummarizer()
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        self.calls += 1
+        return self.inner.summarize(messages, previous=previous, max_tokens=max_tokens)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_summarize_reuses_its_summary_while_the_cut_stays(provider: Provider) -> None:
+    """Growing by less than a step reuses the summary; an edit makes a new one.
+
+    Each re-fit equals a fit from scratch; the summarizer is called again
+    only when the cut moved or what it replaced changed.
+    """
+    grown = file_session(3, turns=80)
+    whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+    limit = int(whole * 0.3)
+    counting = _Counting()
+    strategy = Summarize(counting, keep_recent=2)
+    other = Summarize(_Counting(), keep_recent=2)  # for the fits from scratch
+    warm = TokenCounter(FakeTokenizer(), provider)
+    reused = 0
+    last: tuple[tuple[str, ...], ...] = ()
+    for n in range(len(grown) // 2, len(grown) + 1):
+        view = grown[:n]
+        before = counting.calls
+        got = outcome(view, warm, limit, strategy=strategy)
+        calls = counting.calls - before
+        want = outcome(
+            view, TokenCounter(FakeTokenizer(), provider), limit, strategy=other
+        )
+        assert got == want, f"step {n}"
+        assert isinstance(got, tuple)
+        assert isinstance(got[1], Report)
+        cut = tuple(c.ids for c in got[1].changes if c.kind == "summarized")
+        if cut and cut == last:
+            assert calls == 0, f"step {n}: summarised again"
+            reused += 1
+        last = cut
+    assert reused > 10  # the cut stayed for many steps
+    # A message inside what was summarised, edited to the same size: the
+    # same cut, the same target, yet summarised again.
+    edited = [grown[0], Message.user("fix the docs"), *grown[2:]]
+    before = counting.calls
+    got = outcome(edited, warm, limit, strategy=strategy)
+    assert counting.calls > before
+    assert got == outcome(
+        edited, TokenCounter(FakeTokenizer(), provider), limit, strategy=other
+    )
