@@ -58,6 +58,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -73,6 +74,7 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
+    Unit,
     check_provider,
     units,
 )
@@ -180,25 +182,32 @@ def neutral_problems(
         return _problems(messages, provider == "anthropic", 0, opened=False)
     # A turn before ``start`` was checked already: the first-turn rule is met.
     opened = any(m.role != "system" for m in itertools.islice(messages, start))
-    return _problems(messages[start:], provider == "anthropic", start, opened=opened)
+    return _problems(messages, provider == "anthropic", start, opened=opened)
 
 
 def _problems(
-    messages: Sequence[Message], anthropic: bool, offset: int, *, opened: bool
+    messages: Sequence[Message], anthropic: bool, start: int, *, opened: bool
 ) -> tuple[Problem, ...]:
-    """The problems of ``messages``, indexed as if they began at ``offset``."""
+    """The problems of ``messages[start:]`` (a unit starts at ``start``).
+
+    The units are those of the whole conversation (which the units cache
+    mostly knows already), from ``start`` on: a unit's grouping depends on
+    its own messages alone, so they are the units of the tail, and no
+    sequence of its own is grouped and remembered.
+    """
     found: list[Problem] = []
     unanswered: dict[int, list[int]] = {}
-    for unit in units(messages):
+    all_units = units(messages)
+    first = bisect_left(all_units, start, key=_unit_start) if start else 0
+    for unit in itertools.islice(all_units, first, None):
         if unit.kind == "orphan_results":
-            found.extend(
-                _orphan(messages, i, offset) for i in range(unit.start, unit.stop)
-            )
+            found.extend(_orphan(messages, i) for i in range(unit.start, unit.stop))
         elif unit.unanswered:
             calls = [k for k, p in enumerate(messages[unit.start].parts) if _is_call(p)]
             unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
-    dropped = {p.index - offset for p in found}
-    for i, m in enumerate(messages):
+    dropped = {p.index for p in found}
+    for i in range(start, len(messages)):
+        m = messages[i]
         role = m.role
         if not anthropic and role != "assistant":
             continue  # OpenAI's rules for other turns are all about units
@@ -211,7 +220,7 @@ def _problems(
             or (_clean(m.parts) if anthropic else any(map(_has_content, m.parts)))
         ):
             continue
-        at = i + offset
+        at = i
         if role == "assistant" or (anthropic and role == "user"):
             kept = [p for k, p in enumerate(m.parts) if k not in gone]
             if not any(_has_content(p) for p in kept):
@@ -244,16 +253,16 @@ def _problems(
                 if isinstance(p, Text) and not _not_blank(p.text)
             )
     if anthropic and not opened:
-        first = next(
+        head = next(
             (
                 i
-                for i, m in enumerate(messages)
-                if m.role != "system" and i not in dropped
+                for i in range(start, len(messages))
+                if messages[i].role != "system" and i not in dropped
             ),
             None,
         )
-        if first is not None and messages[first].role == "assistant":
-            at = first + offset
+        if head is not None and messages[head].role == "assistant":
+            at = head
             found.append(
                 Problem(
                     at,
@@ -370,11 +379,15 @@ def _not_blank(text: str) -> bool:
     return bool(text) and not text.isspace()
 
 
-def _orphan(messages: Sequence[Message], i: int, offset: int) -> Problem:
+def _unit_start(unit: Unit) -> int:
+    return unit.start
+
+
+def _orphan(messages: Sequence[Message], i: int) -> Problem:
     first = next(
         (k for k, p in enumerate(messages[i].parts) if isinstance(p, ToolResult)), None
     )
-    at = i + offset
+    at = i
     path = (
         f"messages[{at}].parts"
         if first is None
