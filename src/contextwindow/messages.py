@@ -546,6 +546,7 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
         seq = list(_neutral(messages))
     n = len(seq)
     out: list[Unit] = []
+    same: tuple[Unit, ...] | None = None
     with _recent_lock:
         recent = list(_recent)
     # An agent loop asks again after appending: units before the last one end
@@ -579,11 +580,11 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
                 for a, b in zip(seq[k:], last[k:], strict=True)
             )
         ):
-            out.extend(found)
+            same = found  # the very units: no copy of them held
         else:
             out.extend(found[: _units_before(found, k)])
             _scan(seq, out[-1].stop if out else 0, out)
-    result = tuple(out)
+    result = tuple(out) if same is None else same
     if n >= _MIN_SHARED:  # a short one is cheaper to scan than to look up
         with _recent_lock:
             # A copy: a caller's list changed in place later must not match.
