@@ -63,6 +63,7 @@ __all__ = [
     "Unit",
     "UnitKind",
     "check_provider",
+    "fresh_units",
     "new_id",
     "unit_at",
     "units",
@@ -656,6 +657,21 @@ def _shape(m: Message) -> tuple[str, tuple[str, ...]]:
     if m.role == "tool":
         return m.role, tuple(p.call_id for p in m.parts if isinstance(p, ToolResult))
     return m.role, ()
+
+
+def fresh_units(messages: Sequence[Message]) -> tuple[Unit, ...]:
+    """``units(messages)`` of ``Message`` objects, found and not remembered.
+
+    For a sequence nothing will ask about again (a slice checked once): the
+    cache ``units`` keeps would hold a copy of it and of its units.
+
+    Example:
+        >>> fresh_units([Message.user("hi")])
+        (Unit(kind='message', start=0, stop=1, unanswered=()),)
+    """
+    out: list[Unit] = []
+    _scan(messages, 0, out)
+    return tuple(out)
 
 
 def unit_at(messages: Sequence[Message], start: int) -> Unit:

@@ -58,7 +58,6 @@ Example:
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -74,8 +73,8 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
-    Unit,
     check_provider,
+    fresh_units,
     units,
 )
 
@@ -182,32 +181,27 @@ def neutral_problems(
         return _problems(messages, provider == "anthropic", 0, opened=False)
     # A turn before ``start`` was checked already: the first-turn rule is met.
     opened = any(m.role != "system" for m in itertools.islice(messages, start))
-    return _problems(messages, provider == "anthropic", start, opened=opened)
+    return _problems(messages[start:], provider == "anthropic", start, opened=opened)
 
 
 def _problems(
-    messages: Sequence[Message], anthropic: bool, start: int, *, opened: bool
+    messages: Sequence[Message], anthropic: bool, offset: int, *, opened: bool
 ) -> tuple[Problem, ...]:
-    """The problems of ``messages[start:]`` (a unit starts at ``start``).
-
-    The units are those of the whole conversation (which the units cache
-    mostly knows already), from ``start`` on: a unit's grouping depends on
-    its own messages alone, so they are the units of the tail, and no
-    sequence of its own is grouped and remembered.
-    """
+    """The problems of ``messages``, indexed as if they began at ``offset``."""
     found: list[Problem] = []
     unanswered: dict[int, list[int]] = {}
-    all_units = units(messages)
-    first = bisect_left(all_units, start, key=_unit_start) if start else 0
-    for unit in itertools.islice(all_units, first, None):
+    # A tail (``offset``) is a sequence of its own that nothing asks about
+    # again: grouped, not remembered (the units cache would hold a copy).
+    for unit in units(messages) if not offset else fresh_units(messages):
         if unit.kind == "orphan_results":
-            found.extend(_orphan(messages, i) for i in range(unit.start, unit.stop))
+            found.extend(
+                _orphan(messages, i, offset) for i in range(unit.start, unit.stop)
+            )
         elif unit.unanswered:
             calls = [k for k, p in enumerate(messages[unit.start].parts) if _is_call(p)]
             unanswered[unit.start] = [calls[pos] for pos in unit.unanswered]
-    dropped = {p.index for p in found}
-    for i in range(start, len(messages)):
-        m = messages[i]
+    dropped = {p.index - offset for p in found}
+    for i, m in enumerate(messages):
         role = m.role
         if not anthropic and role != "assistant":
             continue  # OpenAI's rules for other turns are all about units
@@ -220,7 +214,7 @@ def _problems(
             or (_clean(m.parts) if anthropic else any(map(_has_content, m.parts)))
         ):
             continue
-        at = i
+        at = i + offset
         if role == "assistant" or (anthropic and role == "user"):
             kept = [p for k, p in enumerate(m.parts) if k not in gone]
             if not any(_has_content(p) for p in kept):
@@ -253,16 +247,16 @@ def _problems(
                 if isinstance(p, Text) and not _not_blank(p.text)
             )
     if anthropic and not opened:
-        head = next(
+        first = next(
             (
                 i
-                for i in range(start, len(messages))
-                if messages[i].role != "system" and i not in dropped
+                for i, m in enumerate(messages)
+                if m.role != "system" and i not in dropped
             ),
             None,
         )
-        if head is not None and messages[head].role == "assistant":
-            at = head
+        if first is not None and messages[first].role == "assistant":
+            at = first + offset
             found.append(
                 Problem(
                     at,
@@ -379,15 +373,11 @@ def _not_blank(text: str) -> bool:
     return bool(text) and not text.isspace()
 
 
-def _unit_start(unit: Unit) -> int:
-    return unit.start
-
-
-def _orphan(messages: Sequence[Message], i: int) -> Problem:
+def _orphan(messages: Sequence[Message], i: int, offset: int) -> Problem:
     first = next(
         (k for k, p in enumerate(messages[i].parts) if isinstance(p, ToolResult)), None
     )
-    at = i
+    at = i + offset
     path = (
         f"messages[{at}].parts"
         if first is None

@@ -20,7 +20,8 @@ Contract:
   its end. ``index.scores(query, n)`` equals ``scorer(documents[:n], query)``
   to the last bit (the same sums, in the same order), and costs what the
   query's terms occur in (their documents and the windows around them), not
-  a pass over every document per term: a conversation that grew by a few
+  a pass over every document per term (a call builds one for its documents):
+  a conversation that grew by a few
   units is re-indexed by those units, and a new query costs its own terms.
 """
 
@@ -32,7 +33,6 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
 from operator import sub
 from typing import cast
 
@@ -131,58 +131,14 @@ class BM25Scorer:
 
     def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
         """One score per document (0: no query term in it or around it)."""
-        n = len(documents)
-        total = [0.0] * n
-        wanted = Counter(terms(query))
-        if not n or not wanted:
-            return total
-        stats = [self.cache.get(d) for d in documents]
-        # Counts of each query term in each document; terms found nowhere
-        # score nothing at any level.
-        counts: dict[str, list[int]] = {}
-        for term in wanted:
-            row = [s[0].get(term, 0) for s in stats]
-            if any(row):
-                counts[term] = row
-        if not counts:
-            return total
-        lengths = [s[1] for s in stats]
-        for width, weight in ((0, 1.0), *self.context):
-            if not weight:
-                continue
-            level = self._level(counts, wanted, lengths, width)
-            # Some document holds a query term, so the best score is > 0.
-            scale = weight / max(level)
-            total = [t + scale * x for t, x in zip(total, level, strict=True)]
-        return total
+        index = self.index()
+        for d in documents:
+            index.append(d)
+        return index.scores(query, len(documents))
 
     def index(self) -> BM25Index:
         """An empty inverted index scoring as this scorer does."""
         return BM25Index(self)
-
-    def _level(
-        self,
-        counts: dict[str, list[int]],
-        wanted: Counter[str],
-        lengths: list[int],
-        width: int,
-    ) -> list[float]:
-        """BM25 of every document (``width`` 0) or of every window around one."""
-        n = len(lengths)
-        lens = _window(lengths, width) if width else lengths
-        average = sum(lens) / n or 1.0
-        k1, b = self.k1, self.b
-        norm = [k1 * (1 - b + b * length / average) for length in lens]
-        out = [0.0] * n
-        for term, row in counts.items():
-            tf = _window(row, width) if width else row
-            df = n - tf.count(0)
-            idf = wanted[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
-            gain = idf * (k1 + 1)
-            for i, f in enumerate(tf):
-                if f:
-                    out[i] += gain * f / (f + norm[i])
-        return out
 
 
 class BM25Index:
@@ -275,7 +231,7 @@ class BM25Index:
         n: int,
         width: int,
     ) -> list[float]:
-        """``BM25Scorer._level``, from the postings."""
+        """The BM25 of every document (``width`` 0) or of every window around one."""
         prefix = self._prefix
         if width:
             lens = _window_sums(prefix, n, width)
@@ -297,7 +253,7 @@ class BM25Index:
 
 
 def _window_sums(prefix: list[int], n: int, width: int) -> list[int]:
-    """``_window(lengths[:n], width)`` from the running sum of the lengths.
+    """For each document, the length of the window ``width`` either side of it.
 
     Example:
         >>> _window_sums([0, 1, 1, 1, 3, 3], 5, 1)
@@ -317,7 +273,9 @@ def _window_sums(prefix: list[int], n: int, width: int) -> list[int]:
 def _spread(
     where: list[int], tf: list[int], width: int, n: int
 ) -> tuple[list[int], list[int]]:
-    """The documents and counts of ``_window`` where it is not 0, from postings.
+    """A term's count in the window ``width`` either side of each document.
+
+    Only where it is not 0, from the term's postings.
 
     Example:
         >>> _spread([0, 3], [1, 2], 1, 5)
@@ -342,18 +300,6 @@ def _spread(
             out_tf.append(s)
         done = max(done, end)
     return out_where, out_tf
-
-
-def _window(values: list[int], width: int) -> list[int]:
-    """For each position, the sum of ``values`` within ``width`` either side.
-
-    Example:
-        >>> _window([1, 0, 0, 2, 0], 1)
-        [1, 1, 2, 2, 2]
-    """
-    n = len(values)
-    prefix = [0, *accumulate(values)]
-    return [prefix[min(n, i + width + 1)] - prefix[max(0, i - width)] for i in range(n)]
 
 
 def _context_pair(pair: object, name: str) -> tuple[int, float]:
