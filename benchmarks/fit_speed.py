@@ -63,9 +63,6 @@ from contextwindow.strategies import DropOldest, SelectRelevant, Strategy, Summa
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.tokens.base import Tokenizer
 
-SLOW = {"SelectRelevant (BM25)": 5, "Summarize (extractive)": 3}
-"""Strategies whose re-fit takes seconds here: fitted on their first few tool
-turns only (the count shown in brackets), so the run ends in minutes."""
 SIZE = 10_000
 SHARE = 0.25
 ROLE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
@@ -275,8 +272,6 @@ def main() -> None:
         lc.extend(convert_to_messages(to_openai(new)))
         for name, strategy in strategies.items():
             grown[name].extend(new)
-            if name in SLOW and (kind != "tool" or done_tool >= SLOW[name]):
-                continue  # re-fitted on its first few tool turns only
             t0, c0 = time.perf_counter(), time.process_time()
             fit(grown[name], limit=limit, strategy=strategy, tokenizer=counters[name])
             _record(times[name], kind, time.perf_counter() - t0)
@@ -305,9 +300,8 @@ def main() -> None:
     )
     for name in strategies:
         t, t_all = median(times[name]["tool"]), median(times[name]["all"])
-        label = f"{name} [{len(times[name]['tool'])}]" if name in SLOW else name
         print(
-            f"{label:<26}{t * 1e3:>7.2f} ({t_all * 1e3:>5.2f})"
+            f"{name:<26}{t * 1e3:>7.2f} ({t_all * 1e3:>5.2f})"
             f"{peer * 1e3:>9.2f} ({peer_all * 1e3:>5.2f})"
             f"{peer / t:>7.1f}x{naive_tool * 1e3:>12.0f}{naive_tool / t:>7.0f}x"
             f"{cold[name] * 1e3:>10.0f}"

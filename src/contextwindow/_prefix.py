@@ -4,7 +4,8 @@ Contract: ``common_prefix(a, b)`` is the length of the longest common prefix
 of ``a`` and ``b`` under ``==`` (messages compare by content, ids excluded),
 found by comparing slices, so an unchanged history costs C-level work, not a
 Python loop per message. ``same_objects(a, b, k)`` says whether the first
-``k`` elements are the very same objects (ids and all). Nothing here knows
+``k`` elements are the very same objects (ids and all), and
+``identical_prefix(a, b)`` how many leading elements are. Nothing here knows
 what a message is: any sequences of values work.
 
 Example:
@@ -15,6 +16,8 @@ Example:
     >>> x, y = [object()], [object()]
     >>> same_objects(x, x, 1), same_objects(x, y, 1)
     (True, False)
+    >>> identical_prefix(x + y, x + x), identical_prefix(x, x + y)
+    (1, 1)
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["common_prefix", "same_objects"]
+__all__ = ["common_prefix", "identical_prefix", "same_objects"]
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -55,3 +58,12 @@ def same_objects(a: Sequence[Any], b: Sequence[Any], k: int) -> bool:
     if a[k - 1] is not b[k - 1]:
         return False
     return all(map(operator.is_, a[:k], b[:k]))
+
+
+def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading elements ``a`` and ``b`` share as the very same objects."""
+    n = min(len(a), len(b))
+    if n and a[n - 1] is b[n - 1] and same_objects(a, b, n):
+        return n  # the common case (an extension)
+    flags = list(map(operator.is_, a[:n], b[:n]))
+    return flags.index(False) if False in flags else n

@@ -63,6 +63,7 @@ __all__ = [
     "Unit",
     "UnitKind",
     "check_provider",
+    "fresh_units",
     "new_id",
     "unit_at",
     "units",
@@ -546,6 +547,7 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
         seq = list(_neutral(messages))
     n = len(seq)
     out: list[Unit] = []
+    same: tuple[Unit, ...] | None = None
     with _recent_lock:
         recent = list(_recent)
     # An agent loop asks again after appending: units before the last one end
@@ -579,11 +581,11 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
                 for a, b in zip(seq[k:], last[k:], strict=True)
             )
         ):
-            out.extend(found)
+            same = found  # the very units: no copy of them held
         else:
             out.extend(found[: _units_before(found, k)])
             _scan(seq, out[-1].stop if out else 0, out)
-    result = tuple(out)
+    result = tuple(out) if same is None else same
     if n >= _MIN_SHARED:  # a short one is cheaper to scan than to look up
         with _recent_lock:
             # A copy: a caller's list changed in place later must not match.
@@ -655,6 +657,21 @@ def _shape(m: Message) -> tuple[str, tuple[str, ...]]:
     if m.role == "tool":
         return m.role, tuple(p.call_id for p in m.parts if isinstance(p, ToolResult))
     return m.role, ()
+
+
+def fresh_units(messages: Sequence[Message]) -> tuple[Unit, ...]:
+    """``units(messages)`` of ``Message`` objects, found and not remembered.
+
+    For a sequence nothing will ask about again (a slice checked once): the
+    cache ``units`` keeps would hold a copy of it and of its units.
+
+    Example:
+        >>> fresh_units([Message.user("hi")])
+        (Unit(kind='message', start=0, stop=1, unanswered=()),)
+    """
+    out: list[Unit] = []
+    _scan(messages, 0, out)
+    return tuple(out)
 
 
 def unit_at(messages: Sequence[Message], start: int) -> Unit:

@@ -74,6 +74,7 @@ from contextwindow.messages import (
     ToolCall,
     ToolResult,
     check_provider,
+    fresh_units,
     units,
 )
 
@@ -189,7 +190,9 @@ def _problems(
     """The problems of ``messages``, indexed as if they began at ``offset``."""
     found: list[Problem] = []
     unanswered: dict[int, list[int]] = {}
-    for unit in units(messages):
+    # A tail (``offset``) is a sequence of its own that nothing asks about
+    # again: grouped, not remembered (the units cache would hold a copy).
+    for unit in units(messages) if not offset else fresh_units(messages):
         if unit.kind == "orphan_results":
             found.extend(
                 _orphan(messages, i, offset) for i in range(unit.start, unit.stop)

@@ -19,6 +19,7 @@ import pytest
 from contextwindow import fit
 from contextwindow.errors import BudgetError
 from contextwindow.messages import Message, Provider, ToolCall, ToolResult
+from contextwindow.relevance import BM25Scorer
 from contextwindow.strategies import (
     ClearToolResults,
     CompactLossless,
@@ -33,6 +34,8 @@ from contextwindow.strategies import (
     Summarize,
     TruncateToolResults,
 )
+from contextwindow.strategies.base import Report
+from contextwindow.summarizers import ExtractiveSummarizer
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -172,3 +175,117 @@ def test_refit_equals_fit_from_scratch_on_file_sessions(
                     grown[:n], TokenCounter(FakeTokenizer(), provider), limit, **kw
                 )
                 assert got == want, f"seed {seed}, step {n}, limit {limit}"
+
+
+def _shared_words(documents: Sequence[str], query: str, /) -> list[float]:
+    """A scorer with no index of its own: words shared with the query."""
+    q = set(query.lower().split())
+    return [float(len(q & set(d.lower().split()))) for d in documents]
+
+
+SCORERS: dict[str, Callable[[], object]] = {
+    "bm25": BM25Scorer,
+    "bm25-plain": lambda: BM25Scorer(context=()),
+    "bm25-wide": lambda: BM25Scorer(context=((1, 0.5), (3, 0.0), (5, 2.0))),
+    "words": lambda: _shared_words,
+}
+
+
+@pytest.mark.parametrize("scorer", list(SCORERS))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_select_relevant_refit_under_changing_queries(
+    convs: list[list[Message]], scorer: str, provider: Provider
+) -> None:
+    """``SelectRelevant``'s kept index never changes its answer.
+
+    The conversation grows, is cut back and has a message replaced; the
+    query stays, changes, or is the final message's text.
+    """
+
+    def check(conv: list[Message], rng: random.Random) -> None:
+        if len(conv) < 2:
+            return
+        grown = conv + reissued(conv, "again-")
+        whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+        limit = int(whole * rng.choice((0.1, 0.3, 0.6)))
+        texts = [m.text for m in grown if m.text] or ["nothing"]
+        warm = TokenCounter(FakeTokenizer(), provider)
+        strategy = SelectRelevant(rng.choice((0, 1, 3)), SCORERS[scorer]())  # type: ignore[arg-type]  # a scorer
+        query: str | None = None
+        n = 1
+        for step in range(2 * len(grown)):
+            roll = rng.random()
+            if roll < 0.6:
+                n = min(len(grown), n + rng.choice((1, 1, 2, 5)))
+            elif roll < 0.8:
+                n = max(1, n - rng.randrange(1, 4))
+            view = grown[:n]
+            if roll >= 0.8 and n > 2:  # one message replaced by another's copy
+                i = rng.randrange(n - 1)
+                view = [*view[:i], Message.user(rng.choice(texts)), *view[i + 1 :]]
+            if rng.random() < 0.4:
+                query = rng.choice((None, rng.choice(texts)))
+            kw = {"strategy": strategy, "query": query}
+            got = outcome(view, warm, limit, **kw)
+            want = outcome(view, TokenCounter(FakeTokenizer(), provider), limit, **kw)
+            assert got == want, f"step {step}, {n} messages, limit {limit}"
+
+    # Twice as many fits per step as above: half the sample.
+    pool = convs[:: max(1, len(convs) // SAMPLE)][::2]
+    assert for_each(pool, check) > 0
+
+
+class _Counting:
+    """The extractive summarizer, counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.inner = ExtractiveSummarizer()
+
+    def summarize(self, messages: Sequence[Message], **kw: object) -> str:
+        self.calls += 1
+        return self.inner.summarize(messages, **kw)  # type: ignore[arg-type]  # previous, max_tokens
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_summarize_reuses_its_summary_while_the_cut_stays(provider: Provider) -> None:
+    """Growing by less than a step reuses the summary; an edit makes a new one.
+
+    Each re-fit equals a fit from scratch; the summarizer is called again
+    only when the cut moved or what it replaced changed.
+    """
+    grown = file_session(3, turns=60)
+    whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+    limit = int(whole * 0.3)
+    counting = _Counting()
+    strategy = Summarize(counting, keep_recent=2)
+    other = Summarize(_Counting(), keep_recent=2)  # for the fits from scratch
+    warm = TokenCounter(FakeTokenizer(), provider)
+    reused = 0
+    last: tuple[tuple[str, ...], ...] = ()
+    for n in range(len(grown) // 2, len(grown) + 1):
+        view = grown[:n]
+        before = counting.calls
+        got = outcome(view, warm, limit, strategy=strategy)
+        calls = counting.calls - before
+        want = outcome(
+            view, TokenCounter(FakeTokenizer(), provider), limit, strategy=other
+        )
+        assert got == want, f"step {n}"
+        assert isinstance(got, tuple)
+        assert isinstance(got[1], Report)
+        cut = tuple(c.ids for c in got[1].changes if c.kind == "summarized")
+        if cut and cut == last:
+            assert calls == 0, f"step {n}: summarised again"
+            reused += 1
+        last = cut
+    assert reused > 10  # the cut stayed for many steps
+    # A message inside what was summarised, edited to the same size: the
+    # same cut, the same target, yet summarised again.
+    edited = [grown[0], Message.user("fix the docs"), *grown[2:]]
+    before = counting.calls
+    got = outcome(edited, warm, limit, strategy=strategy)
+    assert counting.calls > before
+    assert got == outcome(
+        edited, TokenCounter(FakeTokenizer(), provider), limit, strategy=other
+    )

@@ -7,7 +7,7 @@ import pytest
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.relevance import BM25Scorer, TermCache, terms
-from contextwindow.relevance.bm25 import _window
+from contextwindow.relevance.bm25 import _spread, _window_sums
 
 
 def bm25(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -150,6 +150,9 @@ class TestIncrementalIndex:
 
 def test_window_sums() -> None:
     """Each position sums its neighbours within the width, clipped at the ends."""
-    assert _window([1, 2, 3, 4], 1) == [3, 6, 9, 7]
-    assert _window([1, 2, 3, 4], 10) == [10, 10, 10, 10]
-    assert _window([], 2) == []
+    prefix = [0, 1, 3, 6, 10]  # the running sum of [1, 2, 3, 4]
+    assert _window_sums(prefix, 4, 1) == [3, 6, 9, 7]
+    assert _window_sums(prefix, 4, 10) == [10, 10, 10, 10]
+    assert _window_sums([0], 0, 2) == []
+    assert _spread([0, 1, 2, 3], [1, 2, 3, 4], 1, 4) == ([0, 1, 2, 3], [3, 6, 9, 7])
+    assert _spread([1], [5], 10, 3) == ([0, 1, 2], [5, 5, 5])

@@ -244,7 +244,7 @@ class TestSummarize:
 
     def test_at_most_two_calls(self) -> None:
         """A summary that leaves the conversation over budget: one more, for all."""
-        echo = Echo("x " * 200)  # longer than asked for
+        echo = Echo("x " * 300)  # longer than asked for
         conv = session(8)
         fitted = Summarize(echo)(conv, budget(budget(0).count(conv) - 100))
         first, second = (n for n, _, _ in echo.calls)

@@ -14,18 +14,26 @@ Contract:
   documents given, the conversation itself; nothing is trained.
 - Term counts are cached per document text (bounded, least recently used first out), so
   scoring a conversation again after one new message tokenises that one
-  message; a query costs one pass over the documents per query term and
-  level. The cache never changes a result.
+  message. The cache never changes a result.
+- ``index()`` gives a ``BM25Index``: the documents' term statistics as an
+  inverted index (each term's documents and counts) that grows and shrinks at
+  its end. ``index.scores(query, n)`` equals ``scorer(documents[:n], query)``
+  to the last bit (the same sums, in the same order), and costs what the
+  query's terms occur in (their documents and the windows around them), not
+  a pass over every document per term (a call builds one for its documents):
+  a conversation that grew by a few
+  units is re-indexed by those units, and a new query costs its own terms.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from operator import sub
 from typing import cast
 
 from contextwindow._args import check_int, check_items, check_number, shown
@@ -33,7 +41,7 @@ from contextwindow._lru import LRU
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.relevance._text import terms
 
-__all__ = ["BM25Scorer", "TermCache"]
+__all__ = ["BM25Index", "BM25Scorer", "TermCache"]
 
 DEFAULT_CACHE_SIZE = 100_000
 """Documents whose term counts a ``TermCache`` keeps."""
@@ -123,26 +131,94 @@ class BM25Scorer:
 
     def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
         """One score per document (0: no query term in it or around it)."""
-        n = len(documents)
+        index = self.index()
+        for d in documents:
+            index.append(d)
+        return index.scores(query, len(documents))
+
+    def index(self) -> BM25Index:
+        """An empty inverted index scoring as this scorer does."""
+        return BM25Index(self)
+
+
+class BM25Index:
+    """A ``BM25Scorer``'s statistics of a list of documents, grown at its end.
+
+    Args:
+        scorer: Whose settings and term cache it uses.
+
+    Example:
+        >>> scorer = BM25Scorer()
+        >>> docs = ["We adopted a puppy!", "Congrats! What is her name?",
+        ...         "Luna. She loves the park.", "The printer jammed."]
+        >>> index = scorer.index()
+        >>> for d in docs:
+        ...     index.append(d)
+        >>> index.scores("the puppy's name?", 4) == scorer(docs, "the puppy's name?")
+        True
+        >>> index.truncate(2); len(index)
+        2
+    """
+
+    __slots__ = ("_docs", "_postings", "_prefix", "scorer")
+
+    def __init__(self, scorer: BM25Scorer) -> None:
+        self.scorer = scorer
+        self._docs: list[dict[str, int]] = []
+        self._prefix: list[int] = [0]
+        """Running sum of the documents' lengths in terms."""
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        """Each term's documents (in order) and its count in each."""
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def append(self, document: str) -> None:
+        """Index one more document, at the end."""
+        counts, length = self.scorer.cache.get(document)
+        i = len(self._docs)
+        self._docs.append(counts)
+        self._prefix.append(self._prefix[-1] + length)
+        postings = self._postings
+        for term, f in counts.items():
+            row = postings.get(term)
+            if row is None:
+                postings[term] = ([i], [f])
+            else:
+                row[0].append(i)
+                row[1].append(f)
+
+    def truncate(self, n: int) -> None:
+        """Forget every document from the ``n``-th on."""
+        postings = self._postings
+        while len(self._docs) > n:
+            for term in self._docs.pop():
+                where, counts = postings[term]
+                where.pop()
+                counts.pop()
+                if not where:
+                    del postings[term]
+            self._prefix.pop()
+
+    def scores(self, query: str, n: int) -> list[float]:
+        """``scorer(documents[:n], query)``, from the index (see the module)."""
+        n = min(n, len(self._docs))
         total = [0.0] * n
         wanted = Counter(terms(query))
         if not n or not wanted:
             return total
-        stats = [self.cache.get(d) for d in documents]
-        # Counts of each query term in each document; terms found nowhere
-        # score nothing at any level.
-        counts: dict[str, list[int]] = {}
+        counts: dict[str, tuple[list[int], list[int]]] = {}
         for term in wanted:
-            row = [s[0].get(term, 0) for s in stats]
-            if any(row):
-                counts[term] = row
+            row = self._postings.get(term)
+            if row is not None and row[0][0] < n:
+                k = bisect_left(row[0], n)
+                counts[term] = (row[0][:k], row[1][:k]) if k < len(row[0]) else row
         if not counts:
             return total
-        lengths = [s[1] for s in stats]
-        for width, weight in ((0, 1.0), *self.context):
+        for width, weight in ((0, 1.0), *self.scorer.context):
             if not weight:
                 continue
-            level = self._level(counts, wanted, lengths, width)
+            level = self._level(counts, wanted, n, width)
             # Some document holds a query term, so the best score is > 0.
             scale = weight / max(level)
             total = [t + scale * x for t, x in zip(total, level, strict=True)]
@@ -150,39 +226,80 @@ class BM25Scorer:
 
     def _level(
         self,
-        counts: dict[str, list[int]],
+        counts: dict[str, tuple[list[int], list[int]]],
         wanted: Counter[str],
-        lengths: list[int],
+        n: int,
         width: int,
     ) -> list[float]:
-        """BM25 of every document (``width`` 0) or of every window around one."""
-        n = len(lengths)
-        lens = _window(lengths, width) if width else lengths
+        """The BM25 of every document (``width`` 0) or of every window around one."""
+        prefix = self._prefix
+        if width:
+            lens = _window_sums(prefix, n, width)
+        else:
+            lens = list(map(sub, prefix[1 : n + 1], prefix[:n]))
         average = sum(lens) / n or 1.0
-        k1, b = self.k1, self.b
+        k1, b = self.scorer.k1, self.scorer.b
         norm = [k1 * (1 - b + b * length / average) for length in lens]
         out = [0.0] * n
-        for term, row in counts.items():
-            tf = _window(row, width) if width else row
-            df = n - tf.count(0)
+        for term, (where, tf) in counts.items():
+            if width:
+                where, tf = _spread(where, tf, width, n)
+            df = len(where)
             idf = wanted[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
             gain = idf * (k1 + 1)
-            for i, f in enumerate(tf):
-                if f:
-                    out[i] += gain * f / (f + norm[i])
+            for i, f in zip(where, tf, strict=True):
+                out[i] += gain * f / (f + norm[i])
         return out
 
 
-def _window(values: list[int], width: int) -> list[int]:
-    """For each position, the sum of ``values`` within ``width`` either side.
+def _window_sums(prefix: list[int], n: int, width: int) -> list[int]:
+    """For each document, the length of the window ``width`` either side of it.
 
     Example:
-        >>> _window([1, 0, 0, 2, 0], 1)
+        >>> _window_sums([0, 1, 1, 1, 3, 3], 5, 1)
         [1, 1, 2, 2, 2]
     """
-    n = len(values)
-    prefix = [0, *accumulate(values)]
-    return [prefix[min(n, i + width + 1)] - prefix[max(0, i - width)] for i in range(n)]
+    span = 2 * width + 1
+    if n <= span:
+        return [
+            prefix[min(n, i + width + 1)] - prefix[max(0, i - width)] for i in range(n)
+        ]
+    head = [prefix[i + width + 1] for i in range(width)]
+    middle = list(map(sub, prefix[span : n + 1], prefix[: n + 1 - span]))
+    tail = [prefix[n] - prefix[i - width] for i in range(n - width, n)]
+    return [*head, *middle, *tail]
+
+
+def _spread(
+    where: list[int], tf: list[int], width: int, n: int
+) -> tuple[list[int], list[int]]:
+    """A term's count in the window ``width`` either side of each document.
+
+    Only where it is not 0, from the term's postings.
+
+    Example:
+        >>> _spread([0, 3], [1, 2], 1, 5)
+        ([0, 1, 2, 3, 4], [1, 1, 2, 2, 2])
+    """
+    out_where: list[int] = []
+    out_tf: list[int] = []
+    m = len(where)
+    lo = hi = s = 0
+    done = -1  # the last position given
+    for p in where:
+        start = max(p - width, done + 1, 0)
+        end = min(p + width, n - 1)
+        for i in range(start, end + 1):
+            while hi < m and where[hi] <= i + width:
+                s += tf[hi]
+                hi += 1
+            while where[lo] < i - width:
+                s -= tf[lo]
+                lo += 1
+            out_where.append(i)
+            out_tf.append(s)
+        done = max(done, end)
+    return out_where, out_tf
 
 
 def _context_pair(pair: object, name: str) -> tuple[int, float]:

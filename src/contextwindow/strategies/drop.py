@@ -33,7 +33,14 @@ from contextwindow.strategies.base import (
 from contextwindow.summarizers.record import is_summary
 from contextwindow.validity import CONTINUED_ID
 
-__all__ = ["DropOldest", "MaxMessages", "SlidingWindow", "dropped_runs", "keep_units"]
+__all__ = [
+    "DropOldest",
+    "MaxMessages",
+    "Runs",
+    "SlidingWindow",
+    "dropped_runs",
+    "keep_units",
+]
 
 MAX_PINNED_SHOWN = 5
 """Pinned units a ``BudgetError`` lists by name (the largest first)."""
@@ -315,11 +322,30 @@ def keep_units(
     keep: Sequence[bool],
     cost: Sequence[int],
     budget: Budget,
+    runs: Runs | None = None,
 ) -> Fitted:
-    """The units flagged in ``keep``, finished: one change per run dropped."""
+    """The units flagged in ``keep``, finished: one change per run dropped.
+
+    ``runs``: see ``dropped_runs``.
+    """
     out = [m for k, u in enumerate(us) if keep[k] for m in messages[u.start : u.stop]]
-    changes = dropped_runs(stage, messages, us, keep, cost)
+    changes = dropped_runs(stage, messages, us, keep, cost, runs)
     return finish(stage, messages, out, changes, budget, kept=True)
+
+
+@dataclass(slots=True)
+class Runs:
+    """The changes of the runs ``dropped_runs`` reported, to reuse them.
+
+    ``made`` is filled by the call, by ``(first unit, unit after the run)``;
+    a run found in ``known`` that ends at or before ``valid`` (the units
+    before it are the same messages, grouped the same way, as when it was
+    made) is taken from there instead of being described again.
+    """
+
+    known: dict[tuple[int, int], Change]
+    valid: int
+    made: dict[tuple[int, int], Change]
 
 
 def dropped_runs(
@@ -328,8 +354,13 @@ def dropped_runs(
     us: Sequence[Unit],
     keep: Sequence[bool],
     cost: Sequence[int],
+    runs: Runs | None = None,
 ) -> list[Change]:
-    """One ``dropped`` change per run of consecutive units not kept."""
+    """One ``dropped`` change per run of consecutive units not kept.
+
+    With ``runs``, the changes made are recorded there, and those it knows
+    are reused (see ``Runs``).
+    """
     changes: list[Change] = []
     k = 0
     while k < len(us):
@@ -339,6 +370,13 @@ def dropped_runs(
         j = k
         while j < len(us) and not keep[j]:
             j += 1
+        if runs is not None:
+            known = runs.known.get((k, j)) if j <= runs.valid else None
+            if known is not None:
+                changes.append(known)
+                runs.made[k, j] = known
+                k = j
+                continue
         run = us[k:j]
         changes.append(
             Change(
@@ -352,6 +390,8 @@ def dropped_runs(
                 len(run),
             )
         )
+        if runs is not None:
+            runs.made[k, j] = changes[-1]
         k = j
     return changes
 

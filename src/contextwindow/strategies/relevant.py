@@ -12,23 +12,30 @@ newest first. When the pinned units alone exceed the budget the output does
 not fit (``fit`` then finishes with ``DropOldest``, which says what is
 pinned). The placeholder turn a repair put first (``CONTINUED``) is never
 kept for itself: the repair puts it back when what follows still needs it.
-The scorer's caches make a second call after one new message score
-the new unit's text from scratch and look the others up.
+Incremental: the units' documents are kept indexed in the budget's memo
+(keyed by the scorer; ``BM25Scorer`` keeps its inverted index,
+``BM25Index``, any other scorer the texts), so a call on the conversation
+grown by a few messages indexes the new units only and re-scores from the
+index: a query costs what its own terms occur in. What is kept never changes
+the answer (``tests/properties/test_incremental.py``).
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from contextwindow._args import check_callable, check_int, shown
+from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, Unit
 from contextwindow.relevance.base import Scorer, document
-from contextwindow.relevance.bm25 import BM25Scorer
-from contextwindow.strategies.base import Budget, Fitted, finish, pinned_units
-from contextwindow.strategies.drop import keep_units
+from contextwindow.relevance.bm25 import BM25Index, BM25Scorer
+from contextwindow.strategies.base import Budget, Change, Fitted, finish, pinned_units
+from contextwindow.strategies.drop import Runs, keep_units
 from contextwindow.validity import CONTINUED_ID
 
 __all__ = ["SelectRelevant"]
@@ -103,17 +110,26 @@ class SelectRelevant:
             used += cost[k]
         candidates = [k for k in counted if not keep[k]]
         chosen: list[int] = []
+        state = self._state(messages, us, counted, budget)
         if candidates:
-            score = self._scores(messages, us, counted, budget.query)
-            candidates.sort(key=lambda k: (-score.get(k, 0.0), -k))
-            for k in candidates:
-                if used + cost[k] <= budget.limit:
+            score = self._scores(messages, us, counted, budget, state.index)
+            # Most relevant first, ties to the newer unit: (score, k) descending.
+            found = map(score.get, candidates, repeat(0.0))
+            ranked = sorted(zip(found, candidates, strict=True), reverse=True)
+            limit = budget.limit
+            for _, k in ranked:
+                c = cost[k]
+                if used + c <= limit:
                     keep[k] = True
-                    used += cost[k]
+                    used += c
                     chosen.append(k)
+        runs = Runs(state.runs, state.valid, {})
         while True:
-            fitted = keep_units("SelectRelevant", messages, us, keep, cost, budget)
+            fitted = keep_units(
+                "SelectRelevant", messages, us, keep, cost, budget, runs
+            )
             if fitted.report.fits or not chosen:
+                state.runs = runs.made
                 return fitted
             # A repair (Anthropic's first user turn) cost tokens: the least
             # relevant unit chosen goes too.
@@ -124,16 +140,70 @@ class SelectRelevant:
         messages: Sequence[Message],
         us: Sequence[Unit],
         counted: Sequence[int],
-        query: str | None,
+        budget: Budget,
+        index: BM25Index | _Texts,
     ) -> dict[int, float]:
         """Each non-system unit's score against the query, by unit index."""
-        ranked = list(counted)
+        n = len(counted)
+        query = budget.query
         if query is None:
             query = messages[-1].text
             # The final message asks: its own unit is the query, not a document.
-            if ranked and ranked[-1] == len(us) - 1:
-                ranked.pop()
-        texts = [document(messages[us[k].start : us[k].stop]) for k in ranked]
+            if n and counted[-1] == len(us) - 1:
+                n -= 1
+        if isinstance(index, BM25Index):
+            values = index.scores(query, n)
+        else:
+            values = self._checked(index.texts[:n], query)
+        return dict(zip(counted[:n], values, strict=True))
+
+    def _state(
+        self,
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        counted: Sequence[int],
+        budget: Budget,
+    ) -> _Indexed:
+        """The documents of the ``counted`` units, indexed (see the module).
+
+        What the memo holds for the conversation last seen is kept for the
+        units both share (all but the last unit inside their common prefix,
+        which new messages may extend), and only the rest is indexed.
+        """
+        key = ("contextwindow.select", self.scorer)
+        state = budget.memo.get(key)
+        index: BM25Index | _Texts
+        j = whole = 0
+        runs: dict[tuple[int, int], Change] = {}
+        if isinstance(state, _Indexed):
+            index = state.index
+            shared = identical_prefix(messages, state.messages)
+            # The old units that end in the shared prefix, but the last one.
+            whole = max(bisect_left(state.stops, shared + 1) - 1, 0)
+            j = bisect_left(state.counted, whole)
+            if list(counted[:j]) != state.counted[:j]:
+                j = whole = 0
+            index.truncate(j)
+            runs = state.runs
+        elif isinstance(self.scorer, BM25Scorer):
+            index = self.scorer.index()
+        else:
+            index = _Texts()
+        for k in counted[j:]:
+            index.append(document(messages[us[k].start : us[k].stop]))
+        fresh = _Indexed(
+            messages if isinstance(messages, tuple) else list(messages),
+            [u.stop for u in us],
+            list(counted),
+            index,
+            runs,
+            whole,
+        )
+        budget.memo.put(key, fresh)
+        return fresh
+
+    def _checked(self, texts: Sequence[str], query: str) -> list[float]:
+        """The scorer's scores of ``texts``, checked: one finite number each."""
         scores: object = self.scorer(texts, query)
         who = shown(self.scorer)
         try:
@@ -147,4 +217,40 @@ class SelectRelevant:
                 f"the scorer {who} returned {len(values)} scores for {len(texts)} "
                 "units, or one that is not a finite number"
             )
-        return dict(zip(ranked, values, strict=True))
+        return values
+
+
+class _Texts:
+    """The documents of a scorer that keeps no index of its own: their texts."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def append(self, document: str) -> None:
+        self.texts.append(document)
+
+    def truncate(self, n: int) -> None:
+        del self.texts[n:]
+
+
+@dataclass(slots=True)
+class _Indexed:
+    """What ``SelectRelevant`` indexed for the conversation it last saw."""
+
+    messages: Sequence[Message]
+    """The conversation (references)."""
+    stops: list[int]
+    """Where each of its units ends."""
+    counted: list[int]
+    """The units indexed, in order (one document each)."""
+    index: BM25Index | _Texts
+    runs: dict[tuple[int, int], Change]
+    """The dropped runs' changes of the last fit, by their units."""
+    valid: int
+    """Units of the conversation before that are the same messages as
+    here, grouped the same way: its runs up to there can be reused."""

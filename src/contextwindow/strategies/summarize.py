@@ -13,6 +13,16 @@ Contract:
   ``CARRIED_SHARE`` of ``max_tokens``), its sources join the new summary's,
   and the new summary takes its place. Nothing pinned is ever
   summarised; every other strategy treats the summary as pinned.
+- The cut moves in steps: after just enough units, the units that fall in
+  the same step of ``CUT_STEP`` of the budget (counting what is replaced
+  from the oldest) are replaced too, so the cut is a function of the
+  conversation that stays where it was while it grows by less than a step.
+- Incremental: the summary made for a cut is kept in the budget's memo
+  (keyed by the strategy and the budget's settings) with the very messages
+  it replaced; a call whose cut replaces the same messages reuses it instead
+  of calling the summarizer again (a summarizer gives the same summary for
+  the same input; an LLM one that would not is held to its first). What is
+  kept never changes the answer (``tests/properties/test_incremental.py``).
 - Facts: the record of what is replaced (``extract_facts``, no LLM) is
   checked against the summary, and what the summary dropped is re-attached
   (``check_facts``); the summary's ``meta`` keeps the facts it holds and the
@@ -59,10 +69,14 @@ Example:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import NamedTuple
 
 from contextwindow._args import check_int, check_number, shown
+from contextwindow._prefix import same_objects
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message, Unit, units
 from contextwindow.strategies.base import (
@@ -103,7 +117,23 @@ CARRIED_SHARE = 0.5
 summary that rolls it forward: up to it, every one is kept; beyond it, the
 oldest and least mentioned go first."""
 
+CUT_STEP = 0.05
+"""The cut moves in steps of this share of the budget (see the module)."""
+
 _DEFAULT = ExtractiveSummarizer()
+
+
+class _Made(NamedTuple):
+    """A summary made for a cut, with what it replaced (see the module)."""
+
+    replaced: list[Message]
+    """The messages it replaced, in order (the very objects)."""
+    target: int
+    """The size it was asked for."""
+    summary: Message | None
+    """The summary message (``None``: refused, not materially smaller)."""
+    change: list[Change]
+    """The report's change, once made (the same for the same messages)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,24 +199,53 @@ class Summarize:
         # Just enough units to fit once the summary is in, then all of them.
         over = budget.count(messages) - budget.limit
         rolled = sum(cost[k] for k in olds)
-        n, freed = 0, rolled
-        while n < len(candidates):
-            freed += cost[candidates[n]]
-            n += 1
-            target = self._target(freed)
-            if target > 0 and freed - target - HEADER_TOKENS >= over:
-                break
+        # What n candidates free, with what is rolled forward.
+        freed = list(accumulate((cost[k] for k in candidates), initial=rolled))
+        n = self._enough(freed, over)
+        # On to the end of the step the cut fell in (see the module).
+        step = max(1, int(budget.limit * CUT_STEP))
+        n = bisect_right(freed, (freed[n] // step + 1) * step - 1, lo=n) - 1
         attempts = [candidates[:n]] if n < len(candidates) else []
         attempts.append(candidates)
         floor = _floor(messages, budget)
+        key = (self, "Summarize", budget.settings)
+        found = budget.memo.get(key)
+        kept: list[_Made] = found if isinstance(found, list) else []  # pyright: ignore[reportUnknownVariableType]  # only this method puts it
+        made: list[_Made] = []
         best: Fitted | None = None
         for chosen in attempts:
-            fitted = self._attempt(messages, us, olds, chosen, cost, budget, floor)
+            fitted = self._attempt(
+                messages, us, olds, chosen, cost, budget, floor, kept, made
+            )
             if fitted is not None:
                 best = fitted
                 if fitted.report.fits:
                     break
+        budget.memo.put(key, made)
         return best or unchanged
+
+    def _enough(self, freed: Sequence[int], over: int) -> int:
+        """The fewest candidates (at least one) whose summary saves ``over``.
+
+        ``freed[n]``: the tokens ``n`` candidates take; all of them when no
+        number does. What a summary saves grows with what it replaces, so
+        the answer is found by bisection.
+        """
+
+        def saves(f: int) -> bool:
+            target = self._target(f)
+            return target > 0 and f - target - HEADER_TOKENS >= over
+
+        lo, hi = 1, len(freed) - 1
+        if not saves(freed[hi]):
+            return hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if saves(freed[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def _target(self, before: int) -> int:
         """The size to ask of a summary replacing ``before`` tokens.
@@ -209,15 +268,80 @@ class Summarize:
         cost: Sequence[int],
         budget: Budget,
         floor: int,
+        kept: Sequence[_Made],
+        made: list[_Made],
     ) -> Fitted | None:
-        """Summarise ``olds`` and ``chosen``; ``None`` when the summary is refused."""
+        """Summarise ``olds`` and ``chosen``; ``None`` when the summary is refused.
+
+        A summary in ``kept`` made for the same messages is reused; the one
+        used goes to ``made``.
+        """
         replaced = sorted((*olds, *chosen))
-        evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
-        previous = [messages[us[k].start] for k in olds]
         before = sum(cost[k] for k in replaced)
         target = self._target(before)
         if target <= 0:
             return None
+        gone_messages = [
+            m for k in replaced for m in messages[us[k].start : us[k].stop]
+        ]
+        for old in kept:
+            if (
+                old.target == target
+                and len(old.replaced) == len(gone_messages)
+                and same_objects(old.replaced, gone_messages, len(gone_messages))
+            ):
+                made.append(old)
+                summary = old.summary
+                break
+        else:
+            summary = self._summary(messages, us, olds, chosen, budget, before)
+            made.append(_Made(gone_messages, target, summary, []))
+        if summary is None:
+            return None  # not materially smaller: refused (no compaction loop)
+        after = budget.counter.message(summary)
+        first = us[replaced[0]].start
+        gone = set(replaced)
+        out: list[Message] = []
+        for k, u in enumerate(us):
+            if u.start == first:
+                out.append(summary)
+            if k not in gone:
+                out.extend(messages[u.start : u.stop])
+        if floor <= budget.limit < _floor(out, budget):
+            return None  # dropping could have met the budget; with it, nothing can
+        known = made[-1].change
+        if known and (known[0].index, known[0].units) == (first, len(replaced)):
+            return finish("Summarize", messages, out, known, budget)
+        run = [us[k] for k in replaced]
+        change = Change(
+            "summarized",
+            "Summarize",
+            (*(m.id for u in run for m in messages[u.start : u.stop]), summary.id),
+            first,
+            before,
+            after,
+            f"{describe_run(messages, run)} into one summary",
+            len(run),
+        )
+        known[:] = [change]
+        return finish("Summarize", messages, out, known, budget)
+
+    def _summary(
+        self,
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        olds: Sequence[int],
+        chosen: Sequence[int],
+        budget: Budget,
+        before: int,
+    ) -> Message | None:
+        """The summary of ``olds`` and ``chosen`` (``before`` tokens).
+
+        ``None`` when it is refused: not materially smaller.
+        """
+        target = self._target(before)
+        evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
+        previous = [messages[us[k].start] for k in olds]
         tok = budget.counter.tokenizer
         carried = Facts()
         sources: list[str] = []
@@ -246,31 +370,9 @@ class Summarize:
         held = facts.missing_from(body).keys()
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
         summary = summary_message(body, list(dict.fromkeys(sources)), kept)
-        after = budget.counter.message(summary)
-        if after > self.max_share * before:
-            return None  # not materially smaller: refused (no compaction loop)
-        first = us[replaced[0]].start
-        gone = set(replaced)
-        out: list[Message] = []
-        for k, u in enumerate(us):
-            if u.start == first:
-                out.append(summary)
-            if k not in gone:
-                out.extend(messages[u.start : u.stop])
-        if floor <= budget.limit < _floor(out, budget):
-            return None  # dropping could have met the budget; with it, nothing can
-        run = [us[k] for k in replaced]
-        change = Change(
-            "summarized",
-            "Summarize",
-            (*(m.id for u in run for m in messages[u.start : u.stop]), summary.id),
-            first,
-            before,
-            after,
-            f"{describe_run(messages, run)} into one summary",
-            len(run),
-        )
-        return finish("Summarize", messages, out, (change,), budget)
+        if budget.counter.message(summary) > self.max_share * before:
+            return None
+        return summary
 
 
 def _is_summary_unit(messages: Sequence[Message], unit: Unit) -> bool:

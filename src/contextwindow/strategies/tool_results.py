@@ -13,6 +13,7 @@ message is one change in the report.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -244,7 +245,9 @@ class Deduplicate:
     def _key(self, result: ToolResult) -> object:
         content = result.content
         if self.near and isinstance(content, str) and len(content) >= NEAR_MIN_CHARS:
-            return ("near", VOLATILE.sub("\x00", content))
+            # A digest, not the text: the memo keeps one key per result.
+            masked = VOLATILE.sub("\x00", content).encode()
+            return ("near", hashlib.blake2b(masked, digest_size=16).digest())
         return content
 
 
