@@ -19,6 +19,10 @@ results and tool-call arguments of the input (distinct per file):
 - paths: a token with a folder and a file extension (``lib/a/b.ex``,
   ``/home/USER/x/mix.exs``);
 - numbers: 3 or more digits (``8080``, ``2024``, ``166375``);
+- values: those numbers but the ones found only as the line numbers of
+  numbered output (Claude Code's ``Read``: ``   120→``; ``cat -n``), which
+  are most of them: numbers that say something of their own (a port, a
+  count, an id); kept as ``numbers`` are;
 - commands: each simple command of a shell call (``Bash``, ``shell``; split at
   ``&&``, ``||``, ``;``, ``|``), whitespace collapsed, its first 60 characters;
 - identifiers: ``snake_case`` with an underscore, ``CamelCase`` with two
@@ -69,9 +73,10 @@ IDENT = re.compile(
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"
     r"|\b[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*\b"
 )
+LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
 SPLIT = re.compile(r"&&|\|\||;|\|")
 SHELLS = frozenset(("Bash", "bash", "shell", "exec_command", "local_shell"))
-KINDS = ("paths", "numbers", "commands", "identifiers")
+KINDS = ("paths", "numbers", "values", "commands", "identifiers")
 WINDOWS = {"anthropic": 200_000, "openai": 128_000}
 
 
@@ -142,9 +147,11 @@ def _commands(call: ToolCall) -> list[str]:
 def facts_of(messages: Sequence[Message]) -> dict[str, set[str]]:
     texts, cmds = source_texts(messages)
     joined = "\n".join(texts)
+    numbers = set(NUMBER.findall(joined))
     return {
         "paths": set(PATH.findall(joined)),
-        "numbers": set(NUMBER.findall(joined)),
+        "numbers": numbers,
+        "values": numbers & set(NUMBER.findall(LINE_NUMBER.sub("", joined))),
         "commands": set(cmds),
         "identifiers": set(IDENT.findall(joined)),
     }
@@ -178,9 +185,11 @@ def _leaves(value: Any) -> Iterable[str]:
 def output_facts(out: Sequence[Message], commands: set[str]) -> dict[str, set[str]]:
     text = all_text(out)
     flat = " ".join(text.split())
+    numbers = set(NUMBER.findall(text))
     return {
         "paths": set(PATH.findall(text)),
-        "numbers": set(NUMBER.findall(text)),
+        "numbers": numbers,
+        "values": numbers,
         "commands": {c for c in commands if c in flat},
         "identifiers": set(IDENT.findall(text)),
     }

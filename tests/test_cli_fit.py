@@ -114,7 +114,8 @@ class TestParseStrategy:
         pipe = parse_strategy("sliding-window(30),default")
         assert pipe == Pipeline(SlidingWindow(30), DEFAULT_STRATEGY)
         assert parse_strategy("default") == parse_strategy(
-            "lossless,dedupe,stale,truncate,clear,drop-oldest"
+            "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
+            "truncate(keep_recent=0),drop-oldest"
         )
 
     @pytest.mark.parametrize(
@@ -485,7 +486,7 @@ class TestFitReport:
         assert lines[4] == "messages  27 → 19"
         assert lines[5] == (
             "stages    CompactLossless, Deduplicate, StaleReads, TruncateToolResults, "
-            "ClearToolResults, DropOldest"
+            "TruncateToolInputs, ClearToolResults, TruncateToolResults, DropOldest"
         )
         assert "changes" in lines
         row = next(ln for ln in lines if ln.lstrip().startswith("truncated  #3"))
