@@ -439,7 +439,12 @@ def collapse_runs(
             continue
         done.append((span_at[0], span_at[1], line))
         total -= change.saved
-        left -= cutsum[b + 1] - cutsum[a]
+        # The run's line is a placeholder too: what is left counts it.
+        left -= (
+            cutsum[b + 1]
+            - cutsum[a]
+            - budget.counter.text(line.text.rsplit("\n", 1)[-1])
+        )
         changes.append(change)
     budget.memo.put(key, made)
     if not changes:
