@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/fact_retention.py [--no-peer] [--only claude|tau]
+        [--peer-python PATH]
 
 Every Claude Code session file of the shared data (16: main sessions,
 subagents, compaction runs; Anthropic) and every tau-bench run (200; OpenAI)
@@ -35,15 +36,19 @@ pinned content alone exceeds a budget (``BudgetError``) is left out of that
 row, and the row says how many were. Headroom runs
 offline (``HEADROOM_OFFLINE=1``, ``HEADROOM_TELEMETRY=off``,
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``, ``TIKTOKEN_CACHE_DIR`` at the BPE
-files litellm ships, which bear tiktoken's cache names); without
-``headroom-ai`` installed the peer's rows are skipped, saying so.
+files litellm ships, which bear tiktoken's cache names), in this process or,
+with ``--peer-python PATH``, in another interpreter that has it (its own
+venv; its time then includes starting it); without ``headroom-ai`` the
+peer's rows are skipped, saying so.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -228,6 +233,58 @@ def ours(t: Trace, limit: int) -> Sequence[Message] | None:
         return None
 
 
+_PEER = """
+import json, os, sys
+from pathlib import Path
+os.environ.setdefault("HEADROOM_OFFLINE", "1")
+os.environ.setdefault("HEADROOM_TELEMETRY", "off")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm
+bpe = Path(litellm.__file__).parent / "litellm_core_utils" / "tokenizers"
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(bpe))
+from headroom import compress
+out = [compress(turns, model=model).messages for model, turns in json.load(sys.stdin)]
+json.dump(out, sys.stdout)
+"""
+
+
+def headroom_in(python: str) -> Callable[[list[Trace]], list[Sequence[Message]]]:
+    """headroom-ai's ``compress`` run by another interpreter (its own venv).
+
+    headroom-ai moves shared packages when installed beside this project, so
+    it may live in a virtual environment of its own; the turns go to it as
+    JSON and come back the same way.
+    """
+
+    def run(traces: list[Trace]) -> list[Sequence[Message]]:
+        jobs: list[tuple[str, Any]] = []
+        systems: list[Any] = []
+        for t in traces:
+            wire = to_provider(list(t.messages), t.provider)
+            if t.provider == "anthropic":  # (system, messages)
+                systems.append(wire)
+                jobs.append(("claude-sonnet-4-5-20250929", list(wire[1])))
+            else:
+                systems.append(None)
+                jobs.append(("gpt-4o", wire))
+        done = subprocess.run(
+            [python, "-c", _PEER],
+            input=json.dumps(jobs),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outs: list[Sequence[Message]] = []
+        for t, wire, turns in zip(
+            traces, systems, json.loads(done.stdout), strict=True
+        ):
+            back: Any = type(wire)(wire[0], turns) if wire is not None else turns
+            outs.append(from_provider(back, t.provider))
+        return outs
+
+    return run
+
+
 def headroom() -> Callable[[Trace], Sequence[Message]] | None:
     """headroom-ai's ``compress`` at its defaults, offline (``None``: not installed)."""
     os.environ.setdefault("HEADROOM_OFFLINE", "1")
@@ -272,9 +329,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--only", choices=("claude", "tau"))
+    ap.add_argument(
+        "--peer-python",
+        help="a Python with headroom-ai installed (its own venv), run as a subprocess",
+    )
     args = ap.parse_args()
     traces = load(args.only)
-    peer = None if args.no_peer else headroom()
+    batch = (
+        None if args.no_peer or not args.peer_python else headroom_in(args.peer_python)
+    )
+    one = None if args.no_peer or batch else headroom()
+    peer: Callable[[list[Trace]], list[Sequence[Message]]] | None = batch or (
+        (lambda ts: [one(t) for t in ts]) if one else None
+    )
     if peer is None and not args.no_peer:
         print(
             "headroom-ai is not installed (pip install headroom-ai): "
@@ -322,8 +389,7 @@ def main() -> None:
             r, same = Row(), Row()
             outs: list[Sequence[Message]] = []
             start = time.perf_counter()
-            for t in mine:
-                outs.append(peer(t))
+            outs.extend(peer(mine))
             r.seconds = time.perf_counter() - start
             for t, out in zip(mine, outs, strict=True):
                 r.add(t, out)

@@ -550,7 +550,7 @@ class TestFitReport:
         )
         _, _, err = run("fit", str(EXAMPLE), "--budget", "100", "--strategy", spec)
         assert (
-            "changes (the 20 largest of 26, in the order made; --json lists all)"
+            "changes (the 20 largest of 27, in the order made; --json lists all)"
             in (err)
         )
         section = err.split("in the order made; --json lists all)\n")[1]
