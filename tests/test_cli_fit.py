@@ -559,7 +559,7 @@ class TestFitReport:
         assert (
             "truncated  #10 " not in section.split("totals")[0]
         )  # a small one left out
-        assert "  all             26" in err
+        assert "  all             27" in err
 
 
 class TestFitSharedData:
