@@ -55,7 +55,7 @@ Example:
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from contextwindow._prefix import common_prefix
@@ -78,7 +78,7 @@ from contextwindow.strategies.base import (
     pinned_one,
     shares,
 )
-from contextwindow.strategies.digest import digest, names
+from contextwindow.strategies.digest import Counted, digest, names
 from contextwindow.strategies.files import file_actions
 
 __all__ = [
@@ -134,21 +134,6 @@ def is_marker(result: ToolResult) -> bool:
 RUN_DIGEST_SHARE = 0.25
 """The share of a run's tokens its line may spend naming what its results
 held (chosen on the Claude Code sessions: see benchmarks/README)."""
-
-
-class _Counted:
-    """A counter's cached text counts as a ``Tokenizer`` (``digest`` takes one)."""
-
-    __slots__ = ("_count",)
-
-    name = "counter"
-    exact = True
-
-    def __init__(self, count: Callable[[str], int]) -> None:
-        self._count = count
-
-    def count(self, text: str) -> int:
-        return self._count(text)
 
 
 BARE_CALL_TOKENS = 200
@@ -499,7 +484,7 @@ def _collapsed(
         for m in messages[u.start + 1 : u.stop]
         for r in m.tool_results
     ]
-    tok = _Counted(budget.counter.text)
+    tok = Counted(budget.counter.text)
     cap = int(before * RUN_DIGEST_SHARE)
     named = digest("\n".join(held), cap, tok, kept=plain) if cap > 0 else ""
     line = Message.assistant(

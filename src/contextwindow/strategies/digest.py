@@ -12,9 +12,9 @@ Contract:
 - ``digest(text, max_tokens, tokenizer, kept=...)`` is the comma-joined
   names of ``text`` not in ``kept`` (what the marker's text keeps anyway),
   in that order, as many as fit ``max_tokens`` (each name counted with its
-  separator), never cut inside a name. It is a pure function of its
-  arguments: the same text gives the same digest, so a marker is the same
-  string however often the conversation is fitted.
+  separator), never cut inside a name, never a marker's handle. It is a
+  pure function of its arguments: the same text gives the same digest, so
+  a marker is the same string however often the conversation is fitted.
 - ``digest_tokens(tokens)`` sizes a digest for an original of ``tokens``:
   ``DIGEST_SHARE`` of it, between ``DIGEST_MIN_TOKENS`` and
   ``DIGEST_MAX_TOKENS``, so a marker stays small beside what it replaced.
@@ -35,14 +35,16 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Container
+from collections.abc import Callable, Container
 
+from contextwindow.handles import find_handles
 from contextwindow.tokens.base import Tokenizer
 
 __all__ = [
     "DIGEST_MAX_TOKENS",
     "DIGEST_MIN_TOKENS",
     "DIGEST_SHARE",
+    "Counted",
     "digest",
     "digest_tokens",
     "line_span",
@@ -145,10 +147,13 @@ def digest(
         The digest (empty when nothing is left to name).
     """
     inside: Container[str] = set(names(kept)) if isinstance(kept, str) else kept
+    # The handles of markers inside the text are no facts (one of ten hex
+    # digits is all digits, and would pass for a number).
+    handles = set(find_handles(text))
     out: list[str] = []
     used = 0
     for n in names(text):
-        if n in inside:
+        if n in inside or n in handles:
             continue
         cost = tokenizer.count(n) + (1 if out else 0)  # the ", " before it
         if used + cost > max_tokens:
@@ -158,3 +163,26 @@ def digest(
         out.append(n)
         used += cost
     return ", ".join(out)
+
+
+class Counted:
+    """A text-counting function as a ``Tokenizer`` (``digest`` takes one).
+
+    Given a ``TokenCounter``'s cached ``text``, each name is counted once.
+
+    Example:
+        >>> Counted(len).count("abc")
+        3
+    """
+
+    __slots__ = ("_count",)
+
+    name = "counted"
+    exact = True
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self._count = count
+
+    def count(self, text: str) -> int:
+        """The count of ``text``."""
+        return self._count(text)

@@ -321,7 +321,8 @@ def parse_strategy(spec: str) -> Strategy:
         >>> parse_strategy("clear(keep_recent=5)")
         ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens{names}; recall {handle}]', max_share=0.1)
         >>> parse_strategy("default") == parse_strategy(
-        ...     "lossless,dedupe,stale,truncate,clear,drop-oldest")
+        ...     "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
+        ...     "truncate(keep_recent=0),drop-oldest")
         True
         >>> parse_strategy("truncate(keep=2)")
         Traceback (most recent call last):

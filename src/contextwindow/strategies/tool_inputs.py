@@ -38,7 +38,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -53,6 +53,7 @@ from contextwindow.strategies.base import (
     Fitted,
     pinned_one,
 )
+from contextwindow.strategies.digest import Counted
 from contextwindow.strategies.tool_results import truncate
 from contextwindow.tokens.base import Tokenizer
 
@@ -119,7 +120,7 @@ class TruncateToolInputs:
         finals: tuple[int, ...],
     ) -> tuple[list[Message], list[Change], list[int], int]:
         counter = budget.counter
-        tok = _Texts(counter.text)
+        tok = Counted(counter.text)
         callers = [
             i
             for i, m in enumerate(messages)
@@ -190,21 +191,6 @@ def _none(result: object, position: int, origin: object) -> None:
 
 
 _NONE = Always(_none)
-
-
-class _Texts:
-    """A counter's cached text counts as a ``Tokenizer`` (``truncate`` takes one)."""
-
-    __slots__ = ("_count",)
-
-    name = "counter"
-    exact = True
-
-    def __init__(self, count: Callable[[str], int]) -> None:
-        self._count = count
-
-    def count(self, text: str) -> int:
-        return self._count(text)
 
 
 def _cut_call(
