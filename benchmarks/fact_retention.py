@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/fact_retention.py [--no-peer] [--only claude|tau]
+        [--peer-python PATH]
 
 Every Claude Code session file of the shared data (16: main sessions,
 subagents, compaction runs; Anthropic) and every tau-bench run (200; OpenAI)
@@ -19,6 +20,10 @@ results and tool-call arguments of the input (distinct per file):
 - paths: a token with a folder and a file extension (``lib/a/b.ex``,
   ``/home/USER/x/mix.exs``);
 - numbers: 3 or more digits (``8080``, ``2024``, ``166375``);
+- values: those numbers but the ones found only as the line numbers of
+  numbered output (Claude Code's ``Read``: ``   120→``; ``cat -n``), which
+  are most of them: numbers that say something of their own (a port, a
+  count, an id); kept as ``numbers`` are;
 - commands: each simple command of a shell call (``Bash``, ``shell``; split at
   ``&&``, ``||``, ``;``, ``|``), whitespace collapsed, its first 60 characters;
 - identifiers: ``snake_case`` with an underscore, ``CamelCase`` with two
@@ -31,15 +36,19 @@ pinned content alone exceeds a budget (``BudgetError``) is left out of that
 row, and the row says how many were. Headroom runs
 offline (``HEADROOM_OFFLINE=1``, ``HEADROOM_TELEMETRY=off``,
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``, ``TIKTOKEN_CACHE_DIR`` at the BPE
-files litellm ships, which bear tiktoken's cache names); without
-``headroom-ai`` installed the peer's rows are skipped, saying so.
+files litellm ships, which bear tiktoken's cache names), in this process or,
+with ``--peer-python PATH``, in another interpreter that has it (its own
+venv; its time then includes starting it); without ``headroom-ai`` the
+peer's rows are skipped, saying so.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -69,9 +78,10 @@ IDENT = re.compile(
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"
     r"|\b[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*\b"
 )
+LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:→|\t)", re.MULTILINE)
 SPLIT = re.compile(r"&&|\|\||;|\|")
 SHELLS = frozenset(("Bash", "bash", "shell", "exec_command", "local_shell"))
-KINDS = ("paths", "numbers", "commands", "identifiers")
+KINDS = ("paths", "numbers", "values", "commands", "identifiers")
 WINDOWS = {"anthropic": 200_000, "openai": 128_000}
 
 
@@ -142,9 +152,11 @@ def _commands(call: ToolCall) -> list[str]:
 def facts_of(messages: Sequence[Message]) -> dict[str, set[str]]:
     texts, cmds = source_texts(messages)
     joined = "\n".join(texts)
+    numbers = set(NUMBER.findall(joined))
     return {
         "paths": set(PATH.findall(joined)),
-        "numbers": set(NUMBER.findall(joined)),
+        "numbers": numbers,
+        "values": numbers & set(NUMBER.findall(LINE_NUMBER.sub("", joined))),
         "commands": set(cmds),
         "identifiers": set(IDENT.findall(joined)),
     }
@@ -178,9 +190,11 @@ def _leaves(value: Any) -> Iterable[str]:
 def output_facts(out: Sequence[Message], commands: set[str]) -> dict[str, set[str]]:
     text = all_text(out)
     flat = " ".join(text.split())
+    numbers = set(NUMBER.findall(text))
     return {
         "paths": set(PATH.findall(text)),
-        "numbers": set(NUMBER.findall(text)),
+        "numbers": numbers,
+        "values": numbers,
         "commands": {c for c in commands if c in flat},
         "identifiers": set(IDENT.findall(text)),
     }
@@ -217,6 +231,58 @@ def ours(t: Trace, limit: int) -> Sequence[Message] | None:
         return fit(t.messages, limit=limit, tokenizer=t.counter).messages
     except BudgetError:
         return None
+
+
+_PEER = """
+import json, os, sys
+from pathlib import Path
+os.environ.setdefault("HEADROOM_OFFLINE", "1")
+os.environ.setdefault("HEADROOM_TELEMETRY", "off")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm
+bpe = Path(litellm.__file__).parent / "litellm_core_utils" / "tokenizers"
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(bpe))
+from headroom import compress
+out = [compress(turns, model=model).messages for model, turns in json.load(sys.stdin)]
+json.dump(out, sys.stdout)
+"""
+
+
+def headroom_in(python: str) -> Callable[[list[Trace]], list[Sequence[Message]]]:
+    """headroom-ai's ``compress`` run by another interpreter (its own venv).
+
+    headroom-ai moves shared packages when installed beside this project, so
+    it may live in a virtual environment of its own; the turns go to it as
+    JSON and come back the same way.
+    """
+
+    def run(traces: list[Trace]) -> list[Sequence[Message]]:
+        jobs: list[tuple[str, Any]] = []
+        systems: list[Any] = []
+        for t in traces:
+            wire = to_provider(list(t.messages), t.provider)
+            if t.provider == "anthropic":  # (system, messages)
+                systems.append(wire)
+                jobs.append(("claude-sonnet-4-5-20250929", list(wire[1])))
+            else:
+                systems.append(None)
+                jobs.append(("gpt-4o", wire))
+        done = subprocess.run(
+            [python, "-c", _PEER],
+            input=json.dumps(jobs),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outs: list[Sequence[Message]] = []
+        for t, wire, turns in zip(
+            traces, systems, json.loads(done.stdout), strict=True
+        ):
+            back: Any = type(wire)(wire[0], turns) if wire is not None else turns
+            outs.append(from_provider(back, t.provider))
+        return outs
+
+    return run
 
 
 def headroom() -> Callable[[Trace], Sequence[Message]] | None:
@@ -263,9 +329,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--only", choices=("claude", "tau"))
+    ap.add_argument(
+        "--peer-python",
+        help="a Python with headroom-ai installed (its own venv), run as a subprocess",
+    )
     args = ap.parse_args()
     traces = load(args.only)
-    peer = None if args.no_peer else headroom()
+    batch = (
+        None if args.no_peer or not args.peer_python else headroom_in(args.peer_python)
+    )
+    one = None if args.no_peer or batch else headroom()
+    peer: Callable[[list[Trace]], list[Sequence[Message]]] | None = batch or (
+        (lambda ts: [one(t) for t in ts]) if one else None
+    )
     if peer is None and not args.no_peer:
         print(
             "headroom-ai is not installed (pip install headroom-ai): "
@@ -313,8 +389,7 @@ def main() -> None:
             r, same = Row(), Row()
             outs: list[Sequence[Message]] = []
             start = time.perf_counter()
-            for t in mine:
-                outs.append(peer(t))
+            outs.extend(peer(mine))
             r.seconds = time.perf_counter() - start
             for t, out in zip(mine, outs, strict=True):
                 r.add(t, out)

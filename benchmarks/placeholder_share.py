@@ -22,8 +22,9 @@ The share is measured here, by this script's own rules: a *cut* exchange is
 a tool exchange whose every result is a one-line placeholder
 (``[tool result cleared...]``, ``[same output as...]``, ``[stale read
 of...]``); its tokens (call and placeholders) and those of any line standing
-for a collapsed run (``[N earlier tool calls, results cut: ...]``) are the
-placeholders and bare calls, over the request's tokens. A call message over
+for a collapsed run (``[N earlier tool calls, results cut: ...]``; the line
+itself, not the agent's own text the run kept before it in that message)
+are the placeholders and bare calls, over the request's tokens. A call message over
 ``BARE`` tokens (an edit, a file to write) carries content: it is counted
 apart (``... with every call``).
 """
@@ -87,8 +88,9 @@ def share(
                 cut += call + rest
                 bare += rest + (call if call <= BARE else 0)
                 n += len(results)
-        elif COLLAPSED.search(messages[u.start].text):
-            line = counter.message(messages[u.start])
+        elif found := COLLAPSED.search(messages[u.start].text):
+            # The line, not the agent's own text kept before it in the message.
+            line = counter.text(messages[u.start].text[found.start() :])
             bare += line
             cut += line
             n += 1

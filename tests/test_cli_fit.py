@@ -114,7 +114,8 @@ class TestParseStrategy:
         pipe = parse_strategy("sliding-window(30),default")
         assert pipe == Pipeline(SlidingWindow(30), DEFAULT_STRATEGY)
         assert parse_strategy("default") == parse_strategy(
-            "lossless,dedupe,stale,truncate,clear,drop-oldest"
+            "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
+            "truncate(keep_recent=0),drop-oldest"
         )
 
     @pytest.mark.parametrize(
@@ -485,7 +486,7 @@ class TestFitReport:
         assert lines[4] == "messages  27 → 19"
         assert lines[5] == (
             "stages    CompactLossless, Deduplicate, StaleReads, TruncateToolResults, "
-            "ClearToolResults, DropOldest"
+            "TruncateToolInputs, ClearToolResults, TruncateToolResults, DropOldest"
         )
         assert "changes" in lines
         row = next(ln for ln in lines if ln.lstrip().startswith("truncated  #3"))
@@ -549,7 +550,7 @@ class TestFitReport:
         )
         _, _, err = run("fit", str(EXAMPLE), "--budget", "100", "--strategy", spec)
         assert (
-            "changes (the 20 largest of 26, in the order made; --json lists all)"
+            "changes (the 20 largest of 27, in the order made; --json lists all)"
             in (err)
         )
         section = err.split("in the order made; --json lists all)\n")[1]
@@ -558,7 +559,7 @@ class TestFitReport:
         assert (
             "truncated  #10 " not in section.split("totals")[0]
         )  # a small one left out
-        assert "  all             26" in err
+        assert "  all             27" in err
 
 
 class TestFitSharedData:

@@ -22,6 +22,7 @@ from contextwindow.strategies import (
     Pipeline,
     SlidingWindow,
     StaleReads,
+    TruncateToolInputs,
     TruncateToolResults,
 )
 from contextwindow.testing import FakeTokenizer
@@ -264,16 +265,19 @@ class TestFit:
 
     def test_default_strategy(self) -> None:
         """By default: compact losslessly, deduplicate, mark stale reads,
-        truncate, clear, then drop."""
+        truncate results, then call inputs, clear, truncate the latest, drop."""
         assert isinstance(DEFAULT_STRATEGY, Pipeline)
         assert [type(s) for s in DEFAULT_STRATEGY.stages] == [
             CompactLossless,
             Deduplicate,
             StaleReads,
             TruncateToolResults,
+            TruncateToolInputs,
             ClearToolResults,
+            TruncateToolResults,
             DropOldest,
         ]
+        assert DEFAULT_STRATEGY.stages[-2] == TruncateToolResults(keep_recent=0)
 
     def test_default_stops_at_the_cheapest_loss(self) -> None:
         """Truncating old results is enough: nothing is cleared or dropped."""
@@ -300,7 +304,9 @@ class TestFit:
             "Deduplicate",
             "StaleReads",
             "TruncateToolResults",
+            "TruncateToolInputs",
             "ClearToolResults",
+            "TruncateToolResults",
             "DropOldest",
         )
         assert "dropped" in r.totals()

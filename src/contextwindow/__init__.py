@@ -98,6 +98,7 @@ from contextwindow.strategies import (
     StaleReads,
     Strategy,
     Summarize,
+    TruncateToolInputs,
     TruncateToolResults,
 )
 from contextwindow.summarizers import (
@@ -196,6 +197,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "Transcript",
+    "TruncateToolInputs",
     "TruncateToolResults",
     "Unit",
     "UnknownModelError",

@@ -65,6 +65,7 @@ from contextwindow.strategies.drop import DropOldest
 from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.stale import StaleReads
+from contextwindow.strategies.tool_inputs import TruncateToolInputs
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -80,17 +81,22 @@ DEFAULT_STRATEGY: Strategy = Pipeline(
     Deduplicate(),
     StaleReads(),
     TruncateToolResults(),
+    TruncateToolInputs(),
     ClearToolResults(),
+    TruncateToolResults(keep_recent=0),
     DropOldest(),
 )
 """What ``fit`` does by default, cheapest loss first: tool output and
 arguments are compacted without loss, repeated tool outputs (also but for
 timestamps and ids) point to their latest copy, file reads a later read or
 write supersedes become markers, then old tool results are truncated, then
-cleared (runs of cleared exchanges collapse to one line once they would take
-more than ``MAX_CUT_SHARE`` of the request), then the oldest units are
-dropped; each stage runs only while the conversation does not fit. Every
-marker names the handle of its original (``context_recall`` returns it)."""
+the long arguments of old calls (a file written, an edit's strings), then
+old results are cleared (runs of cleared exchanges collapse to one line once
+they would take more than ``MAX_CUT_SHARE`` of the request), then the latest
+results are truncated too, then the oldest units are dropped; each stage runs
+only while the conversation does not fit. Every marker names the handle of
+its original (``context_recall`` returns it) and what the cut held
+(``strategies.digest``)."""
 
 
 def provider_of(model: ModelInfo) -> Provider:

@@ -153,6 +153,7 @@ CALLS: dict[str, Call] = {
     "ClearToolResults": Call(ClearToolResults, (2,)),
     "Deduplicate": Call(Deduplicate),
     "CompactLossless": Call(cw.CompactLossless),
+    "TruncateToolInputs": Call(cw.TruncateToolInputs, (2, 100)),
     "StaleReads": Call(cw.StaleReads, (), {"shell": ("bash",), "marker": "{path}"}),
     "SelectRelevant": Call(SelectRelevant, (2,)),
     "Summarize": Call(Summarize, (None, 2, 100, 0.5)),

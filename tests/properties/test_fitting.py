@@ -55,6 +55,7 @@ from contextwindow.strategies import (
     SlidingWindow,
     StaleReads,
     Strategy,
+    TruncateToolInputs,
     TruncateToolResults,
 )
 from contextwindow.testing import FakeTokenizer
@@ -77,6 +78,7 @@ STRATEGIES: dict[str, Callable[[random.Random], Strategy]] = {
     "Deduplicate": lambda rng: Deduplicate(),
     "CompactLossless": lambda rng: CompactLossless(),
     "StaleReads": lambda rng: StaleReads(),
+    "TruncateToolInputs": lambda rng: TruncateToolInputs(keep_recent=1, max_tokens=2),
     "default": lambda rng: DEFAULT_STRATEGY,
     "Pipeline": lambda rng: Pipeline(
         Deduplicate(),
@@ -116,6 +118,11 @@ OWN_KINDS: dict[str, frozenset[str]] = {
     # own kind is checked on the real Claude Code sessions (tests/strategies/
     # test_stale.py); here it keeps the invariants.
     "StaleReads": frozenset(),
+    # The generated arguments are a word or two: none is long enough to cut.
+    # Its own kind is checked in tests/strategies/test_tool_inputs.py (and on
+    # the real sessions by benchmarks/fact_retention.py); here it keeps the
+    # invariants.
+    "TruncateToolInputs": frozenset(),
     # The same holds for the default's stale reads; its truncation rarely
     # gets a turn.
     "default": frozenset(("compacted", "deduplicated", "cleared", "dropped")),

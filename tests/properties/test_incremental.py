@@ -32,6 +32,7 @@ from contextwindow.strategies import (
     StaleReads,
     Strategy,
     Summarize,
+    TruncateToolInputs,
     TruncateToolResults,
 )
 from contextwindow.strategies.base import Report
@@ -52,6 +53,7 @@ STRATEGIES: dict[str, Callable[[], Strategy | None]] = {
     "Deduplicate-exact": lambda: Deduplicate(near=False),
     "CompactLossless": CompactLossless,
     "StaleReads": StaleReads,
+    "TruncateToolInputs": lambda: TruncateToolInputs(keep_recent=1, max_tokens=2),
     "ClearToolResults-nocollapse": lambda: ClearToolResults(keep_recent=1, max_share=1),
     "Pipeline": lambda: Pipeline(
         Deduplicate(),

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from contextwindow.errors import ContextWindowError
-from contextwindow.messages import Message, Text, ToolCall
+from contextwindow.messages import Message, Text, Thinking, ToolCall
 from contextwindow.summarizers import Fact, Facts, check_facts, extract_facts
 from contextwindow.summarizers._extract import MAX_SENTENCE
 from contextwindow.summarizers.facts import FACTS_HEADER, KINDS
@@ -53,13 +53,34 @@ class TestExtractFacts:
             "url": ["https://example.com/docs/page.html"]
         }
 
-    def test_commands_are_split_and_cleaned(self) -> None:
-        """cd, echo and output filters go; each simple command is a fact."""
+    def test_commands_are_split_as_written(self) -> None:
+        """cd and echo go; each command stays as written, pipes and all."""
         conv = [
             bash("c1", "cd /repo && mix test 2>&1 | tail -20; echo done"),
             Message.tool("c1", "ok"),
         ]
-        assert kinds(extract_facts(conv))["command"] == ["mix test"]
+        assert kinds(extract_facts(conv))["command"] == ["mix test 2>&1 | tail -20"]
+
+    def test_thinking_names_code(self) -> None:
+        """Code spans in reasoning are facts (identifiers, commands); the rest not."""
+        conv = [
+            Message(
+                "assistant",
+                (Thinking("Maybe `close_session` in lib/a.ex; run `mix test`."),),
+            )
+        ]
+        found = kinds(extract_facts(conv))
+        assert found == {"identifier": ["close_session"], "command": ["mix test"]}
+
+    def test_code_spans_in_output_are_identifiers(self) -> None:
+        """A tool's output marks names in backticks (an issue, a plan); bare
+        names in it are file contents, not facts."""
+        conv = [
+            bash("c1", "bd show x-1"),
+            Message.tool("c1", "Call `open_conversation` from Repo; plain_name too"),
+        ]
+        found = kinds(extract_facts(conv))
+        assert found["identifier"] == ["open_conversation"]
 
     def test_heredocs_and_quotes(self) -> None:
         """A heredoc body is no command; a quoted ';' does not split."""
@@ -192,7 +213,8 @@ class TestExtractFacts:
         ]
 
     def test_system_and_thinking_are_not_read(self) -> None:
-        """The system prompt stays in the conversation; reasoning is not a record."""
+        """The system prompt stays in the conversation; reasoning's prose is not
+        a record (its code spans are: test_thinking_names_code)."""
         from contextwindow.messages import Thinking
 
         conv = [

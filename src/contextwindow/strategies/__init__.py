@@ -35,6 +35,7 @@ from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.summarize import Summarize
+from contextwindow.strategies.tool_inputs import TruncateToolInputs
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -60,6 +61,7 @@ __all__ = [
     "StaleReads",
     "Strategy",
     "Summarize",
+    "TruncateToolInputs",
     "TruncateToolResults",
     "finish",
     "parse_strategy",

@@ -54,7 +54,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -79,6 +78,7 @@ from contextwindow.strategies.base import (
     pinned_one,
     shares,
 )
+from contextwindow.strategies.digest import Counted, digest, names
 from contextwindow.strategies.files import file_actions
 
 __all__ = [
@@ -102,30 +102,20 @@ SUBJECT_CHARS = 80
 """A command or argument is cut to this many characters in a run's line."""
 
 
-_NAMED = re.compile(
-    r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b"  # paths
-    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
-    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # CamelCase
-    r"|\b[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*\b"  # Module.function
-    r"|(?<![\w.])\d{3,}(?![\w.])(?![ \t]*→)"  # numbers, not Read's line numbers
-)
-
 MAX_NAMED = 12
-"""Names (paths, identifiers, numbers) a placeholder keeps from what it replaces."""
+"""Names (paths, identifiers, numbers) ``named_in`` keeps by default."""
 
 
 def named_in(text: str, limit: int = MAX_NAMED) -> list[str]:
     """Paths, code identifiers and numbers of 3+ digits in ``text``: paths first.
 
+    The first ``limit`` of ``digest.names``.
+
     Example:
         >>> named_in("see lib/a.ex and Repo.all at port 8080; lib/a.ex again")
         ['lib/a.ex', 'Repo.all', '8080']
     """
-    seen: dict[str, int] = {}
-    for m in _NAMED.finditer(text):
-        seen.setdefault(m.group(0), len(seen))
-    rank = sorted(seen, key=lambda n: ("/" not in n, n[0].isdigit(), seen[n]))
-    return rank[:limit]
+    return names(text)[:limit]
 
 
 def is_marker(result: ToolResult) -> bool:
@@ -139,6 +129,11 @@ def is_marker(result: ToolResult) -> bool:
         and "\n" not in text
         and bool(find_handles(text))
     )
+
+
+RUN_DIGEST_SHARE = 0.25
+"""The share of a run's tokens its line may spend naming what its results
+held (chosen on the Claude Code sessions: see benchmarks/README)."""
 
 
 BARE_CALL_TOKENS = 200
@@ -208,8 +203,16 @@ def _subjects(call: ToolCall) -> list[str]:
     return shown
 
 
-def run_line(messages: Sequence[Message], run: Sequence[Unit], handle: str) -> str:
-    """The one line standing for a run of cut exchanges."""
+def run_line(
+    messages: Sequence[Message],
+    run: Sequence[Unit],
+    handle: str,
+    named: str = "",
+) -> str:
+    """The one line standing for a run of cut exchanges.
+
+    ``named``: what the run's results held (a ``digest``), said after the tools.
+    """
     tools: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     n = 0
@@ -233,8 +236,10 @@ def run_line(messages: Sequence[Message], run: Sequence[Unit], handle: str) -> s
             label += f" ({shown})"
         parts.append(label)
     calls = "call" if n == 1 else "calls"
+    held = f", naming {named}" if named else ""
     return (
-        f"[{n} earlier tool {calls}, results cut: {', '.join(parts)}; recall {handle}]"
+        f"[{n} earlier tool {calls}, results cut: {', '.join(parts)}{held}; "
+        f"recall {handle}]"
     )
 
 
@@ -419,7 +424,12 @@ def collapse_runs(
             continue
         done.append((span_at[0], span_at[1], line))
         total -= change.saved
-        left -= cutsum[b + 1] - cutsum[a]
+        # The run's line is a placeholder too: what is left counts it.
+        left -= (
+            cutsum[b + 1]
+            - cutsum[a]
+            - budget.counter.text(line.text.rsplit("\n", 1)[-1])
+        )
         changes.append(change)
     budget.memo.put(key, made)
     if not changes:
@@ -467,8 +477,18 @@ def _collapsed(
         for p in messages[u.start].parts
         if isinstance(p, Text) and p.text.strip()
     ]
+    plain = run_line(messages, run, handle)
+    held = [
+        r.text
+        for u in run
+        for m in messages[u.start + 1 : u.stop]
+        for r in m.tool_results
+    ]
+    tok = Counted(budget.counter.text)
+    cap = int(before * RUN_DIGEST_SHARE)
+    named = digest("\n".join(held), cap, tok, kept=plain) if cap > 0 else ""
     line = Message.assistant(
-        "\n".join([*said, run_line(messages, run, handle)]),
+        "\n".join([*said, run_line(messages, run, handle, named)]),
         id=first.id,
         agent=first.agent,
         meta={ORIGIN_KEY: {"handle": handle, "tokens": []}},

@@ -46,6 +46,7 @@ from contextwindow.strategies.pipeline import Pipeline
 from contextwindow.strategies.relevant import SelectRelevant
 from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.summarize import Summarize
+from contextwindow.strategies.tool_inputs import TruncateToolInputs
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
@@ -250,6 +251,12 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
             _args(keep_recent=INT, max_tokens=INT),
             summary="cut old tool results to head and tail",
         ),
+        "truncate-inputs": StrategyName(
+            TruncateToolInputs,
+            _args(keep_recent=INT, max_tokens=INT),
+            summary="cut long arguments of old tool calls (a file written) to "
+            "head and tail",
+        ),
         "clear": StrategyName(
             ClearToolResults,
             _args(keep_recent=INT, placeholder=TEXT, max_share=NUMBER),
@@ -284,7 +291,8 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
         ),
         "default": StrategyName(
             _default,
-            summary="lossless, dedupe, stale, truncate, clear, then drop-oldest",
+            summary="lossless, dedupe, stale, truncate, truncate-inputs, clear, "
+            "truncate the latest, then drop-oldest",
         ),
     }
 )
@@ -313,7 +321,8 @@ def parse_strategy(spec: str) -> Strategy:
         >>> parse_strategy("clear(keep_recent=5)")
         ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens{names}; recall {handle}]', max_share=0.1)
         >>> parse_strategy("default") == parse_strategy(
-        ...     "lossless,dedupe,stale,truncate,clear,drop-oldest")
+        ...     "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
+        ...     "truncate(keep_recent=0),drop-oldest")
         True
         >>> parse_strategy("truncate(keep=2)")
         Traceback (most recent call last):

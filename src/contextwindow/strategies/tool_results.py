@@ -29,11 +29,10 @@ from contextwindow.strategies.base import (
 )
 from contextwindow.strategies.collapse import (
     MAX_CUT_SHARE,
-    MAX_NAMED,
     collapse_runs,
     cut_share,
-    named_in,
 )
+from contextwindow.strategies.digest import digest, digest_tokens, line_span, span_text
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -115,9 +114,10 @@ class ClearToolResults:
             the tokens the original took (text and images; before any other
             stage truncated it), ``{name}`` the tool's name (the result's
             own, else its call's), ``{handle}`` the original's handle, which
-            ``context_recall`` brings back, ``{names}`` the paths, code
-            identifiers and numbers it held (``collapse.named_in``), as
-            ``, naming a.py, 8080`` (empty when none).
+            ``context_recall`` brings back, ``{names}`` what it held
+            (``held``: the lines of numbered output, then the paths, code
+            identifiers and numbers, within ``digest.digest_tokens``), as
+            ``, lines 1-80, naming a.py, 8080`` (empty when none).
         max_share: The share of the request cut exchanges may take before
             runs of them collapse (1 never collapses).
 
@@ -167,14 +167,14 @@ class ClearToolResults:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
+        tok = _Cached(budget.counter)
 
         def rewrite(result: ToolResult, origin: Origin) -> str | None:
-            named = named_in(result.text)
             return self.placeholder.format(
                 tokens=f"{origin.tokens:,}",
                 name=result.name or "",
                 handle=origin.handle,
-                names=f", naming {', '.join(named)}" if named else "",
+                names=held(result.text, tok, origin.tokens),
             )
 
         policy = _Older(self.keep_recent, rewrite)
@@ -444,6 +444,27 @@ class _Cached:
         return self._counter.text(text)
 
 
+def held(text: str, tokenizer: Tokenizer, tokens: int | None = None) -> str:
+    r"""What a cleared result held, for its placeholder's ``{names}``.
+
+    The lines of numbered output and the digest of its names, within
+    ``digest_tokens`` of ``tokens`` (the original's size; default: the
+    text's): ``, lines 1-514, naming a.py, run_all``
+    (empty when there is nothing to name).
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> held("     1→import os\n     2→os.path(a/b.py)", FakeTokenizer())
+        ', lines 1-2, naming a/b.py'
+        >>> held("ok", FakeTokenizer())
+        ''
+    """
+    span = span_text(line_span(text))
+    size = tokenizer.count(text) if tokens is None else tokens
+    named = digest(text, digest_tokens(size), tokenizer)
+    return (f", {span}" if span else "") + (f", naming {named}" if named else "")
+
+
 # -- truncation --------------------------------------------------------------------
 
 NEAR_LINE_END = 0.25
@@ -460,8 +481,9 @@ def truncate(
         max_tokens: Tokens of text kept (head and tail), without the marker.
         tokenizer: Counts them.
         handle: The original's handle; when given, the marker names it and
-            the paths, identifiers and numbers the cut held
-            (``collapse.named_in``, up to ``MAX_NAMED``).
+            the paths, identifiers and numbers the cut held that head and
+            tail do not (``digest``, within ``digest_tokens`` of the cut).
+            Numbered output (``Read``'s) says which lines were cut.
 
     Returns:
         The truncated text, or ``None`` when ``text`` already fits.
@@ -485,12 +507,17 @@ def truncate(
     # across a cut to within a token or two.
     cut = max(total - tokenizer.count(head) - tokenizer.count(tail), 0)
     lines = middle.strip("\n").count("\n") + 1
-    what = f"{cut:,} tokens ({lines:,} lines)" if lines > 1 else f"{cut:,} tokens"
+    span = line_span(middle)
+    if span is not None:  # numbered output: which lines, to read them again
+        what = f"{cut:,} tokens ({span_text(span)})"
+    elif lines > 1:
+        what = f"{cut:,} tokens ({lines:,} lines)"
+    else:
+        what = f"{cut:,} tokens"
     back = f"; recall {handle}" if handle else ""
     if handle:  # what the cut named, when the original can be recalled
-        inside = set(named_in(head + "\n" + tail, 10**6))
-        gone = [n for n in named_in(middle, 10**6) if n not in inside][:MAX_NAMED]
-        back = f", naming {', '.join(gone)}{back}" if gone else back
+        gone = digest(middle, digest_tokens(cut), tokenizer, kept=head + "\n" + tail)
+        back = f", naming {gone}{back}" if gone else back
     return f"{head}\n[... {what} cut{back} ...]\n{tail}"
 
 

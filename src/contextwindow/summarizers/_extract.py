@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from contextwindow.messages import Message, Text, ToolCall, ToolResult
+from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 from contextwindow.summarizers._patterns import (
     CODE_FENCE,
     COMMAND_KEYS,
@@ -49,6 +49,8 @@ def facts_in(m: Message) -> Iterator[tuple[FactKind, str]]:
     for part in m.parts:
         if isinstance(part, Text) and m.role in ("user", "assistant"):
             yield from _text_facts(part.text, m.role)
+        elif isinstance(part, Thinking) and m.role == "assistant":
+            yield from _named_facts(part.text)
         elif isinstance(part, ToolCall):
             yield from _call_facts(part)
         elif isinstance(part, ToolResult):
@@ -73,6 +75,19 @@ def _text_facts(text: str, role: str) -> Iterator[tuple[FactKind, str]]:
             yield "identifier", span
     yield from _tag("identifier", identifiers_in(without_references(prose)))
     yield from _tag("number", numbers_in(prose, dates=True))
+
+
+def _named_facts(text: str) -> Iterator[tuple[FactKind, str]]:
+    """What reasoning names in code spans: commands and identifiers.
+
+    Its sentences and bare words are thinking aloud (a path it guesses, a
+    task it considers), not a record; a name it marks as code is.
+    """
+    for span in backtick_spans(text):
+        if is_command(span):
+            yield from _tag("command", commands_of(span))
+        elif is_identifier(span):
+            yield "identifier", span
 
 
 def _references(text: str, spans: Sequence[str] = ()) -> Iterator[tuple[FactKind, str]]:
@@ -123,6 +138,9 @@ def _result_facts(result: ToolResult) -> Iterator[tuple[FactKind, str]]:
             yield "error", short(line)
             errors += 1
     yield from _references(text)
+    # Code spans in output are prose about code (an issue, a plan, docs):
+    # the names they mark; bare names in output are file contents.
+    yield from _tag("identifier", (s for s in backtick_spans(text) if is_identifier(s)))
     yield from _tag("number", numbers_in(text, dates=False))
 
 

@@ -244,20 +244,19 @@ def is_identifier(text: str) -> bool:
 
 
 def commands_of(command: str) -> list[str]:
-    """The simple commands of a shell line.
+    """The commands of a shell line, as written (split at ``&&``, ``||``, ``;``).
 
-    Without ``cd``, ``echo`` and the like, pipes into ``tail``/``head``/
-    ``grep``, or ``2>&1``.
+    Without ``cd``, ``echo`` and the like; a pipeline and its redirections
+    stay as the agent wrote them (``mix test 2>&1 | tail -20``), so it can
+    run the same again.
 
     Example:
         >>> commands_of('cd /repo && mix test 2>&1 | tail -20; git commit -m "a; b"')
-        ['mix test', 'git commit -m "a; b"']
+        ['mix test 2>&1 | tail -20', 'git commit -m "a; b"']
     """
     first = command.split("<<", 1)[0]
     out: list[str] = []
     for seg in _split_shell(first):
-        seg = re.sub(r"\s*\d?>&\d", "", seg)
-        seg = re.sub(r"\s*\|\s*(?:tail|head|grep|less|more|wc|sort|uniq)\b.*$", "", seg)
         seg = " ".join(seg.removeprefix("$ ").split())
         if not seg or len(seg) > 200 or seg.startswith("#"):
             continue

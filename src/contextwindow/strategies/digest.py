@@ -1,0 +1,188 @@
+r"""What a cut text held, in a few tokens: the digest a marker keeps.
+
+Contract:
+
+- ``names(text)`` finds the facts a model may need again from a tool's
+  output: file paths, code identifiers (``snake_case``, ``CamelCase``,
+  ``Module.function``) and numbers of 3+ digits; paths first, then each kind
+  in the order met. The line numbers of numbered output (Claude Code's
+  ``Read``: ``   120→``; ``cat -n``: ``   120\t``) are not names: what they
+  said is the span of lines (``line_span``), which a marker states as
+  ``lines 120-340`` so the model can read them again.
+- ``digest(text, max_tokens, tokenizer, kept=...)`` is the comma-joined
+  names of ``text`` not in ``kept`` (what the marker's text keeps anyway),
+  in that order, as many as fit ``max_tokens`` (each name counted with its
+  separator), never cut inside a name, never a marker's handle. It is a
+  pure function of its arguments: the same text gives the same digest, so
+  a marker is the same string however often the conversation is fitted.
+- ``digest_tokens(tokens)`` sizes a digest for an original of ``tokens``:
+  ``DIGEST_SHARE`` of it, between ``DIGEST_MIN_TOKENS`` and
+  ``DIGEST_MAX_TOKENS``, so a marker stays small beside what it replaced.
+
+Example:
+    >>> from contextwindow.testing import FakeTokenizer
+    >>> text = "   120→def run_all(): Repo.all(8080)\n   121→# a/b.py"
+    >>> names(text)
+    ['a/b.py', 'run_all', 'Repo.all', '8080']
+    >>> line_span(text)
+    (120, 121)
+    >>> digest(text, 5, FakeTokenizer(), kept="a/b.py")
+    'run_all, Repo.all, 8080'
+    >>> digest(text, 3, FakeTokenizer())
+    'a/b.py, run_all'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Container
+
+from contextwindow.handles import find_handles
+from contextwindow.tokens.base import Tokenizer
+
+__all__ = [
+    "DIGEST_MAX_TOKENS",
+    "DIGEST_MIN_TOKENS",
+    "DIGEST_SHARE",
+    "Counted",
+    "digest",
+    "digest_tokens",
+    "line_span",
+    "names",
+]
+
+NAMED = re.compile(
+    r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b"  # paths
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # CamelCase
+    r"|\b[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*\b"  # Module.function
+    r"|(?<![\w.])\d{3,}(?![\w.])(?![ \t]*→)(?!\t)"  # numbers, not line numbers
+)
+"""The facts a digest names (the kinds ``benchmarks/fact_retention.py`` counts)."""
+
+LINE_NUMBER = re.compile(r"^[ \t]*(\d+)(?:→|\t)", re.MULTILINE)
+"""A numbered line's number: ``Read``'s ``   120→``, ``cat -n``'s ``   120\t``."""
+
+DIGEST_SHARE = 0.1
+"""The share of an original's tokens its digest may take (chosen on the
+Claude Code sessions of ``benchmarks/fact_retention.py``: 0.05 kept fewer
+facts at 50 % and 25 %, 0.2 no more)."""
+
+DIGEST_MIN_TOKENS = 24
+"""A digest may always take this many tokens (a dozen short names)."""
+
+DIGEST_MAX_TOKENS = 300
+"""No digest takes more, however large its original."""
+
+
+def names(text: str) -> list[str]:
+    """Paths, code identifiers and 3+-digit numbers in ``text``: paths first.
+
+    Example:
+        >>> names("see lib/a.ex and Repo.all at port 8080; lib/a.ex again")
+        ['lib/a.ex', 'Repo.all', '8080']
+    """
+    seen: dict[str, int] = {}
+    for m in NAMED.finditer(text):
+        seen.setdefault(m.group(0), len(seen))
+    return sorted(seen, key=lambda n: ("/" not in n, n[0].isdigit(), seen[n]))
+
+
+def line_span(text: str) -> tuple[int, int] | None:
+    r"""The first and last line numbers of numbered output (``None``: not numbered).
+
+    Output is numbered when at least two lines start with a line number and
+    they go up.
+
+    Example:
+        >>> line_span("     7→a\n     8→b\n     9→c")
+        (7, 9)
+        >>> line_span("plain text") is None
+        True
+    """
+    found = LINE_NUMBER.findall(text)
+    if len(found) < 2:
+        return None
+    first, last = int(found[0]), int(found[-1])
+    return (first, last) if first < last else None
+
+
+def span_text(span: tuple[int, int] | None) -> str:
+    """``lines 7-9`` for a span (empty for ``None``).
+
+    Example:
+        >>> span_text((7, 9))
+        'lines 7-9'
+    """
+    return f"lines {span[0]}-{span[1]}" if span else ""
+
+
+def digest_tokens(tokens: int) -> int:
+    """The tokens a digest of an original of ``tokens`` may take.
+
+    Example:
+        >>> digest_tokens(100), digest_tokens(2_000), digest_tokens(50_000)
+        (24, 200, 300)
+    """
+    return max(DIGEST_MIN_TOKENS, min(DIGEST_MAX_TOKENS, int(tokens * DIGEST_SHARE)))
+
+
+def digest(
+    text: str,
+    max_tokens: int,
+    tokenizer: Tokenizer,
+    *,
+    kept: Container[str] | str = "",
+) -> str:
+    """The names of ``text`` not in ``kept``, comma-joined, within ``max_tokens``.
+
+    Args:
+        text: What was cut.
+        max_tokens: Tokens the digest may take (names and separators).
+        tokenizer: Counts them.
+        kept: Names the marker's text keeps anyway: a text (its names) or a
+            container of names.
+
+    Returns:
+        The digest (empty when nothing is left to name).
+    """
+    inside: Container[str] = set(names(kept)) if isinstance(kept, str) else kept
+    # The handles of markers inside the text are no facts (one of ten hex
+    # digits is all digits, and would pass for a number).
+    handles = set(find_handles(text))
+    out: list[str] = []
+    used = 0
+    for n in names(text):
+        if n in inside or n in handles:
+            continue
+        cost = tokenizer.count(n) + (1 if out else 0)  # the ", " before it
+        if used + cost > max_tokens:
+            if cost > max_tokens // 4:
+                continue  # a long name: a shorter one may still fit
+            break
+        out.append(n)
+        used += cost
+    return ", ".join(out)
+
+
+class Counted:
+    """A text-counting function as a ``Tokenizer`` (``digest`` takes one).
+
+    Given a ``TokenCounter``'s cached ``text``, each name is counted once.
+
+    Example:
+        >>> Counted(len).count("abc")
+        3
+    """
+
+    __slots__ = ("_count",)
+
+    name = "counted"
+    exact = True
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self._count = count
+
+    def count(self, text: str) -> int:
+        """The count of ``text``."""
+        return self._count(text)

@@ -1,0 +1,217 @@
+r"""``TruncateToolInputs``: cut the long arguments of old tool calls, keep the calls.
+
+Contract:
+
+- A call's arguments are content when a string in them is long (a file a
+  ``Write`` wrote, the strings an ``Edit`` swapped): once the call has run,
+  what it carried is in the files and in later reads. Each string leaf of an
+  old call's arguments longer than ``max_tokens`` is cut to its head and
+  tail with a marker saying what the cut held (``tool_results.truncate``:
+  its size, the names it held, the handle of the original message, which
+  ``context_recall`` returns); every other argument, the call's id and name,
+  and its results stay, so no exchange is broken and the arguments are
+  still a JSON object.
+- The ``keep_recent`` latest calling messages, pinned messages and the final
+  messages are never touched, nor a call whose arguments are not an object.
+- Like every stage it works oldest first and stops once the conversation
+  fits; each changed message is one ``truncated`` change.
+
+Example:
+    >>> import json
+    >>> from contextwindow import Message, TokenCounter, ToolCall
+    >>> from contextwindow.strategies import Budget
+    >>> from contextwindow.testing import FakeTokenizer
+    >>> body = "\n".join(f"line {i}" for i in range(60))
+    >>> args = json.dumps({"file_path": "a/b.py", "content": body})
+    >>> conv = [Message.user("write it"),
+    ...         Message.assistant(tool_calls=[ToolCall("w1", "Write", args)]),
+    ...         Message.tool("w1", "ok"), Message.assistant("done")]
+    >>> strategy = TruncateToolInputs(keep_recent=0, max_tokens=8)
+    >>> fitted = strategy(conv, Budget(0, TokenCounter(FakeTokenizer())))
+    >>> new = fitted.messages[1].tool_calls[0].input
+    >>> new["file_path"], new["content"].splitlines()[2][:26]
+    ('a/b.py', '[... 112 tokens (56 lines)')
+    >>> [(c.kind, c.index) for c in fitted.report.changes]
+    [('truncated', 1)]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from contextwindow._args import check_int
+from contextwindow.handles import handle_of, with_origin
+from contextwindow.messages import Message, Part, ToolCall
+from contextwindow.strategies._rescan import Always, Rewrite, rewrite_results
+from contextwindow.strategies.base import (
+    Budget,
+    Change,
+    ChangeKind,
+    Fitted,
+    pinned_one,
+)
+from contextwindow.strategies.digest import Counted
+from contextwindow.strategies.tool_results import truncate
+from contextwindow.tokens.base import Tokenizer
+
+__all__ = ["TruncateToolInputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateToolInputs:
+    """Cut long string arguments of old tool calls to head, tail and a marker.
+
+    See the module's contract. Like Anthropic's ``clear_tool_inputs``
+    context edit, but what was cut is named and recallable.
+
+    Args:
+        keep_recent: The latest calling messages left whole.
+        max_tokens: Tokens a long argument keeps (head and tail, without
+            the marker).
+
+    Raises:
+        ContextWindowError: ``keep_recent`` below 0 or ``max_tokens`` below 1.
+    """
+
+    keep_recent: int = 3
+    """The latest calling messages left whole."""
+    max_tokens: int = 60
+    """Tokens a long argument keeps (without the marker)."""
+
+    def __post_init__(self) -> None:
+        check_int(self.keep_recent, "keep_recent", low=0)
+        check_int(self.max_tokens, "max_tokens", low=1)
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Cut the long arguments of every old call, oldest first, until it fits.
+
+        Which calls are old depends on how many follow, so each call scans
+        afresh (no memo).
+        """
+
+        def scan(
+            messages: Sequence[Message],
+            budget: Budget,
+            stage: str,
+            kind: ChangeKind,
+            rewrite: Rewrite,
+            start: int,
+            total: int,
+            position: int,
+            finals: tuple[int, ...],
+        ) -> tuple[list[Message], list[Change], list[int], int]:
+            return self._scan(messages, budget, stage, kind, start, total, finals)
+
+        return rewrite_results(
+            messages, budget, "TruncateToolInputs", "truncated", _NONE, None, scan
+        )
+
+    def _scan(
+        self,
+        messages: Sequence[Message],
+        budget: Budget,
+        stage: str,
+        kind: ChangeKind,
+        start: int,
+        total: int,
+        finals: tuple[int, ...],
+    ) -> tuple[list[Message], list[Change], list[int], int]:
+        counter = budget.counter
+        tok = Counted(counter.text)
+        callers = [
+            i
+            for i, m in enumerate(messages)
+            if m.role == "assistant" and any(isinstance(p, ToolCall) for p in m.parts)
+        ]
+        # Calls from ``last`` on are the recent ones, left whole.
+        if not self.keep_recent:
+            last = len(messages)
+        elif len(callers) < self.keep_recent:
+            last = 0
+        else:
+            last = callers[-self.keep_recent]
+        out: list[Message] = []
+        changes: list[Change] = []
+        saved_run: list[int] = []
+        saved_all = 0
+        n = len(messages)
+        stop = n
+        for i in range(start, n):
+            if total <= budget.limit:
+                stop = i
+                break
+            m = messages[i]
+            if (
+                i >= last
+                or m.role != "assistant"
+                or i in finals
+                or pinned_one(m, budget.protected)
+            ):
+                out.append(m)
+                continue
+            handle = handle_of(m)
+            parts: list[Part] = []
+            touched: list[str] = []
+            for p in m.parts:
+                new = (
+                    _cut_call(p, self.max_tokens, tok, handle)
+                    if isinstance(p, ToolCall)
+                    else None
+                )
+                if new is not None:
+                    touched.append(new.name)
+                parts.append(p if new is None else new)
+            if not touched:
+                out.append(m)
+                continue
+            cut = m.with_parts(parts)
+            if any(k in cut.text and k not in m.text for k in budget.protected):
+                out.append(m)  # a marker would pin it for later stages
+                continue
+            before, after = counter.message(m), counter.message(cut)
+            if after >= before:
+                out.append(m)
+                continue
+            cut = with_origin(cut, m, [])
+            total -= before - after
+            out.append(cut)
+            what = f"tool call: {', '.join(dict.fromkeys(touched))} (arguments)"
+            changes.append(Change(kind, stage, (m.id,), i, before, after, what))
+            saved_all += before - after
+            saved_run.append(saved_all)
+        out.extend(messages[stop:])
+        return out, changes, saved_run, stop
+
+
+def _none(result: object, position: int, origin: object) -> None:
+    return None
+
+
+_NONE = Always(_none)
+
+
+def _cut_call(
+    call: ToolCall, max_tokens: int, tokenizer: Tokenizer, handle: str
+) -> ToolCall | None:
+    """``call`` with its long string arguments cut (``None``: none is long)."""
+    args: Any = call.input
+    if not isinstance(args, dict):
+        return None
+    given = cast("dict[str, Any]", args)
+    changed = False
+    new: dict[str, Any] = {}
+    for key, value in given.items():
+        if isinstance(value, str):
+            cut = truncate(value, max_tokens, tokenizer, handle=handle)
+            if cut is not None:
+                new[key] = cut
+                changed = True
+                continue
+        new[key] = value
+    if not changed:
+        return None
+    text = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+    return replace(call, arguments=text)

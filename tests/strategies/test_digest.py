@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextwindow.strategies.digest import (
+    DIGEST_MAX_TOKENS,
+    DIGEST_MIN_TOKENS,
+    digest,
+    digest_tokens,
+    line_span,
+    names,
+)
+from contextwindow.strategies.tool_results import held, truncate
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import BPETokenizer
+
+O200K = BPETokenizer("o200k_base")
+
+READ = "\n".join(f"{i:>6}→def step_{i}(): return {i * 1000}" for i in range(1, 401))
+"""A numbered ``Read`` of 400 lines, each defining a name and a 4+-digit value."""
+
+
+class TestNames:
+    def test_line_numbers_are_not_names(self) -> None:
+        """Read's and cat -n's line numbers are left out; other numbers stay."""
+        assert names("   120→port = 8080\n   121\tx") == ["8080"]
+
+    def test_line_span(self) -> None:
+        """Numbered output gives its first and last line; other text none."""
+        assert line_span(READ) == (1, 400)
+        assert line_span("a\nb") is None
+        assert line_span("   9→a\n   3→b") is None
+
+
+class TestDigest:
+    def test_kept_names_are_left_out(self) -> None:
+        """What the marker's text keeps anyway is not named again."""
+        assert digest("a/b.py run_all 8080", 10, FakeTokenizer(), kept="a/b.py") == (
+            "run_all, 8080"
+        )
+
+    def test_sizes(self) -> None:
+        """A tenth of the original, at least the minimum, at most the cap."""
+        assert digest_tokens(10) == DIGEST_MIN_TOKENS
+        assert digest_tokens(10**6) == DIGEST_MAX_TOKENS
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.lists(
+            st.from_regex(
+                r"[a-z]{1,6}_[a-z]{1,6}|[a-z]{1,5}/[a-z]{1,5}\.py|\d{3,6}"
+            ).map(str),
+            max_size=60,
+        ),
+        st.integers(0, 80),
+    )
+    def test_within_its_tokens(self, found: list[str], cap: int) -> None:
+        """A digest never takes more than its tokens, and names only what the
+        text holds, each once."""
+        text = " ".join(found)
+        out = digest(text, cap, O200K)
+        assert O200K.count(out) <= cap + 1  # BPE merges across ", " by a token
+        shown = out.split(", ") if out else []
+        assert len(shown) == len(set(shown))
+        assert set(shown) <= set(names(text))
+
+
+class TestMarkers:
+    def test_truncated_read_names_its_lines(self) -> None:
+        """A cut Read says which lines went and names what they defined."""
+        out = truncate(READ, 200, O200K, handle="0123456789")
+        assert out is not None
+        marker = next(ln for ln in out.splitlines() if ln.startswith("[... "))
+        assert "lines " in marker
+        assert "-" in marker
+        assert "step_20," in marker  # a name from the middle, in the order met
+        assert O200K.count(out) < O200K.count(READ) // 4
+
+    def test_cleared_read(self) -> None:
+        """A cleared Read's placeholder gives its lines and names."""
+        text = held(READ, O200K)
+        assert text.startswith(", lines 1-400, naming step_1, ")
+        assert O200K.count(text) <= DIGEST_MAX_TOKENS + 10

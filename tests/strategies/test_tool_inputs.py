@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import copy
+import json
+
+from contextwindow.handles import find_handles, handle_of, originals
+from contextwindow.messages import Message, ToolCall
+from contextwindow.strategies import Budget, StaleReads, TruncateToolInputs
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import TokenCounter
+
+BODY = "\n".join(f"def handler_{i}(): return {i}" for i in range(80))
+
+
+def budget(limit: int = 0) -> Budget:
+    return Budget(limit, TokenCounter(FakeTokenizer(), "anthropic"))
+
+
+def write(cid: str, path: str) -> list[Message]:
+    args = json.dumps({"file_path": path, "content": BODY})
+    return [
+        Message.assistant(tool_calls=[ToolCall(cid, "Write", args)]),
+        Message.tool(cid, "File written"),
+    ]
+
+
+def conv(n: int = 4) -> list[Message]:
+    out = [Message.user("write the handlers")]
+    for i in range(n):
+        out += write(f"w{i}", f"lib/h{i}.py")
+    return [*out, Message.user("and now?")]
+
+
+class TestTruncateToolInputs:
+    def test_old_long_arguments_are_cut(self) -> None:
+        """Old calls keep their short arguments, their long ones are cut with a
+        marker naming what went and the handle of the original."""
+        c = conv()
+        fitted = TruncateToolInputs(keep_recent=1, max_tokens=20)(c, budget())
+        changed = [ch.index for ch in fitted.report.changes]
+        assert changed == [1, 3, 5]
+        new = fitted.messages[1].tool_calls[0]
+        assert new.input["file_path"] == "lib/h0.py"
+        content = new.input["content"]
+        assert "handler_5," in content
+        assert "handler_5()" not in content
+        (h,) = find_handles(content)
+        assert originals(c, h) == [c[1]]
+        assert handle_of(fitted.messages[1]) == h
+        assert fitted.messages[7] is c[7]  # the latest call stays whole
+
+    def test_stops_once_it_fits(self) -> None:
+        """Oldest first: once the budget is met the rest stays."""
+        c = conv()
+        b = budget()
+        total = b.count(c)
+        fitted = TruncateToolInputs(keep_recent=0, max_tokens=20)(c, budget(total - 50))
+        assert [ch.index for ch in fitted.report.changes] == [1]
+        assert fitted.report.fits
+
+    def test_never_mutates_and_stays_stale_aware(self) -> None:
+        """The input is left as it was; paths stay, so a later stage still
+        knows which file each call wrote."""
+        c = conv()
+        before = copy.deepcopy(c)
+        fitted = TruncateToolInputs(keep_recent=0, max_tokens=20)(c, budget())
+        assert c == before
+        assert StaleReads()(fitted.messages, budget()).messages is not None
+        assert all(
+            json.loads(m.tool_calls[0].arguments)["file_path"].startswith("lib/")
+            for m in fitted.messages
+            if m.tool_calls
+        )
+
+    def test_short_calls_untouched(self) -> None:
+        """A call with only short arguments is not changed."""
+        c = [
+            Message.user("go"),
+            Message.assistant(
+                tool_calls=[ToolCall("c1", "Read", '{"file_path": "a"}')]
+            ),
+            Message.tool("c1", "x"),
+            Message.user("?"),
+        ]
+        fitted = TruncateToolInputs(keep_recent=0)(c, budget())
+        assert not fitted.report.changes
