@@ -34,12 +34,12 @@ Example:
     >>> fitted.report.limit  # a quarter of the limit is left for the reply
     3000
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 2629)
+    (12793, 2685)
     >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
     ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
-     'ClearToolResults')
+     'TruncateToolInputs', 'ClearToolResults')
     >>> fitted.report.totals()
-    {'compacted': (29, 29), 'cleared': (26, 10035), 'collapsed': (18, 100)}
+    {'compacted': (29, 29), 'cleared': (26, 10035), 'collapsed': (22, 44)}
 """
 
 from __future__ import annotations
