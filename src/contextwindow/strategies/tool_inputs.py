@@ -45,7 +45,7 @@ from typing import Any, cast
 from contextwindow._args import check_int
 from contextwindow.handles import handle_of, with_origin
 from contextwindow.messages import Message, Part, ToolCall
-from contextwindow.strategies._rescan import Always, Rewrite, rewrite_results
+from contextwindow.strategies._rescan import Rewrite, rewrite_results
 from contextwindow.strategies.base import (
     Budget,
     Change,
@@ -88,8 +88,9 @@ class TruncateToolInputs:
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Cut the long arguments of every old call, oldest first, until it fits.
 
-        Which calls are old depends on how many follow, so each call scans
-        afresh (no memo).
+        Incremental (``_rescan``): which calls are old moves only when a new
+        call pushes an older one past ``keep_recent``, and the scan resumes
+        from there.
         """
 
         def scan(
@@ -103,10 +104,17 @@ class TruncateToolInputs:
             position: int,
             finals: tuple[int, ...],
         ) -> tuple[list[Message], list[Change], list[int], int]:
-            return self._scan(messages, budget, stage, kind, start, total, finals)
+            last = rewrite.last if isinstance(rewrite, _Old) else len(messages)
+            return self._scan(messages, budget, stage, kind, start, total, finals, last)
 
         return rewrite_results(
-            messages, budget, "TruncateToolInputs", "truncated", _NONE, None, scan
+            messages,
+            budget,
+            "TruncateToolInputs",
+            "truncated",
+            _Recent(self.keep_recent),
+            self,
+            scan,
         )
 
     def _scan(
@@ -118,21 +126,11 @@ class TruncateToolInputs:
         start: int,
         total: int,
         finals: tuple[int, ...],
+        last: int,
     ) -> tuple[list[Message], list[Change], list[int], int]:
+        """Cut from ``start`` while over budget; calls from ``last`` on are recent."""
         counter = budget.counter
         tok = Counted(counter.text)
-        callers = [
-            i
-            for i, m in enumerate(messages)
-            if m.role == "assistant" and any(isinstance(p, ToolCall) for p in m.parts)
-        ]
-        # Calls from ``last`` on are the recent ones, left whole.
-        if not self.keep_recent:
-            last = len(messages)
-        elif len(callers) < self.keep_recent:
-            last = 0
-        else:
-            last = callers[-self.keep_recent]
         out: list[Message] = []
         changes: list[Change] = []
         saved_run: list[int] = []
@@ -186,11 +184,72 @@ class TruncateToolInputs:
         return out, changes, saved_run, stop
 
 
-def _none(result: object, position: int, origin: object) -> None:
-    return None
+def _calls(m: Message) -> bool:
+    return m.role == "assistant" and any(isinstance(p, ToolCall) for p in m.parts)
 
 
-_NONE = Always(_none)
+def _recent_from(messages: Sequence[Message], keep_recent: int) -> int:
+    """Where the ``keep_recent`` latest calling messages start (``len``: none kept)."""
+    if not keep_recent:
+        return len(messages)
+    seen = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if _calls(messages[i]):
+            seen += 1
+            if seen == keep_recent:
+                return i
+    return 0  # fewer calls than that: every one is recent
+
+
+def _results(messages: Sequence[Message], start: int, stop: int) -> int:
+    """Tool results in ``messages[start:stop]``, as ``_rescan`` places them."""
+    return sum(len(m.tool_results) for m in messages[start:stop] if m.role == "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class _Old:
+    """The scan's rewrite (unused: calls are cut, not results) and its boundary."""
+
+    last: int
+    """The first recent calling message."""
+
+    def __call__(self, result: object, position: int, origin: object) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Recent:
+    """The ``_rescan`` policy: the boundary of the recent calls, and its moves.
+
+    What it keeps: the boundary and the tool results before it. A boundary
+    that moved on lets the scan resume at the first result after the old
+    one (its unit starts at or before the call that aged); one that moved
+    back means a full scan.
+    """
+
+    keep_recent: int
+
+    def fresh(
+        self, messages: Sequence[Message], results: int
+    ) -> tuple[Rewrite, object]:
+        last = _recent_from(messages, self.keep_recent)
+        return _Old(last), (last, _results(messages, 0, last))
+
+    def resume(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        extends: bool,
+    ) -> tuple[Rewrite, int, object] | None:
+        old, before = cast("tuple[int, int]", kept)
+        last = _recent_from(messages, self.keep_recent)
+        if not self.keep_recent or last == old:
+            return _Old(last), results, (last, before)
+        if last < old or shared < old:
+            return None
+        return _Old(last), before, (last, before + _results(messages, old, last))
 
 
 def _cut_call(
