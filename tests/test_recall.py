@@ -86,6 +86,14 @@ class TestRecallThroughTheManager:
         again = ContextManager(
             token_limit=5000, tokenizer=FakeTokenizer(), store=url, offer_recall=True
         )
-        answer = again.answer_recall(recall_call(handles[0], max_tokens=32000))
-        assert not answer.tool_results[0].is_error
-        assert answer.text in {msg.text for msg in conv if msg.role == "tool"}
+        tools = [msg.text for msg in conv if msg.role == "tool"]
+        for handle in handles:
+            call = recall_call(handle, max_tokens=32000)
+            answer = again.answer_recall(call)
+            assert not answer.tool_results[0].is_error
+            # The restarted manager answers from the stored history what the
+            # history in memory answers: a result, or a collapsed run of them.
+            assert (
+                answer.text == answer_recall(conv, call, tokenizer=FakeTokenizer()).text
+            )
+            assert any(text in answer.text for text in tools)
