@@ -51,12 +51,14 @@ from contextwindow.tokens.counting import TokenCounter
 
 __all__ = [
     "Always",
+    "MessageRewrite",
     "Origin",
     "Policy",
     "Rewrite",
     "Scan",
     "call_name",
     "rewrite_results",
+    "scan_messages",
 ]
 
 
@@ -92,6 +94,67 @@ Scan = Callable[
 finals) -> (output from start, changes, their running savings, stop)``, as
 ``_scan`` does for tool results; another stage that rewrites messages in
 place, oldest first while over budget, gives its own."""
+
+
+MessageRewrite = Callable[
+    [int, Message],
+    "tuple[Message, Callable[[], tuple[str, list[int]]]] | None",
+]
+"""Given a message's index and the message: its rewrite and what describes the
+change once taken (the change's text, its results' original sizes), or
+``None`` to leave it."""
+
+
+def scan_messages(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    kind: ChangeKind,
+    start: int,
+    total: int,
+    finals: tuple[int, ...],
+    rewrite: MessageRewrite,
+) -> tuple[list[Message], list[Change], list[int], int]:
+    """A ``Scan``'s body for a stage that rewrites whole messages.
+
+    From ``start``, oldest first, while the conversation does not fit: each
+    message but the final and pinned ones is offered to ``rewrite``; its
+    rewrite is taken when it saves tokens and brings in no protected marker
+    (which would pin it for the stages after), keeping the original's handle
+    and sizes (``handles.with_origin``); each taken rewrite is one change.
+    Returns the output from ``start``, the changes, their running savings
+    and where the budget was met.
+    """
+    counter = budget.counter
+    markers = budget.protected
+    out: list[Message] = []
+    changes: list[Change] = []
+    saved_run: list[int] = []
+    saved_all = 0
+    n = len(messages)
+    stop = n
+    for i in range(start, n):
+        if total <= budget.limit:
+            stop = i
+            break
+        m = messages[i]
+        plan = None if i in finals or pinned_one(m, markers) else rewrite(i, m)
+        if plan is None:
+            out.append(m)
+            continue
+        new, describe = plan
+        before, after = counter.message(m), counter.message(new)
+        if after >= before or any(k in new.text and k not in m.text for k in markers):
+            out.append(m)
+            continue
+        what, sizes = describe()
+        total -= before - after
+        out.append(with_origin(new, m, sizes))
+        changes.append(Change(kind, stage, (m.id,), i, before, after, what))
+        saved_all += before - after
+        saved_run.append(saved_all)
+    out.extend(messages[stop:])
+    return out, changes, saved_run, stop
 
 
 class Policy(Protocol):

@@ -49,15 +49,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from contextwindow.handles import with_origin
 from contextwindow.messages import Message, Part, Text, ToolCall, ToolResult
-from contextwindow.strategies._rescan import Always, Rewrite, call_name, rewrite_results
+from contextwindow.strategies._rescan import (
+    Always,
+    Rewrite,
+    call_name,
+    rewrite_results,
+    scan_messages,
+)
 from contextwindow.strategies.base import (
     Budget,
     Change,
     ChangeKind,
     Fitted,
-    pinned_one,
 )
 
 __all__ = [
@@ -267,51 +271,30 @@ def _compact_scan(
 ) -> tuple[list[Message], list[Change], list[int], int]:
     """Compact from ``start`` while over budget (a ``_rescan.Scan``)."""
     counter = budget.counter
-    markers = budget.protected
-    out: list[Message] = []
-    changes: list[Change] = []
-    saved_run: list[int] = []
-    saved_all = 0
-    n = len(messages)
-    stop = n
-    for i in range(start, n):
-        if total <= budget.limit:
-            stop = i
-            break
-        m = messages[i]
-        if (
-            m.role not in ("assistant", "tool")
-            or not any(isinstance(p, (ToolCall, ToolResult)) for p in m.parts)
-            or i in finals
-            or pinned_one(m, markers)
+
+    def compact(
+        i: int, m: Message
+    ) -> tuple[Message, Callable[[], tuple[str, list[int]]]] | None:
+        if m.role not in ("assistant", "tool") or not any(
+            isinstance(p, (ToolCall, ToolResult)) for p in m.parts
         ):
-            out.append(m)
-            continue
+            return None
         new, saved = compact_message(m, counter.text)
-        before, after = counter.message(m), counter.message(new)
-        if new is m or after >= before or not saved:
-            out.append(m)
-            continue
-        if any(k in new.text and k not in m.text for k in markers):
-            out.append(m)  # a marker would appear and pin it for later stages
-            continue
-        sizes = [counter.part(r) for r in m.tool_results]
-        new = with_origin(new, m, sizes)
-        total -= before - after
-        out.append(new)
-        what = "tool call" if m.role == "assistant" else "tool result"
-        shown = ", ".join(
-            dict.fromkeys(
-                [c.name for c in m.tool_calls]
-                + [r.name or _named(messages, i, r.call_id) for r in m.tool_results]
+        if new is m or not saved:
+            return None
+
+        def describe() -> tuple[str, list[int]]:
+            what = "tool call" if m.role == "assistant" else "tool result"
+            shown = ", ".join(
+                dict.fromkeys(
+                    [c.name for c in m.tool_calls]
+                    + [r.name or _named(messages, i, r.call_id) for r in m.tool_results]
+                )
             )
-        )
-        gains = ", ".join(f"{k} {v:,}" for k, v in saved.items())
-        change = Change(
-            kind, stage, (m.id,), i, before, after, f"{what}: {shown} ({gains})"
-        )
-        changes.append(change)
-        saved_all += change.saved
-        saved_run.append(saved_all)
-    out.extend(messages[stop:])
-    return out, changes, saved_run, stop
+            gains = ", ".join(f"{k} {v:,}" for k, v in saved.items())
+            sizes = [counter.part(r) for r in m.tool_results]
+            return f"{what}: {shown} ({gains})", sizes
+
+        return new, describe
+
+    return scan_messages(messages, budget, stage, kind, start, total, finals, compact)

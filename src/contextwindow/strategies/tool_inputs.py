@@ -38,20 +38,19 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from contextwindow._args import check_int
-from contextwindow.handles import handle_of, with_origin
+from contextwindow.handles import handle_of
 from contextwindow.messages import Message, Part, ToolCall
-from contextwindow.strategies._rescan import Rewrite, rewrite_results
+from contextwindow.strategies._rescan import Rewrite, rewrite_results, scan_messages
 from contextwindow.strategies.base import (
     Budget,
     Change,
     ChangeKind,
     Fitted,
-    pinned_one,
 )
 from contextwindow.strategies.digest import Counted
 from contextwindow.strategies.tool_results import truncate
@@ -129,27 +128,13 @@ class TruncateToolInputs:
         last: int,
     ) -> tuple[list[Message], list[Change], list[int], int]:
         """Cut from ``start`` while over budget; calls from ``last`` on are recent."""
-        counter = budget.counter
-        tok = Counted(counter.text)
-        out: list[Message] = []
-        changes: list[Change] = []
-        saved_run: list[int] = []
-        saved_all = 0
-        n = len(messages)
-        stop = n
-        for i in range(start, n):
-            if total <= budget.limit:
-                stop = i
-                break
-            m = messages[i]
-            if (
-                i >= last
-                or m.role != "assistant"
-                or i in finals
-                or pinned_one(m, budget.protected)
-            ):
-                out.append(m)
-                continue
+        tok = Counted(budget.counter.text)
+
+        def cut(
+            i: int, m: Message
+        ) -> tuple[Message, Callable[[], tuple[str, list[int]]]] | None:
+            if i >= last or m.role != "assistant":
+                return None
             handle = handle_of(m)
             parts: list[Part] = []
             touched: list[str] = []
@@ -163,25 +148,11 @@ class TruncateToolInputs:
                     touched.append(new.name)
                 parts.append(p if new is None else new)
             if not touched:
-                out.append(m)
-                continue
-            cut = m.with_parts(parts)
-            if any(k in cut.text and k not in m.text for k in budget.protected):
-                out.append(m)  # a marker would pin it for later stages
-                continue
-            before, after = counter.message(m), counter.message(cut)
-            if after >= before:
-                out.append(m)
-                continue
-            cut = with_origin(cut, m, [])
-            total -= before - after
-            out.append(cut)
-            what = f"tool call: {', '.join(dict.fromkeys(touched))} (arguments)"
-            changes.append(Change(kind, stage, (m.id,), i, before, after, what))
-            saved_all += before - after
-            saved_run.append(saved_all)
-        out.extend(messages[stop:])
-        return out, changes, saved_run, stop
+                return None
+            names = ", ".join(dict.fromkeys(touched))
+            return m.with_parts(parts), lambda: (f"tool call: {names} (arguments)", [])
+
+        return scan_messages(messages, budget, stage, kind, start, total, finals, cut)
 
 
 def _calls(m: Message) -> bool:
