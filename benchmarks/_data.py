@@ -83,17 +83,22 @@ def _block_texts(block: dict[str, Any]) -> Iterator[str]:
 def claude_texts(data: Path) -> Iterator[str]:
     """Message texts of the Claude Code sessions, subagent runs included."""
     for path in claude_files(data):
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                record = json.loads(line)
-                if record.get("type") not in ("user", "assistant"):
-                    continue
-                content = record["message"].get("content")
-                if isinstance(content, str):
-                    texts: Iterator[str] = iter((content,))
-                else:
-                    texts = (t for b in content or () for t in _block_texts(b))
-                yield from (t for t in texts if t)
+        yield from claude_file_texts(path)
+
+
+def claude_file_texts(path: Path) -> Iterator[str]:
+    """Message texts of one Claude Code session file."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            if record.get("type") not in ("user", "assistant"):
+                continue
+            content = record["message"].get("content")
+            if isinstance(content, str):
+                texts: Iterator[str] = iter((content,))
+            else:
+                texts = (t for b in content or () for t in _block_texts(b))
+            yield from (t for t in texts if t)
 
 
 def locomo_texts(data: Path) -> Iterator[str]:

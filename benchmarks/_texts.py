@@ -110,18 +110,7 @@ def shared_sets() -> dict[str, Grouped]:
                     tau.append((str(k), call["function"]["arguments"]))
     claude: Grouped = []
     for path in _data.claude_files(data):
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                record = json.loads(line)
-                if record.get("type") not in ("user", "assistant"):
-                    continue
-                content = record["message"].get("content")
-                blocks = (
-                    [content]
-                    if isinstance(content, str)
-                    else [t for b in content or () for t in _data._block_texts(b)]
-                )
-                claude += [(path.name, t) for t in blocks if t]
+        claude += [(path.name, t) for t in _data.claude_file_texts(path)]
     locomo: Grouped = []
     for k, sample in enumerate(json.loads((data / "locomo10.json").read_text())):
         for key, turns in sample["conversation"].items():
