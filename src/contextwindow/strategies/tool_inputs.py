@@ -91,21 +91,6 @@ class TruncateToolInputs:
         call pushes an older one past ``keep_recent``, and the scan resumes
         from there.
         """
-
-        def scan(
-            messages: Sequence[Message],
-            budget: Budget,
-            stage: str,
-            kind: ChangeKind,
-            rewrite: Rewrite,
-            start: int,
-            total: int,
-            position: int,
-            finals: tuple[int, ...],
-        ) -> tuple[list[Message], list[Change], list[int], int]:
-            last = rewrite.last if isinstance(rewrite, _Old) else len(messages)
-            return self._scan(messages, budget, stage, kind, start, total, finals, last)
-
         return rewrite_results(
             messages,
             budget,
@@ -113,7 +98,7 @@ class TruncateToolInputs:
             "truncated",
             _Recent(self.keep_recent),
             self,
-            scan,
+            self._scan,
         )
 
     def _scan(
@@ -122,12 +107,17 @@ class TruncateToolInputs:
         budget: Budget,
         stage: str,
         kind: ChangeKind,
+        rewrite: Rewrite,
         start: int,
         total: int,
+        position: int,
         finals: tuple[int, ...],
-        last: int,
     ) -> tuple[list[Message], list[Change], list[int], int]:
-        """Cut from ``start`` while over budget; calls from ``last`` on are recent."""
+        """Cut from ``start`` while over budget (a ``_rescan.Scan``).
+
+        Calls from ``rewrite.last`` on (the policy's boundary) are recent.
+        """
+        last = rewrite.last if isinstance(rewrite, _Old) else len(messages)
         tok = Counted(budget.counter.text)
 
         def cut(
