@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -291,3 +292,65 @@ def test_summarize_reuses_its_summary_while_the_cut_stays(provider: Provider) ->
     assert got == outcome(
         edited, TokenCounter(FakeTokenizer(), provider), limit, strategy=other
     )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_summarize_refit_as_the_conversation_wanders(
+    convs: list[list[Message]], provider: Provider
+) -> None:
+    """``Summarize``'s kept layout and cut never change its answer.
+
+    The conversation grows by one or more messages, is cut back, has a
+    message replaced (inside what was summarised too), or is replaced by
+    the last output grown on (its summary then rolls forward); markers pin
+    some messages. Each warm fit equals a fit from scratch.
+    """
+
+    def check(conv: list[Message], rng: random.Random) -> None:
+        if len(conv) < 2:
+            return
+        grown = conv + reissued(conv, "again-") + reissued(conv, "third-")
+        whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+        limit = int(whole * rng.choice((0.1, 0.3, 0.6)))
+        texts = [m.text for m in grown if len(m.text) > 6] or ["nothing"]
+        markers = (rng.choice(texts)[:6],) if rng.random() < 0.3 else ()
+        strategy = Summarize(keep_recent=rng.choice((0, 1, 3)))
+        warm = TokenCounter(FakeTokenizer(), provider)
+        n = max(1, len(grown) // 2)
+        base: list[Message] = []  # an earlier output, when fitting onto it
+        for step in range(len(grown)):
+            roll = rng.random()
+            if roll < 0.6:
+                n = min(len(grown), n + rng.choice((1, 1, 2, 4)))
+            elif roll < 0.7:
+                n = max(1, n - rng.randrange(1, 4))
+            view = [*base, *grown[:n]] if base else grown[:n]
+            if 0.7 <= roll < 0.8 and len(view) > 2:
+                # Another text, or the same message again under a new id,
+                # mostly where the summary is.
+                i = rng.randrange(
+                    len(view) // 2 if rng.random() < 0.8 else len(view) - 1
+                )
+                other = (
+                    Message.user(rng.choice(texts))
+                    if rng.random() < 0.5
+                    else replace(view[i], id=f"edited-{step}")
+                )
+                view = [*view[:i], other, *view[i + 1 :]]
+            kw = {"strategy": strategy, "protected": markers}
+            got = outcome(view, warm, limit, **kw)
+            want = outcome(view, TokenCounter(FakeTokenizer(), provider), limit, **kw)
+            assert got == want, f"step {step}, {len(view)} messages, limit {limit}"
+            if roll >= 0.95 and isinstance(got, tuple) and isinstance(got[1], Report):
+                # A manager's view: the fitted output, then what comes next.
+                base = [m for m, _ in got[0]][:-1]
+                grown, n = grown[n:], 1
+                if len(grown) < 2:
+                    return
+
+    # Summaries make each fit costly: a fifth of the sample, and agent
+    # sessions long enough for the cut to stay while they grow.
+    pool = convs[:: max(1, len(convs) // SAMPLE)][::5]
+    assert for_each(pool, check) > 0
+    for seed in range(2):
+        check(file_session(seed, turns=10), random.Random(seed))

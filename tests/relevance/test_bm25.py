@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import pytest
@@ -156,3 +157,41 @@ def test_window_sums() -> None:
     assert _window_sums([0], 0, 2) == []
     assert _spread([0, 1, 2, 3], [1, 2, 3, 4], 1, 4) == ([0, 1, 2, 3], [3, 6, 9, 7])
     assert _spread([1], [5], 10, 3) == ([0, 1, 2], [5, 5, 5])
+
+
+def test_kept_window_counts_never_change_a_score() -> None:
+    """An index grown, cut back and queried again scores as a fresh one.
+
+    The index keeps each query term's window counts for the documents
+    whose window lies before the last; a wrong one would move a score.
+    """
+    rng = random.Random(7)
+    words = [
+        "lisbon",
+        "build",
+        "linter",
+        "hotel",
+        "flight",
+        "lunch",
+        "alfama",
+        "config",
+        "nights",
+        "may",
+    ]
+    pool = [" ".join(rng.choices(words, k=rng.randrange(1, 8))) for _ in range(120)]
+    scorer = BM25Scorer(context=((1, 0.5), (3, 1.0)))
+    index = scorer.index()
+    docs: list[str] = []
+    for step in range(300):
+        roll = rng.random()
+        if roll < 0.7:
+            docs.append(rng.choice(pool))
+            index.append(docs[-1])
+        elif docs:
+            keep = max(0, len(docs) - rng.randrange(1, 12))
+            del docs[keep:]
+            index.truncate(keep)
+        query = " ".join(rng.choices(words, k=rng.randrange(1, 4)))
+        n = len(docs) - (rng.random() < 0.3 and len(docs) > 0)
+        fresh = scorer(docs[:n], query)
+        assert index.scores(query, n) == fresh, f"step {step}"

@@ -23,6 +23,11 @@ Contract:
   a pass over every document per term (a call builds one for its documents):
   a conversation that grew by a few
   units is re-indexed by those units, and a new query costs its own terms.
+  The index also keeps, for the last ``SPREAD_CACHE`` query terms, their
+  counts in the window around each document whose window ends before the
+  last document: those stay while documents are added (``truncate`` drops
+  the ones it reaches), so a term asked again is spread over the new
+  windows only. Scoring its postings stays a pass over them.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from __future__ import annotations
 import math
 import threading
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import sub
+from itertools import repeat
+from operator import add, mul, sub, truediv
 from typing import cast
 
 from contextwindow._args import check_int, check_items, check_number, shown
@@ -48,6 +54,10 @@ DEFAULT_CACHE_SIZE = 100_000
 
 Stats = tuple[dict[str, int], int]
 """A document's term counts and its length in terms."""
+
+SPREAD_CACHE = 256
+"""``(term, width)`` pairs whose window counts a ``BM25Index`` keeps (least
+recently used out first): at most this many lists of one entry per document."""
 
 
 class TermCache:
@@ -160,7 +170,7 @@ class BM25Index:
         2
     """
 
-    __slots__ = ("_docs", "_postings", "_prefix", "scorer")
+    __slots__ = ("_docs", "_postings", "_prefix", "_spreads", "scorer")
 
     def __init__(self, scorer: BM25Scorer) -> None:
         self.scorer = scorer
@@ -169,6 +179,9 @@ class BM25Index:
         """Running sum of the documents' lengths in terms."""
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         """Each term's documents (in order) and its count in each."""
+        self._spreads: OrderedDict[tuple[str, int], _Spread] = OrderedDict()
+        """A query term's count in the window around each document, for
+        the documents whose window lies before the last (see ``_spread``)."""
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -190,6 +203,9 @@ class BM25Index:
 
     def truncate(self, n: int) -> None:
         """Forget every document from the ``n``-th on."""
+        if n < len(self._docs):
+            for (_, width), spread in self._spreads.items():
+                spread.cut(max(0, n - width))
         postings = self._postings
         while len(self._docs) > n:
             for term in self._docs.pop():
@@ -239,17 +255,71 @@ class BM25Index:
             lens = list(map(sub, prefix[1 : n + 1], prefix[:n]))
         average = sum(lens) / n or 1.0
         k1, b = self.scorer.k1, self.scorer.b
-        norm = [k1 * (1 - b + b * length / average) for length in lens]
+        # k1 * (1 - b + b * length / average), at C speed, in that order.
+        scaled = map(truediv, map(mul, repeat(b), lens), repeat(average))
+        norm = list(map(mul, repeat(k1), map(add, repeat(1 - b), scaled)))
+        get = norm.__getitem__
         out = [0.0] * n
-        for term, (where, tf) in counts.items():
-            if width:
-                where, tf = _spread(where, tf, width, n)
-            df = len(where)
+        for term, row in counts.items():
+            parts = self._spread(term, row, width, n) if width else (row,)
+            df = sum(len(where) for where, _ in parts)
             idf = wanted[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
             gain = idf * (k1 + 1)
-            for i, f in zip(where, tf, strict=True):
-                out[i] += gain * f / (f + norm[i])
+            for where, tf in parts:
+                # gain * f / (f + norm[i]) for each posting, at C speed.
+                shares = map(
+                    truediv, map(mul, repeat(gain), tf), map(add, tf, map(get, where))
+                )
+                for i, x in zip(where, shares, strict=True):
+                    out[i] += x
         return out
+
+    def _spread(
+        self, term: str, row: tuple[list[int], list[int]], width: int, n: int
+    ) -> tuple[tuple[list[int], list[int]], ...]:
+        """``_spread`` of the term's postings in the first ``n`` documents.
+
+        In parts, in order. The counts around a document whose window ends
+        before the last of ``n`` documents stay while documents are added,
+        so they are kept (``SPREAD_CACHE`` pairs) and only the windows that
+        reach the new documents are counted again.
+        """
+        where, tf = self._postings[term]
+        key = (term, width)
+        kept = self._spreads.get(key)
+        if kept is None or kept.stable > max(0, n - width):
+            kept = _Spread()
+        lo = kept.stable
+        a, z = bisect_left(where, lo - width), bisect_left(where, n)
+        tail_where, tail_tf = _spread(where[a:z], tf[a:z], width, n, lo)
+        stable = max(lo, n - width)
+        k = bisect_left(tail_where, stable)
+        kept.where += tail_where[:k]
+        kept.tf += tail_tf[:k]
+        kept.stable = stable
+        self._spreads[key] = kept
+        self._spreads.move_to_end(key)
+        if len(self._spreads) > SPREAD_CACHE:
+            self._spreads.popitem(last=False)
+        return (kept.where, kept.tf), (tail_where[k:], tail_tf[k:])
+
+
+class _Spread:
+    """A term's window counts for the documents before ``stable`` (positions)."""
+
+    __slots__ = ("stable", "tf", "where")
+
+    def __init__(self) -> None:
+        self.where: list[int] = []
+        self.tf: list[int] = []
+        self.stable = 0
+
+    def cut(self, stable: int) -> None:
+        """Forget the windows from ``stable`` on (their documents changed)."""
+        if stable < self.stable:
+            k = bisect_left(self.where, stable)
+            del self.where[k:], self.tf[k:]
+            self.stable = stable
 
 
 def _window_sums(prefix: list[int], n: int, width: int) -> list[int]:
@@ -271,21 +341,25 @@ def _window_sums(prefix: list[int], n: int, width: int) -> list[int]:
 
 
 def _spread(
-    where: list[int], tf: list[int], width: int, n: int
+    where: list[int], tf: list[int], width: int, n: int, first: int = 0
 ) -> tuple[list[int], list[int]]:
     """A term's count in the window ``width`` either side of each document.
 
-    Only where it is not 0, from the term's postings.
+    Only where it is not 0, from the term's postings, for the documents from
+    ``first`` on (the postings given must hold every one from ``first -
+    width`` on).
 
     Example:
         >>> _spread([0, 3], [1, 2], 1, 5)
         ([0, 1, 2, 3, 4], [1, 1, 2, 2, 2])
+        >>> _spread([0, 3], [1, 2], 1, 5, first=2)
+        ([2, 3, 4], [2, 2, 2])
     """
     out_where: list[int] = []
     out_tf: list[int] = []
     m = len(where)
     lo = hi = s = 0
-    done = -1  # the last position given
+    done = first - 1  # the last position given
     for p in where:
         start = max(p - width, done + 1, 0)
         end = min(p + width, n - 1)

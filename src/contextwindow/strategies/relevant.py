@@ -113,11 +113,14 @@ class SelectRelevant:
         state = self._state(messages, us, counted, budget)
         if candidates:
             score = self._scores(messages, us, counted, budget, state.index)
-            # Most relevant first, ties to the newer unit: (score, k) descending.
+            # Most relevant first, ties to the newer unit: (score, k)
+            # descending, as a stable sort of the newest first by score alone.
             found = map(score.get, candidates, repeat(0.0))
-            ranked = sorted(zip(found, candidates, strict=True), reverse=True)
+            keyed = dict(zip(candidates, found, strict=True))
+            newest = candidates[::-1]  # the stable sort keeps ties in this order
+            ranked = sorted(newest, key=keyed.__getitem__, reverse=True)
             limit = budget.limit
-            for _, k in ranked:
+            for k in ranked:
                 c = cost[k]
                 if used + c <= limit:
                     keep[k] = True

@@ -21,8 +21,15 @@ Contract:
   (keyed by the strategy and the budget's settings) with the very messages
   it replaced; a call whose cut replaces the same messages reuses it instead
   of calling the summarizer again (a summarizer gives the same summary for
-  the same input; an LLM one that would not is held to its first). What is
-  kept never changes the answer (``tests/properties/test_incremental.py``).
+  the same input; an LLM one that would not is held to its first). With it
+  the memo keeps what was read of each unit but the last (tokens, pins,
+  which are candidates, their running total) and the output up to the cut,
+  so a call on the conversation grown by a few messages reads those
+  messages, finds the cut by bisection, and, when the cut stays, builds
+  its output from that head and the new tail: it costs what was appended.
+  One entry per strategy and budget, the size of the conversation's unit
+  list. What is kept never changes the answer
+  (``tests/properties/test_incremental.py``).
 - Facts: the record of what is replaced (``extract_facts``, no LLM) is
   checked against the summary, and what the summary dropped is re-attached
   (``check_facts``); the summary's ``meta`` keeps the facts it holds and the
@@ -69,7 +76,7 @@ Example:
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -84,9 +91,11 @@ from contextwindow.strategies.base import (
     Change,
     Fitted,
     describe_run,
+    final_indices,
     finish,
-    pinned_flags,
+    pinned_one,
     pinned_units,
+    shares,
 )
 from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.summarizers.extractive import ExtractiveSummarizer
@@ -179,69 +188,151 @@ class Summarize:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Summarise the oldest units until the budget is met (see the module)."""
-        unchanged = finish("Summarize", messages, messages, (), budget)
         if budget.fits(messages):
-            return unchanged
+            return finish("Summarize", messages, messages, (), budget)
+        key = (self, "Summarize", budget.settings)
+        found = budget.memo.get(key)
+        state = found if isinstance(found, _State) else None
         us = units(messages)
-        flags = pinned_flags(
-            messages, budget.protected, budget.provider, summaries=False
-        )
-        pinned = [any(flags[u.start : u.stop]) for u in us]
-        counted = [k for k, u in enumerate(us) if u.kind != "system"]
-        recent = set(counted[max(0, len(counted) - self.keep_recent) :])
-        free = [k for k in counted if not pinned[k] and k not in recent]
-        olds = [k for k in free if _is_summary_unit(messages, us[k])]
-        candidates = [k for k in free if k not in olds]
-        if not candidates:
-            return unchanged
         run = budget.counter.running(messages)
-        cost = [run[u.stop] - run[u.start] for u in us]
+        base = _EMPTY
+        if state is not None and state.layout.extends(messages, us, budget):
+            base = state.layout
+        both = base.view(messages, us, run, budget)
+        if both is None:  # a final message inside what was read before
+            both = _EMPTY.view(messages, us, run, budget)
+            assert both is not None  # nothing read before: nothing to fall inside
+        view, layout = both
+        counted = view.counted
+        # The recent units start at ``r0``: every free unit before it goes.
+        keep = self.keep_recent
+        r0 = counted[max(0, len(counted) - keep)] if keep and counted else len(us)
+        olds = view.olds[: bisect_left(view.olds, r0)]
+        c = bisect_left(view.cands, r0)
+        candidates = view.cands[:c]
+        if not candidates:
+            budget.memo.put(key, _State(layout, [], None))
+            return finish("Summarize", messages, messages, (), budget)
+        cost = view.cost
         # Just enough units to fit once the summary is in, then all of them.
         over = budget.count(messages) - budget.limit
         rolled = sum(cost[k] for k in olds)
-        # What n candidates free, with what is rolled forward.
-        freed = list(accumulate((cost[k] for k in candidates), initial=rolled))
-        n = self._enough(freed, over)
+        # What n candidates free, less what is rolled forward: prefix[n].
+        prefix = view.prefix[: c + 1]
+        n = self._enough(prefix, over, rolled)
         # On to the end of the step the cut fell in (see the module).
         step = max(1, int(budget.limit * CUT_STEP))
-        n = bisect_right(freed, (freed[n] // step + 1) * step - 1, lo=n) - 1
+        top = ((rolled + prefix[n]) // step + 1) * step - 1
+        n = bisect_right(prefix, top - rolled, lo=n) - 1
+        floor = budget.count(view.floor)
+        if state is not None and state.cut is not None and base is state.layout:
+            # The last output, valid as built, is this one's up to the unit
+            # that was last there (it may have grown since).
+            known = state.cut
+            last = us[base.settled].start if base.settled < len(us) else 0
+            start = len(known.head) + last - known.stop if state.clean else 0
+            fitted = self._resume(
+                known,
+                max(start, 0),
+                messages,
+                olds,
+                candidates,
+                n,
+                rolled + prefix[n],
+                view,
+                floor,
+                budget,
+            )
+            if fitted is not None:
+                clean = len(fitted.report.changes) == 1
+                budget.memo.put(key, _State(layout, state.made, known, clean))
+                return fitted
         attempts = [candidates[:n]] if n < len(candidates) else []
         attempts.append(candidates)
-        floor = _floor(messages, budget)
-        key = (self, "Summarize", budget.settings)
-        found = budget.memo.get(key)
-        kept: list[_Made] = found if isinstance(found, list) else []  # pyright: ignore[reportUnknownVariableType]  # only this method puts it
+        kept = state.made if state is not None else []
         made: list[_Made] = []
         best: Fitted | None = None
-        for chosen in attempts:
+        cut: _Cut | None = None
+        for i, chosen in enumerate(attempts):
+            before = rolled + prefix[len(chosen)]
             fitted = self._attempt(
-                messages, us, olds, chosen, cost, budget, floor, kept, made
+                messages, us, olds, chosen, budget, floor, kept, made, before
             )
             if fitted is not None:
                 best = fitted
                 if fitted.report.fits:
+                    if i == 0 and len(attempts) == 2:
+                        cut = _Cut.of(messages, us, olds, chosen, before, made[-1])
                     break
-        budget.memo.put(key, made)
-        return best or unchanged
+        clean = cut is not None and best is not None and len(best.report.changes) == 1
+        budget.memo.put(key, _State(layout, made, cut, clean))
+        return best or finish("Summarize", messages, messages, (), budget)
 
-    def _enough(self, freed: Sequence[int], over: int) -> int:
+    def _resume(
+        self,
+        cut: _Cut,
+        start: int,
+        messages: Sequence[Message],
+        olds: Sequence[int],
+        candidates: Sequence[int],
+        n: int,
+        before: int,
+        view: _Layout,
+        floor: int,
+        budget: Budget,
+    ) -> Fitted | None:
+        """The first attempt's fit when it replaces what ``cut`` replaced.
+
+        ``None`` when it may not (then the attempts run). The very messages
+        replaced, so the same summary, the same output up to the cut, the
+        same change; only the refusal and the fit are checked again, and
+        the output's validity from ``start`` on (see ``finish``).
+        """
+        if (
+            n >= len(candidates)
+            or n != cut.n
+            or candidates[n - 1] != cut.last
+            or before != cut.before
+            or list(olds) != cut.olds
+        ):
+            return None
+        summary = cut.made.summary
+        assert summary is not None  # a cut is kept only for a summary that fit
+        at = bisect_left(view.floor_units, cut.first_unit)
+        gone = set(olds)
+        shown = [
+            m
+            for m, k in zip(view.floor[at:], view.floor_units[at:], strict=True)
+            if k not in gone
+        ]
+        after_floor = budget.count([*view.floor[:at], summary, *shown])
+        if floor <= budget.limit < after_floor:
+            return None  # refused: the attempts say what happens instead
+        out = [*cut.head, *messages[cut.stop :]]
+        fitted = finish(
+            "Summarize", messages, out, cut.made.change, budget, start=start
+        )
+        return fitted if fitted.report.fits else None
+
+    def _enough(self, prefix: Sequence[int], over: int, rolled: int) -> int:
         """The fewest candidates (at least one) whose summary saves ``over``.
 
-        ``freed[n]``: the tokens ``n`` candidates take; all of them when no
-        number does. What a summary saves grows with what it replaces, so
-        the answer is found by bisection.
+        ``rolled + prefix[n]``: the tokens ``n`` candidates take with what
+        is rolled forward; all of them when no number does. What a summary
+        saves grows with what it replaces, so the answer is found by
+        bisection.
         """
 
         def saves(f: int) -> bool:
             target = self._target(f)
             return target > 0 and f - target - HEADER_TOKENS >= over
 
-        lo, hi = 1, len(freed) - 1
-        if not saves(freed[hi]):
+        lo, hi = 1, len(prefix) - 1
+        if not saves(rolled + prefix[hi]):
             return hi
         while lo < hi:
             mid = (lo + hi) // 2
-            if saves(freed[mid]):
+            if saves(rolled + prefix[mid]):
                 hi = mid
             else:
                 lo = mid + 1
@@ -265,19 +356,18 @@ class Summarize:
         us: Sequence[Unit],
         olds: Sequence[int],
         chosen: Sequence[int],
-        cost: Sequence[int],
         budget: Budget,
         floor: int,
         kept: Sequence[_Made],
         made: list[_Made],
+        before: int,
     ) -> Fitted | None:
-        """Summarise ``olds`` and ``chosen``; ``None`` when the summary is refused.
+        """Summarise ``olds`` and ``chosen`` (``before`` tokens in all).
 
-        A summary in ``kept`` made for the same messages is reused; the one
-        used goes to ``made``.
+        ``None`` when the summary is refused. A summary in ``kept`` made for
+        the same messages is reused; the one used goes to ``made``.
         """
         replaced = sorted((*olds, *chosen))
-        before = sum(cost[k] for k in replaced)
         target = self._target(before)
         if target <= 0:
             return None
@@ -373,6 +463,209 @@ class Summarize:
         if budget.counter.message(summary) > self.max_share * before:
             return None
         return summary
+
+
+class _Cut(NamedTuple):
+    """The first attempt of the last call, when it fit (see ``_resume``)."""
+
+    n: int
+    """Candidates replaced."""
+    last: int
+    """The last of them (a unit index)."""
+    first_unit: int
+    """The first unit replaced (an earlier summary, or the first candidate)."""
+    olds: list[int]
+    """The earlier summaries rolled forward (unit indices)."""
+    before: int
+    """Tokens of what was replaced."""
+    stop: int
+    """Index of the first message after the last unit replaced."""
+    head: list[Message]
+    """The output before ``stop``: the units kept there and the summary."""
+    made: _Made
+    """The summary, with its change."""
+
+    @staticmethod
+    def of(
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        olds: Sequence[int],
+        chosen: Sequence[int],
+        before: int,
+        made: _Made,
+    ) -> _Cut:
+        replaced = sorted((*olds, *chosen))
+        gone = set(replaced)
+        head: list[Message] = []
+        for k in range(replaced[-1] + 1):
+            u = us[k]
+            if k == replaced[0]:
+                assert made.summary is not None  # it fit
+                head.append(made.summary)
+            if k not in gone:
+                head.extend(messages[u.start : u.stop])
+        return _Cut(
+            len(chosen),
+            chosen[-1],
+            replaced[0],
+            list(olds),
+            before,
+            us[replaced[-1]].stop,
+            head,
+            made,
+        )
+
+
+@dataclass(slots=True)
+class _Layout:
+    """What ``Summarize`` reads from each unit of a conversation, in lists.
+
+    For the whole conversation (``view``), or for every unit but its last
+    (what is kept): those end before its last message, so a conversation
+    that extends it (the very objects) has the same units there, with the
+    same tokens and pins. A final message pins its unit only in a view.
+    """
+
+    messages: Sequence[Message]
+    """The conversation (references)."""
+    settled: int
+    """Units read."""
+    counted: list[int]
+    """The units that are not system units."""
+    olds: list[int]
+    """Counted units pinned by nothing, each an earlier summary."""
+    cands: list[int]
+    """Counted units pinned by nothing, not summaries: the candidates."""
+    prefix: list[int]
+    """``prefix[i]``: the tokens of ``cands[:i]``."""
+    cost: list[int]
+    """Each unit's tokens."""
+    floor: list[Message]
+    """The messages of the pinned units, summaries pinned too (``_floor``)."""
+    floor_units: list[int]
+    """The unit of each message of ``floor``."""
+
+    def extends(
+        self, messages: Sequence[Message], us: Sequence[Unit], budget: Budget
+    ) -> bool:
+        """Whether ``messages`` holds the very messages read, and more or as many."""
+        n = len(self.messages)
+        return (
+            len(messages) >= n
+            and len(us) >= self.settled
+            and shares(budget, messages, self.messages, n)
+        )
+
+    def view(
+        self,
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        run: Sequence[int],
+        budget: Budget,
+    ) -> tuple[_Layout, _Layout] | None:
+        """The layout of all of ``messages``, and what to keep of it.
+
+        Only the units from ``settled`` on are read. ``None`` when a final
+        message falls in a unit read before.
+        """
+        start = us[self.settled].start if self.settled < len(us) else len(messages)
+        finals = final_indices(messages, budget.provider)
+        if min(finals, default=start) < start:
+            return None
+        markers = budget.protected
+        read: list[tuple[int, int, bool, bool, bool, bool]] = []
+        for k in range(self.settled, len(us)):
+            u = us[k]
+            span = messages[u.start : u.stop]
+            pin = any(pinned_one(m, markers, summaries=False) for m in span)
+            read.append(
+                (
+                    k,
+                    run[u.stop] - run[u.start],
+                    u.kind != "system",
+                    pin,
+                    pin or any(pinned_one(m, markers) for m in span),
+                    _is_summary_unit(messages, u),
+                )
+            )
+        final_units = {unit_index(us, i, self.settled) for i in finals}
+        whole = self._grown((), us, read, final_units, messages)
+        kept = self._grown(messages, us, read[:-1], set(), messages)
+        return whole, kept
+
+    def _grown(
+        self,
+        seen: Sequence[Message],
+        us: Sequence[Unit],
+        read: Sequence[tuple[int, int, bool, bool, bool, bool]],
+        final_units: set[int],
+        messages: Sequence[Message],
+    ) -> _Layout:
+        """This layout and the units ``read``, the ``final_units`` pinned.
+
+        ``seen``: the conversation it is kept for (``()``: not kept).
+        """
+        counted: list[int] = []
+        olds: list[int] = []
+        cands: list[int] = []
+        cand_costs: list[int] = []
+        floor: list[Message] = []
+        floor_units: list[int] = []
+        for k, c, is_counted, pin, floor_pin, summary in read:
+            final = k in final_units
+            if is_counted:
+                counted.append(k)
+                if not (pin or final):
+                    if summary:
+                        olds.append(k)
+                    else:
+                        cands.append(k)
+                        cand_costs.append(c)
+            if floor_pin or final:
+                u = us[k]
+                floor.extend(messages[u.start : u.stop])
+                floor_units.extend([k] * (u.stop - u.start))
+        return _Layout(
+            seen if isinstance(seen, tuple) else list(seen),
+            read[-1][0] + 1 if read else self.settled,
+            self.counted + counted,
+            self.olds + olds,
+            self.cands + cands,
+            self.prefix + list(accumulate(cand_costs, initial=self.prefix[-1]))[1:],
+            self.cost + [r[1] for r in read],
+            self.floor + floor,
+            self.floor_units + floor_units,
+        )
+
+
+_EMPTY = _Layout((), 0, [], [], [], [0], [], [], [])
+
+
+@dataclass(slots=True)
+class _State:
+    """What ``Summarize`` keeps in the memo (see the module)."""
+
+    layout: _Layout
+    """The conversation last fitted, read but for its last unit."""
+    made: list[_Made]
+    """The summaries made for its attempts."""
+    cut: _Cut | None
+    """Its first attempt, when that one fit."""
+    clean: bool = False
+    """The output of the last call was ``cut``'s, and valid as it was built
+    (no repair): up to its last unit, the next output is known valid."""
+
+
+def unit_index(us: Sequence[Unit], i: int, lo: int = 0) -> int:
+    """The index of the unit holding message ``i``."""
+    hi = len(us)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if us[mid].stop <= i:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _is_summary_unit(messages: Sequence[Message], unit: Unit) -> bool:
