@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 __all__ = ["common_prefix", "identical_prefix", "same_objects"]
@@ -78,7 +79,9 @@ def same_objects(a: Sequence[Any], b: Sequence[Any], k: int) -> bool:
         return True
     if a[k - 1] is not b[k - 1]:
         return False
-    return all(map(operator.is_, a[:k], b[:k]))
+    if k == len(a) or k == len(b):  # no slice needed: ``map`` stops at the shorter
+        return all(map(operator.is_, a, b))
+    return all(map(operator.is_, islice(a, k), islice(b, k)))
 
 
 def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -86,5 +89,5 @@ def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     n = min(len(a), len(b))
     if n and a[n - 1] is b[n - 1] and same_objects(a, b, n):
         return n  # the common case (an extension)
-    flags = list(map(operator.is_, a[:n], b[:n]))
+    flags = list(map(operator.is_, a, b))
     return flags.index(False) if False in flags else n
