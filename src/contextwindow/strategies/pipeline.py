@@ -92,8 +92,11 @@ class Pipeline:
         # shared message), and counted.
         start = unit_start(messages, k - 1) if k else 0
         counted = _grown_total(last, messages, k, budget)
+        # One tuple of the input: a valid one is the first stage's input as
+        # it is, counted and remembered without another copy.
+        given = messages if type(messages) is tuple else tuple(messages)
         fitted = finish(
-            "Pipeline", messages, messages, (), budget, start=start, counted=counted
+            "Pipeline", given, given, (), budget, start=start, counted=counted
         )
         _note_input(messages, fitted, budget, last, k)
         report = replace(fitted.report, stages=())
