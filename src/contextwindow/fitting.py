@@ -45,8 +45,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
-from itertools import islice
 from typing import Any, cast
 
 from contextwindow._args import (
@@ -57,6 +57,7 @@ from contextwindow._args import (
     check_str,
     check_strs,
 )
+from contextwindow._lru import LRU
 from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ArgumentValueError, ContextWindowError
 from contextwindow.formats._coerce import (
@@ -210,13 +211,7 @@ def fit(
     if last is not None:
         note_shared(budget, read.messages, last, shared)
     chosen = DEFAULT_STRATEGY if strategy is None else as_strategy(strategy)
-    # A pipeline's stages join the fallback's pipeline, so the input is
-    # validated once, not once per level of nesting.
-    if chosen is DEFAULT_STRATEGY:
-        fitting = _DEFAULT_FITTING
-    else:
-        stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
-        fitting = Pipeline(*stages, _FALLBACK)
+    fitting = _fitting(chosen)
     fitted = fitting(read.messages, budget)
     if read.shape.kind == "neutral":
         return fitted
@@ -244,10 +239,37 @@ def _read(
         last = input_snapshot(counter.memo)
         if last is not None:
             k = identical_prefix(seq, last)
-            if k and all(m.__class__ is Message for m in islice(seq, k, None)):
+            if k and all(m.__class__ is Message for m in seq[k:]):
                 listed = seq if type(seq) is list else list(seq)
                 return Coerced(cast("list[Message]", listed), NEUTRAL), last, k
     return coerce_messages(messages, hint=counter.provider), None, 0
+
+
+def _fitting(chosen: Strategy) -> Pipeline:
+    """``chosen``'s stages and the fallback, as one pipeline (built once per strategy).
+
+    A pipeline's stages join the fallback's pipeline, so the input is
+    validated once, not once per level of nesting. The last few built are
+    kept (``FITTINGS_KEPT``), by the strategy.
+    """
+    if chosen is DEFAULT_STRATEGY:
+        return _DEFAULT_FITTING
+    try:
+        found = _FITTINGS.get(chosen)
+    except TypeError:  # an unhashable strategy: built each time
+        found = None
+    if found is not None:
+        return found
+    stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
+    built = Pipeline(*stages, _FALLBACK)
+    with suppress(TypeError):
+        _FITTINGS.put(chosen, built)
+    return built
+
+
+FITTINGS_KEPT = 16
+"""Strategies whose fitting pipeline ``fit`` keeps built."""
+_FITTINGS: LRU[Strategy, Pipeline] = LRU(FITTINGS_KEPT)
 
 
 def reply_reserve(model: ModelInfo | None, limit: int) -> int:

@@ -94,9 +94,9 @@ class Pipeline:
         counted = _grown_total(last, messages, k, budget)
         # One tuple of the input: a valid one is the first stage's input as
         # it is, counted and remembered without another copy.
-        given = messages if type(messages) is tuple else tuple(messages)
+        entry = messages if type(messages) is tuple else tuple(messages)
         fitted = finish(
-            "Pipeline", given, given, (), budget, start=start, counted=counted
+            "Pipeline", entry, entry, (), budget, start=start, counted=counted
         )
         _note_input(messages, fitted, budget, last, k)
         report = replace(fitted.report, stages=())
