@@ -219,7 +219,14 @@ def fit(
 
 
 _FALLBACK = DropOldest()
-_DEFAULT_FITTING = Pipeline(*cast("Pipeline", DEFAULT_STRATEGY).stages, _FALLBACK)
+_DEFAULT_FITTING = Pipeline(
+    *(
+        DEFAULT_STRATEGY.stages
+        if isinstance(DEFAULT_STRATEGY, Pipeline)
+        else (DEFAULT_STRATEGY,)
+    ),
+    _FALLBACK,
+)
 """What ``fit`` runs by default: built once, so its stages' memo keys stay."""
 
 
