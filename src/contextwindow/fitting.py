@@ -44,9 +44,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._args import (
     as_model,
@@ -56,14 +57,21 @@ from contextwindow._args import (
     check_str,
     check_strs,
 )
+from contextwindow._lru import LRU
+from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ArgumentValueError, ContextWindowError
-from contextwindow.formats._coerce import coerce_messages, coerce_tools
-from contextwindow.messages import Provider, ToolSpec, check_provider
+from contextwindow.formats._coerce import (
+    NEUTRAL,
+    Coerced,
+    coerce_messages,
+    coerce_tools,
+)
+from contextwindow.messages import Message, Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_tokenizer
-from contextwindow.strategies.base import Budget, Fitted, Strategy
+from contextwindow.strategies.base import Budget, Fitted, Strategy, note_shared
 from contextwindow.strategies.drop import DropOldest
 from contextwindow.strategies.lossless import CompactLossless
-from contextwindow.strategies.pipeline import Pipeline
+from contextwindow.strategies.pipeline import Pipeline, input_snapshot
 from contextwindow.strategies.stale import StaleReads
 from contextwindow.strategies.tool_inputs import TruncateToolInputs
 from contextwindow.strategies.tool_results import (
@@ -197,20 +205,78 @@ def fit(
             "reserve", f"{reserve:,}", f"at most the limit ({limit:,})"
         )
     counter = _counter(tokenizer, info, provider)
-    read = coerce_messages(messages, hint=counter.provider)
+    read, last, shared = _read(messages, counter)
     specs = coerce_tools(tools)
     budget = Budget(limit - reserve, counter, specs, markers, query)
+    if last is not None:
+        note_shared(budget, read.messages, last, shared)
     chosen = DEFAULT_STRATEGY if strategy is None else as_strategy(strategy)
-    # A pipeline's stages join the fallback's pipeline, so the input is
-    # validated once, not once per level of nesting.
-    stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
-    fitted = Pipeline(*stages, _FALLBACK)(read.messages, budget)
+    fitting = _fitting(chosen)
+    fitted = fitting(read.messages, budget)
     if read.shape.kind == "neutral":
         return fitted
     return replace(fitted, shape=read.shape)
 
 
 _FALLBACK = DropOldest()
+_DEFAULT_FITTING = Pipeline(
+    *(
+        DEFAULT_STRATEGY.stages
+        if isinstance(DEFAULT_STRATEGY, Pipeline)
+        else (DEFAULT_STRATEGY,)
+    ),
+    _FALLBACK,
+)
+"""What ``fit`` runs by default: built once, so its stages' memo keys stay."""
+
+
+def _read(
+    messages: object, counter: TokenCounter
+) -> tuple[Coerced, Sequence[Message] | None, int]:
+    """``coerce_messages(messages)``, the last fit's input taken as read.
+
+    A list (or tuple) that starts with the very objects of the last input a
+    pipeline was given with this counter (a re-fit of a grown conversation)
+    is read by checking only the rest: those objects are ``Message`` objects.
+    Returns the messages read, and the last input with how many leading
+    objects the two share (``None, 0`` when not used).
+    """
+    if type(messages) is list or type(messages) is tuple:
+        seq = cast("Sequence[Any]", messages)
+        last = input_snapshot(counter.memo)
+        if last is not None:
+            k = identical_prefix(seq, last)
+            if k and all(m.__class__ is Message for m in seq[k:]):
+                listed = seq if type(seq) is list else list(seq)
+                return Coerced(cast("list[Message]", listed), NEUTRAL), last, k
+    return coerce_messages(messages, hint=counter.provider), None, 0
+
+
+def _fitting(chosen: Strategy) -> Pipeline:
+    """``chosen``'s stages and the fallback, as one pipeline (built once per strategy).
+
+    A pipeline's stages join the fallback's pipeline, so the input is
+    validated once, not once per level of nesting. The last few built are
+    kept (``FITTINGS_KEPT``), by the strategy.
+    """
+    if chosen is DEFAULT_STRATEGY:
+        return _DEFAULT_FITTING
+    try:
+        found = _FITTINGS.get(chosen)
+    except TypeError:  # an unhashable strategy: built each time
+        found = None
+    if found is not None:
+        return found
+    stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
+    built = Pipeline(*stages, _FALLBACK)
+    with suppress(TypeError):
+        _FITTINGS.put(chosen, built)
+    return built
+
+
+FITTINGS_KEPT = 16
+"""Strategies whose fitting pipeline ``fit`` keeps built."""
+_FITTINGS: LRU[Strategy, Pipeline] = LRU(FITTINGS_KEPT)
 
 
 def reply_reserve(model: ModelInfo | None, limit: int) -> int:

@@ -354,3 +354,88 @@ def test_summarize_refit_as_the_conversation_wanders(
     assert for_each(pool, check) > 0
     for seed in range(2):
         check(file_session(seed, turns=10), random.Random(seed))
+
+
+EDITS = ("append", "append", "append", "cut", "twin", "other", "meta", "tuple")
+"""What ``test_refit_under_edits_of_one_list`` does to the list between fits."""
+
+EDIT_STEPS = 24
+"""Edits made to each conversation's list, each followed by a warm and a cold fit."""
+
+
+def _edit(
+    live: list[Message], pool: Sequence[Message], rng: random.Random
+) -> list[Message] | tuple[Message, ...]:
+    """Change ``live`` in place as a caller might; returns what to fit.
+
+    ``twin`` puts, in place of a message, a copy equal to it but for its id
+    (messages compare by content, so only identity tells them apart): a
+    re-fit that took the old object for the new one would give the old id.
+    ``meta`` does the same with the meta it carries (a summary's key, a
+    handle); ``tuple`` fits a tuple of the same messages.
+    """
+    edit = rng.choice(EDITS)
+    if edit == "append" or len(live) < 3:
+        live.extend(pool[len(live) : len(live) + rng.randint(1, 3)])
+    elif edit == "cut":
+        del live[rng.randrange(1, len(live)) :]
+    elif edit in ("twin", "meta"):
+        i = rng.randrange(len(live))
+        m = live[i]
+        if edit == "twin":
+            live[i] = Message(
+                m.role, m.parts, name=m.name, agent=m.agent, pinned=m.pinned
+            )
+        else:
+            live[i] = Message(
+                m.role,
+                m.parts,
+                name=m.name,
+                agent=m.agent,
+                pinned=m.pinned,
+                id=m.id,
+                meta={**m.meta, "note": rng.random()},
+            )
+    elif edit == "other":
+        i = rng.randrange(len(live))
+        live[i] = pool[rng.randrange(len(pool))]
+    if edit == "tuple":
+        return tuple(live)
+    return live
+
+
+@pytest.mark.parametrize(
+    "name", ["default", "DropOldest", "DropOldest-keep0", "Pipeline"]
+)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_refit_under_edits_of_one_list(
+    convs: list[list[Message]], name: str, provider: Provider
+) -> None:
+    """One list the caller keeps and edits in place, fitted after each edit.
+
+    Appends, cut-backs, a message swapped for another or for a twin (equal
+    content, another id or meta), the list passed as a tuple: the warm
+    counter's fit equals a fresh counter's every time (messages with ids,
+    report), so no cached decision outlives what it was made for.
+    """
+
+    def check(conv: list[Message], rng: random.Random) -> None:
+        if len(conv) < 3:
+            return
+        pool = conv + reissued(conv, "again-")
+        whole = TokenCounter(FakeTokenizer(), provider).messages(pool)
+        limit = int(whole * rng.choice((0.1, 0.3, 0.5)))
+        warm = TokenCounter(FakeTokenizer(), provider)
+        live: list[Message] = list(pool[:2])
+        for step in range(EDIT_STEPS):
+            given = _edit(live, pool, rng)
+            kw = {"strategy": STRATEGIES[name]()}
+            got = outcome(given, warm, limit, **kw)  # type: ignore[arg-type]  # a tuple is a conversation too
+            want = outcome(
+                list(given), TokenCounter(FakeTokenizer(), provider), limit, **kw
+            )
+            assert got == want, f"step {step}, limit {limit}"
+
+    # Half the sample the step-by-step test takes, the same in every profile.
+    pool = convs[:: max(1, len(convs) // (SAMPLE // 2))]
+    assert for_each(pool, check) > 0

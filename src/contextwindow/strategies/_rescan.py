@@ -25,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
@@ -240,17 +241,18 @@ class _Scanned:
     messages: Sequence[Message]
     out: tuple[Message, ...]
     changes: tuple[Change, ...]
-    indices: list[int]
+    indices: array[int]
     """Each change's index."""
-    saved: tuple[int, ...]
+    saved: array[int]
     """Tokens saved by the changes up to each one (running sum)."""
     stop: int
     """The first message whose results met the budget (inside it, or before
     it): from there on, a bigger conversation may rewrite more."""
     total: int
     finals: tuple[int, ...]
-    where: list[int]
-    """The message index of each result position."""
+    where: array[int]
+    """The message index of each result position (machine integers, as
+    ``indices`` and ``saved``: a few bytes each, not an object)."""
     kept: object
     """The policy's own."""
 
@@ -300,7 +302,7 @@ def rewrite_results(
     return fitted
 
 
-def _result_places(messages: Sequence[Message], start: int, out: list[int]) -> None:
+def _result_places(messages: Sequence[Message], start: int, out: array[int]) -> None:
     for i in range(start, len(messages)):
         m = messages[i]
         if m.role == "tool":
@@ -316,7 +318,7 @@ def _full(
     policy: Policy,
     scan: Scan,
 ) -> tuple[Fitted, _Scanned | None]:
-    where: list[int] = []
+    where = array("q")
     _result_places(messages, 0, where)
     rewrite, kept = policy.fresh(messages, len(where))
     total = budget.count(messages)
@@ -329,7 +331,7 @@ def _full(
     )
     if len(fitted.report.changes) == len(changes):  # no repair moved a message
         note_aligned(budget, fitted.messages, messages)
-    indices = [c.index for c in changes]
+    indices = array("q", [c.index for c in changes])
     return fitted, _remember(
         messages, fitted, changes, indices, saved, stop, total, finals, where, kept
     )
@@ -339,12 +341,12 @@ def _remember(
     messages: Sequence[Message],
     fitted: Fitted,
     changes: Sequence[Change],
-    indices: list[int],
+    indices: array[int],
     saved: Sequence[int],
     stop: int,
     total: int,
     finals: tuple[int, ...],
-    where: list[int],
+    where: array[int],
     kept: object,
 ) -> _Scanned | None:
     if len(fitted.report.changes) != len(changes):
@@ -354,7 +356,7 @@ def _remember(
         fitted.messages,
         tuple(changes),
         indices,
-        tuple(saved),
+        saved if isinstance(saved, array) else array("q", saved),
         stop,
         total,
         finals,
@@ -418,8 +420,10 @@ def _resume(
     note_shared(budget, fitted.messages, state.out, start)
     if len(fitted.report.changes) == len(all_changes):  # no repair moved a message
         note_aligned(budget, fitted.messages, messages)
-    running = [*state.saved[:j], *(before + s for s in saved)]
-    indices = [*state.indices[:j], *(c.index for c in changes)]
+    running = state.saved[:j]
+    running.extend([before + s for s in saved])
+    indices = state.indices[:j]
+    indices.extend([c.index for c in changes])
     return fitted, _remember(
         messages,
         fitted,

@@ -90,6 +90,7 @@ __all__ = [
     "opens_well",
     "pinned_flags",
     "pinned_one",
+    "shared_length",
     "shares",
     "stage_name",
     "unit_start",
@@ -731,7 +732,8 @@ def finish(
     Returns:
         The valid output, with repairs added to the report.
     """
-    shown = list(after)
+    # A tuple as it is: a valid one comes back as the very tuple (no copy).
+    shown = after if type(after) is tuple else tuple(after)
     valid = _validate(shown, before, budget, start, kept or after is before)
     out = valid.messages
     found = list(changes)
@@ -768,7 +770,11 @@ def finish(
                 )
             )
     if counted is None:
-        tokens_before, tokens_after = budget.count(before), budget.count(out)
+        tokens_before = budget.count(before)
+        # Nothing repaired in a conversation given as its own output: the
+        # same messages, the same tokens.
+        same = after is before and not valid.problems
+        tokens_after = tokens_before if same else budget.count(out)
     else:
         tokens_before = counted
         if saved is None:
@@ -804,7 +810,7 @@ def _note_valid(budget: Budget, messages: Sequence[Message]) -> None:
 
 
 def _validate(
-    shown: list[Message],
+    shown: tuple[Message, ...],
     before: Sequence[Message],
     budget: Budget,
     start: int,
@@ -814,9 +820,8 @@ def _validate(
     known = _valid_list(budget)
     # Whole units of a valid conversation: only the first-turn rule can break.
     if kept and any(v is before for v in known) and opens_well(shown, budget.provider):
-        out = tuple(shown)
-        _note_valid(budget, out)
-        return Valid(out, ())
+        _note_valid(budget, shown)
+        return Valid(shown, ())
     if not start:
         start = _checked_prefix(shown, known)
     valid = neutral_ensure_valid(shown, budget.provider, start=start)
@@ -847,7 +852,9 @@ def opens_well(messages: Sequence[Message], provider: Provider) -> bool:
     return first is None or first.role != "assistant"
 
 
-def _checked_prefix(shown: list[Message], known: Sequence[Sequence[Message]]) -> int:
+def _checked_prefix(
+    shown: Sequence[Message], known: Sequence[Sequence[Message]]
+) -> int:
     """Where checking ``shown`` must start.
 
     The start of the unit holding the last message ``shown`` shares with a
@@ -949,6 +956,22 @@ def shares(
             if n is new and o is old and j >= k:
                 return True
     return same_objects(new, old, k)
+
+
+def shared_length(
+    budget: Budget, new: Sequence[Message], old: Sequence[Message]
+) -> int | None:
+    """How many leading objects ``note_shared`` recorded ``new`` shares with ``old``.
+
+    ``None`` when nothing was recorded for the two.
+    """
+    found = budget.memo.get(_SHARED_KEY)
+    best: int | None = None
+    if isinstance(found, list):
+        for n, o, j in found:  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+            if n is new and o is old and (best is None or j > best):
+                best = j  # pyright: ignore[reportUnknownVariableType]  # as above
+    return best
 
 
 def verify(

@@ -15,11 +15,13 @@ why.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from contextwindow._args import as_strategy
+from contextwindow._memo import Memo
+from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ContextWindowError, SummarizerError
-from contextwindow.messages import Message
+from contextwindow.messages import Message, ToolSpec
 from contextwindow.strategies.base import (
     Budget,
     Fitted,
@@ -28,12 +30,13 @@ from contextwindow.strategies.base import (
     finish,
     note_shared,
     relocate,
-    shares,
+    shared_length,
     stage_name,
+    unit_start,
     verify,
 )
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "input_snapshot"]
 
 
 class Pipeline:
@@ -83,8 +86,19 @@ class Pipeline:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Run stages until the budget is met (none if it already is)."""
-        fitted = finish("Pipeline", messages, messages, (), budget)
-        _note_input(messages, fitted.messages, budget)
+        last, k = _last_input(messages, budget)
+        # What the last input shares with this one was found valid there: only
+        # the rest is checked (from the start of the unit holding its last
+        # shared message), and counted.
+        start = unit_start(messages, k - 1) if k else 0
+        counted = _grown_total(last, messages, k, budget)
+        # One tuple of the input: a valid one is the first stage's input as
+        # it is, counted and remembered without another copy.
+        entry = messages if type(messages) is tuple else tuple(messages)
+        fitted = finish(
+            "Pipeline", entry, entry, (), budget, start=start, counted=counted
+        )
+        _note_input(messages, fitted, budget, last, k)
         report = replace(fitted.report, stages=())
         current = fitted.messages
         # While every stage moved nothing (each rewrote contents in place),
@@ -116,22 +130,96 @@ class Pipeline:
 
 
 _INPUT_KEY = ("contextwindow.pipeline", "input")
+"""The memo entry holding the last input (a ``_LastInput``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _LastInput:
+    """The last input a pipeline was given with a counter, and what it found."""
+
+    messages: Sequence[Message]
+    """A snapshot of it (its checked output, when that is the same messages)."""
+    checked: tuple[Message, ...]
+    """Its valid form (the first stage's input)."""
+    clean: bool
+    """Whether it was valid as it came (then ``checked`` holds its objects)."""
+    tools: tuple[ToolSpec, ...]
+    """The tools its tokens were counted with."""
+    tokens: int
+    """Its request tokens."""
+
+
+def _last_input(
+    messages: Sequence[Message], budget: Budget
+) -> tuple[_LastInput | None, int]:
+    """The last input, and how much of it ``messages`` holds.
+
+    The count is of leading messages that are the very objects of the last
+    input (a conversation grown by an append holds them all), and is 0 when
+    the last input was not valid as it came (only a valid one vouches for its
+    prefix). Looked at once, at C speed, or taken from what ``fit`` recorded.
+    """
+    last = budget.memo.get(_INPUT_KEY)
+    if not isinstance(last, _LastInput) or not last.clean:
+        return None, 0
+    k = shared_length(budget, messages, last.messages)
+    if k is None:
+        k = identical_prefix(messages, last.messages)
+    return last, k
+
+
+def _grown_total(
+    last: _LastInput | None, messages: Sequence[Message], k: int, budget: Budget
+) -> int | None:
+    """The request tokens of ``messages`` when it extends the last input.
+
+    Its tokens and the new messages' (the tools being the same, and no
+    system message among the new ones when there are tools: the first one
+    changes how OpenAI counts them); ``None`` otherwise (then they are
+    counted).
+    """
+    if last is None or k != len(last.messages) or last.tools != budget.tools:
+        return None
+    tail = messages[k:]
+    if budget.tools and any(m.role == "system" for m in tail):
+        return None
+    return last.tokens + sum(map(budget.counter.message, tail))
 
 
 def _note_input(
-    messages: Sequence[Message], checked: tuple[Message, ...], budget: Budget
+    messages: Sequence[Message],
+    fitted: Fitted,
+    budget: Budget,
+    last: _LastInput | None,
+    k: int,
 ) -> None:
-    """Tell the stages how much of this input is the last input's objects.
+    """Keep this input, and tell the stages how much of it the last one holds.
 
-    The input is looked at once here (a conversation grown by an append
-    holds the same objects first); each stage then finds that its input
-    shares that much with the one it saw last, without looking again.
+    Each stage then finds that its input (the checked output) shares that
+    much with the one it saw last, without looking again.
     """
-    last = budget.memo.get(_INPUT_KEY)
-    if isinstance(last, tuple) and len(last) == 2:  # pyright: ignore[reportUnknownArgumentType]  # only this module puts it
-        old, old_checked = last  # pyright: ignore[reportUnknownVariableType]  # as above
-        k = min(len(old), len(messages))  # pyright: ignore[reportUnknownArgumentType]  # as above
-        if k and shares(budget, messages, old, k):  # pyright: ignore[reportUnknownArgumentType]  # as above
-            note_shared(budget, checked, old_checked, k)  # pyright: ignore[reportUnknownArgumentType]  # as above
-    kept = messages if isinstance(messages, tuple) else list(messages)
-    budget.memo.put(_INPUT_KEY, (kept, checked))
+    checked = fitted.messages
+    clean = not fitted.report.changes
+    # Both valid as they came: each checked output holds its input's objects.
+    if last is not None and k and clean:
+        note_shared(budget, checked, last.checked, k)
+    if clean:
+        kept: Sequence[Message] = checked  # the same objects: no copy
+    else:
+        kept = messages if isinstance(messages, tuple) else list(messages)
+    budget.memo.put(
+        _INPUT_KEY,
+        _LastInput(kept, checked, clean, budget.tools, fitted.report.tokens_before),
+    )
+
+
+def input_snapshot(memo: Memo) -> Sequence[Message] | None:
+    """The last input a pipeline was given with the counter holding ``memo``.
+
+    A snapshot (the caller's list may change later): all ``Message``
+    objects, found valid as they came. ``None`` if there is none.
+    """
+    last = memo.get(_INPUT_KEY)
+    if isinstance(last, _LastInput) and last.clean:
+        return last.messages
+    return None

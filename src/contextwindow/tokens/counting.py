@@ -191,7 +191,7 @@ class TokenCounter:
         # Python call per part). Entries hold the message, so ids stay unique.
         self._by_id: LRU[int, tuple[Message, int]] = LRU(cache_size)
         self._texts: LRU[str, int] = LRU(cache_size)
-        self._last: list[tuple[list[Message], tuple[int, ...]]] = []
+        self._last: list[tuple[Sequence[Message], tuple[int, ...]]] = []
         self._memo = Memo()
 
     @property
@@ -318,7 +318,9 @@ class TokenCounter:
             return self.running(list(neutral(seq, hint=self._provider)))
         return done
 
-    def _running(self, seq: list[Any], owned: bool = False) -> tuple[int, ...] | None:
+    def _running(
+        self, seq: Sequence[Any], owned: bool = False
+    ) -> tuple[int, ...] | None:
         """``running(seq)``, or ``None`` when ``seq`` holds a non-``Message``.
 
         ``owned``: ``seq`` is a list no caller holds (it may be kept as is).
@@ -336,7 +338,7 @@ class TokenCounter:
         # counts the same: counts depend on content alone).
         for last, last_sums in self._last:
             k = len(last)
-            if k and n >= k and seq[k - 1] is last[-1] and seq[:k] == last:
+            if k and n >= k and seq[k - 1] is last[-1] and _starts_with(seq, last):
                 if n == k:
                     return last_sums
                 base = last_sums
@@ -359,8 +361,10 @@ class TokenCounter:
             append(total)
         done = base + tuple(tail)
         if n >= MIN_SHARED:  # a short one is cheaper to count than to look up
-            # A copy: a caller's list changed in place later must not match.
-            self._last.insert(0, (seq if owned else list(seq), done))
+            # A copy of a list: a caller's list changed in place later must
+            # not match. A tuple cannot change: it is kept as it is.
+            kept = seq if owned or type(seq) is tuple else list(seq)
+            self._last.insert(0, (kept, done))
             del self._last[_RECENT:]
         return done
 
@@ -509,8 +513,17 @@ class TokenCounter:
         return self._tok.count(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
 
 
+def _starts_with(seq: Sequence[Any], last: Sequence[Any]) -> bool:
+    """Whether ``seq`` starts with ``last`` (by ``==``; a list or a tuple each)."""
+    head = seq[: len(last)]
+    if type(head) is not type(last):  # a list never equals a tuple
+        head = list(head) if type(last) is list else tuple(head)
+    return head == last
+
+
 def _longest_prefix(
-    seq: Sequence[Message], recent: Sequence[tuple[list[Message], tuple[int, ...]]]
+    seq: Sequence[Message],
+    recent: Sequence[tuple[Sequence[Message], tuple[int, ...]]],
 ) -> tuple[int, tuple[int, ...]]:
     """The longest prefix ``seq`` shares with a remembered sequence, and its sums."""
     best = 0
@@ -524,12 +537,13 @@ def _longest_prefix(
     return (best, sums) if best >= MIN_SHARED else (0, ())
 
 
-def _listed(msgs: Iterable[Any], provider: Provider) -> list[Any]:
-    """``msgs`` as a list; a body or a generator is read at the edge."""
-    if isinstance(msgs, list):
-        return msgs
-    if isinstance(msgs, tuple):
-        return list(msgs)
+def _listed(msgs: Iterable[Any], provider: Provider) -> Sequence[Any]:
+    """``msgs`` as a list or a tuple; a body or a generator is read at the edge.
+
+    A tuple stays as it is: immutable, it is remembered without a copy.
+    """
+    if isinstance(msgs, list | tuple):
+        return cast("Sequence[Any]", msgs)
     return list(neutral(msgs, hint=provider))
 
 
