@@ -2,21 +2,22 @@
 
 Usage::
 
-    python benchmarks/proxy_latency.py [--n 200] [--skip-latency] [--skip-replay]
-        [--sessions 5] [--headroom PATH] [--baseline SRC]
+    python benchmarks/proxy_latency.py [--n 200] [--clients 1,32] [--skip-latency]
+        [--skip-replay] [--sessions 5] [--headroom PATH] [--baseline SRC]
 
 Latency: the recording upstream of the proxy's tests
 (``tests/proxy/_upstream.py``, answering at once) and ``contextwindow proxy``
 run as subprocesses; the client sends the same requests to each, at 1 and at
-32 concurrent clients, and the added latency is the proxy's p50 / p99 less
-the direct p50 / p99 (median against median). Two requests: one that fits
-(a 20-message conversation, forwarded byte for byte; every client sends the
-same one, so it is one conversation), and turns 46 to 50 of conversations
-(one per client) with a 6,000-token window that passed it around turn 15
-(each fitted from the conversation's compacted view; turns 1 to 45 are sent
-untimed first). The conversations go through a proxy on SQLite (its default,
-each append synced to disk) and one on ``memory://``, to tell the disk's
-share from the proxy's own; ``--baseline SRC`` adds a proxy run from another
+32 concurrent clients (``--clients`` names others), and the added latency is
+the proxy's p50 / p99 less the direct p50 / p99 (median against median).
+Two requests: one that fits (a 20-message conversation, forwarded byte for
+byte; every client sends the same one, so it is one conversation), and
+turns 46 to 50 of conversations (one per client) with a 6,000-token window
+that passed it around turn 15 (each fitted from the conversation's
+compacted view; turns 1 to 45 are sent untimed first). The conversations go
+through a proxy on SQLite (its default, each append synced to disk, while
+the upstream answers) and one on ``memory://``, to tell the disk's share
+from the proxy's own; ``--baseline SRC`` adds a proxy run from another
 source tree (``SRC`` holding ``contextwindow``: an older version) on SQLite.
 
 Replay: the five Claude Code main sessions, each turn the history so far as
@@ -189,7 +190,9 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def latency(n: int, baseline: Path | None = None) -> None:
+def latency(
+    n: int, baseline: Path | None = None, clients: tuple[int, ...] = (1, 32)
+) -> None:
     print(
         "added latency (ms): proxy p50/p99 less direct p50/p99, same requests, same run"
     )
@@ -226,7 +229,7 @@ def latency(n: int, baseline: Path | None = None) -> None:
             f"{'request':<44}{'clients':>8}{'direct p50':>11}{'p99':>7}"
             f"{'proxy p50':>11}{'p99':>7}{'added p50':>11}{'p99':>7}"
         )
-        for concurrency in (1, 32):
+        for concurrency in clients:
             jobs_fit = [[(small, ctype, True)] for _ in range(n)]
             row(
                 "fits (20 messages, ~600 tokens)",
@@ -482,8 +485,11 @@ def main() -> None:
     baseline = (
         Path(argv[argv.index("--baseline") + 1]) if "--baseline" in argv else None
     )
+    clients = (1, 32)
+    if "--clients" in argv:
+        clients = tuple(int(c) for c in argv[argv.index("--clients") + 1].split(","))
     if "--skip-latency" not in argv:
-        latency(n, baseline)
+        latency(n, baseline, clients)
         if RETRIED:
             print(f"({len(RETRIED)} requests sent again after a broken connection)")
     if not do_replay:
