@@ -9,7 +9,8 @@ uvicorn, and its own HTTP/1.1 client for the upstream (``_http``).
 - ``create_app(ProxyConfig(...))`` is the ASGI app (``_app`` holds its
   contract: endpoints, streaming, headers, errors, security).
 - ``FitterConfig`` says how requests are fitted (``_fitter``: windows, the
-  reserve, conversations on the store).
+  reserve, conversations on the store; ``_behind``: a turn's append written
+  while the upstream answers).
 - ``serve(config, host, port)`` runs it with uvicorn.
 
 Example:
