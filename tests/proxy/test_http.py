@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import socket
 import threading
 import time
@@ -136,8 +137,8 @@ def test_the_request_goes_as_given_and_the_connection_is_kept() -> None:
     first = server.requests[0]
     host = server.url.removeprefix("http://").encode()
     assert first == (
-        b"POST /v1/x?q=1 HTTP/1.1\r\nhost: " + host + b"\r\n"
-        b"Content-Type: application/json\r\nx-b: 2\r\ncontent-length: 8\r\n\r\n"
+        b"POST /v1/x?q=1 HTTP/1.1\r\nHost: " + host + b"\r\n"
+        b"Content-Type: application/json\r\nx-b: 2\r\nContent-Length: 8\r\n\r\n"
         b'{"a": 1}'
     )
 
@@ -269,3 +270,32 @@ def test_a_silent_upstream_times_out_and_a_closing_one_is_dropped() -> None:
         asyncio.run(run(server.url, UpstreamTimeout))
     with serving(closing) as server:
         asyncio.run(run(server.url, Dropped))
+
+
+def test_an_encoded_answer_stays_encoded_and_no_cookie_is_kept() -> None:
+    """The body's bytes go through as sent (no decompression), and a cookie
+    the upstream sets is not sent back with the next request."""
+    packed = gzip.compress(b'{"id": "x"}' * 50)
+
+    def reply(request: bytes, conn: socket.socket) -> bool:
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\nset-cookie: s=1; Path=/\r\n"
+            b"content-length: %d\r\n\r\n" % len(packed) + packed
+        )
+        return True
+
+    async def run(url: str) -> list[bytes]:
+        client = _client()
+        try:
+            return [(await _exchange(client, url))[1] for _ in range(2)]
+        finally:
+            await client.aclose()
+
+    with serving(reply) as server:
+        assert asyncio.run(run(server.url)) == [packed, packed]
+    assert len(server.requests) == 2
+    for request in server.requests:
+        head = request.partition(b"\r\n\r\n")[0].lower()
+        assert b"cookie" not in head
+        assert b"user-agent" not in head
+        assert b"accept" not in head
