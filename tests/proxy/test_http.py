@@ -299,3 +299,31 @@ def test_an_encoded_answer_stays_encoded_and_no_cookie_is_kept() -> None:
         assert b"cookie" not in head
         assert b"user-agent" not in head
         assert b"accept" not in head
+
+
+def test_an_answer_left_unread_closes_its_connection() -> None:
+    """A connection whose answer was not read to its end is not reused: the
+    next request gets its own answer, on a new connection."""
+    body = bytes(range(256)) * (4 * BUFFER // 256)
+    sized = _sized(body)
+
+    def reply(request: bytes, conn: socket.socket) -> bool:
+        try:
+            return sized(request, conn)
+        except OSError:  # the client closed it mid-answer
+            return False
+
+    async def run(url: str) -> int:
+        client = _client()
+        try:
+            resp = await client.send("GET", url, [], b"")
+            async for _ in resp.aiter_raw():
+                break
+            await resp.aclose()
+            return len((await _exchange(client, url, "GET", b""))[1])
+        finally:
+            await client.aclose()
+
+    with serving(reply) as server:
+        assert asyncio.run(run(server.url)) == len(body)
+    assert server.connections == 2
