@@ -2,21 +2,24 @@
 
 Usage::
 
-    python benchmarks/proxy_latency.py [--n 200] [--skip-latency] [--skip-replay]
-        [--sessions 5] [--headroom PATH] [--baseline SRC]
+    python benchmarks/proxy_latency.py [--n 200] [--clients 1,32] [--skip-latency]
+        [--skip-replay] [--sessions 5] [--headroom PATH] [--baseline SRC]
 
 Latency: the recording upstream of the proxy's tests
 (``tests/proxy/_upstream.py``, answering at once) and ``contextwindow proxy``
 run as subprocesses; the client sends the same requests to each, at 1 and at
-32 concurrent clients, and the added latency is the proxy's p50 / p99 less
-the direct p50 / p99 (median against median). Two requests: one that fits
-(a 20-message conversation, forwarded byte for byte; every client sends the
-same one, so it is one conversation), and turns 46 to 50 of conversations
-(one per client) with a 6,000-token window that passed it around turn 15
-(each fitted from the conversation's compacted view; turns 1 to 45 are sent
-untimed first). The conversations go through a proxy on SQLite (its default,
-each append synced to disk) and one on ``memory://``, to tell the disk's
-share from the proxy's own; ``--baseline SRC`` adds a proxy run from another
+32 concurrent clients (``--clients`` names others), and the added latency is
+the proxy's p50 / p99 less the direct p50 / p99 (median against median). At
+one client each request goes direct, then through each proxy of the row in
+turn, so that all meet the same load.
+Two requests: one that fits (a 20-message conversation, forwarded byte for
+byte; every client sends the same one, so it is one conversation), and
+turns 46 to 50 of conversations (one per client) with a 6,000-token window
+that passed it around turn 15 (each fitted from the conversation's
+compacted view; turns 1 to 45 are sent untimed first). The conversations go
+through a proxy on SQLite (its default, each append synced to disk, while
+the upstream answers) and one on ``memory://``, to tell the disk's share
+from the proxy's own; ``--baseline SRC`` adds a proxy run from another
 source tree (``SRC`` holding ``contextwindow``: an older version) on SQLite.
 
 Replay: the five Claude Code main sessions, each turn the history so far as
@@ -38,6 +41,7 @@ the replay waits for both; when it is absent its row says so.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -80,6 +84,19 @@ def wait_for(url: str, seconds: float = 300) -> None:
     raise SystemExit(f"{url} did not answer in {seconds:.0f} s")
 
 
+PIDS: dict[str, int] = {}
+"""The process serving each base URL."""
+
+
+def cpu_seconds(url: str) -> float:
+    """CPU time so far of the process serving ``url``, all its threads."""
+    total = 0
+    for task in Path(f"/proc/{PIDS[url]}/task").iterdir():
+        with contextlib.suppress(OSError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
 @contextmanager
 def process(
     args: list[str], url: str, env: dict[str, str] | None = None
@@ -88,6 +105,7 @@ def process(
     proc = subprocess.Popen(
         args, stdout=log, stderr=subprocess.STDOUT, env=os.environ | (env or {})
     )
+    PIDS[url] = proc.pid
     try:
         wait_for(url + "/healthz" if "contextwindow" in " ".join(args) else url)
         yield url
@@ -184,14 +202,39 @@ async def run_clients(
     return times
 
 
+async def interleaved(
+    targets: list[tuple[str, list[list[tuple[bytes, dict[str, str], bool]]]]],
+) -> tuple[list[list[float]], list[list[float]]]:
+    """One client sending each step of each job to every target in turn; the
+    seconds of each timed request, and the CPU seconds its server spent on it."""
+    times: list[list[float]] = [[] for _ in targets]
+    cpu: list[list[float]] = [[] for _ in targets]
+    base = [url.rsplit("/v1/", 1)[0] for url, _ in targets]
+    async with httpx.AsyncClient(timeout=60) as client:
+        for k in range(len(targets[0][1])):
+            for step in range(len(targets[0][1][k])):
+                for i, (url, jobs) in enumerate(targets):
+                    body, headers, keep = jobs[k][step]
+                    before = cpu_seconds(base[i]) if keep else 0.0
+                    took = await timed(client, url, body, headers)
+                    if keep:
+                        times[i].append(took)
+                        cpu[i].append(cpu_seconds(base[i]) - before)
+    return times, cpu
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def latency(n: int, baseline: Path | None = None) -> None:
+def latency(
+    n: int, baseline: Path | None = None, clients: tuple[int, ...] = (1, 32)
+) -> None:
     print(
-        "added latency (ms): proxy p50/p99 less direct p50/p99, same requests, same run"
+        "added latency (ms): proxy p50/p99 less direct p50/p99, same requests, same "
+        "run;\nat 1 client also the CPU ms the proxy's process spent on a request "
+        "(p50, all its threads),\nand the upstream's on a direct one"
     )
     port = free_port()
     up_args = [
@@ -225,8 +268,9 @@ def latency(n: int, baseline: Path | None = None) -> None:
         print(
             f"{'request':<44}{'clients':>8}{'direct p50':>11}{'p99':>7}"
             f"{'proxy p50':>11}{'p99':>7}{'added p50':>11}{'p99':>7}"
+            f"{'CPU p50':>9}{'up CPU':>9}"
         )
-        for concurrency in (1, 32):
+        for concurrency in clients:
             jobs_fit = [[(small, ctype, True)] for _ in range(n)]
             row(
                 "fits (20 messages, ~600 tokens)",
@@ -284,14 +328,29 @@ def row(
 ) -> None:
     """The direct figures, then each proxy's ``(label, url, jobs)``, one line each."""
     path = "/v1/chat/completions"
-    direct = asyncio.run(run_clients(up + path, direct_jobs, concurrency))
+    if concurrency == 1:
+        # One client: each request goes direct, then through each proxy in
+        # turn, so that all meet the same load (a loaded machine's swings
+        # would otherwise land on one row and not the next).
+        targets = [(up + path, direct_jobs)]
+        targets += [(proxy + path, jobs) for _, proxy, jobs in proxies]
+        times, cpu = asyncio.run(interleaved(targets))
+        direct, mine = times[0], times[1:]
+        cpus = [1000 * pct(c, 0.5) for c in cpu]
+    else:
+        direct = asyncio.run(run_clients(up + path, direct_jobs, concurrency))
+        mine = [
+            asyncio.run(run_clients(proxy + path, jobs, concurrency))
+            for _, proxy, jobs in proxies
+        ]
+        cpus = []
     d50, d99 = 1000 * pct(direct, 0.5), 1000 * pct(direct, 0.99)
-    for label, proxy, jobs in proxies:
-        ours = asyncio.run(run_clients(proxy + path, jobs, concurrency))
+    for k, ((label, _, _), ours) in enumerate(zip(proxies, mine, strict=True)):
         p50, p99 = 1000 * pct(ours, 0.5), 1000 * pct(ours, 0.99)
+        cpu = f"{cpus[k + 1]:>9.2f}{cpus[0]:>9.2f}" if cpus else ""
         print(
             f"{name + label:<44}{concurrency:>8}{d50:>11.2f}{d99:>7.1f}"
-            f"{p50:>11.2f}{p99:>7.1f}{p50 - d50:>11.2f}{p99 - d99:>7.1f}"
+            f"{p50:>11.2f}{p99:>7.1f}{p50 - d50:>11.2f}{p99 - d99:>7.1f}{cpu}"
         )
 
 
@@ -482,8 +541,11 @@ def main() -> None:
     baseline = (
         Path(argv[argv.index("--baseline") + 1]) if "--baseline" in argv else None
     )
+    clients = (1, 32)
+    if "--clients" in argv:
+        clients = tuple(int(c) for c in argv[argv.index("--clients") + 1].split(","))
     if "--skip-latency" not in argv:
-        latency(n, baseline)
+        latency(n, baseline, clients)
         if RETRIED:
             print(f"({len(RETRIED)} requests sent again after a broken connection)")
     if not do_replay:

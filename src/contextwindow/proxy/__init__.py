@@ -4,12 +4,13 @@ Point an agent's base URL at it (``OPENAI_BASE_URL=http://127.0.0.1:8787/v1``,
 ``ANTHROPIC_BASE_URL=http://127.0.0.1:8787``) and each request reaches the
 provider fitted, valid, with a prefix stable for the provider's prompt cache.
 Needs the ``proxy`` extra (``pip install 'contextwindow[proxy]'``): Starlette,
-uvicorn and httpx.
+uvicorn, and aiohttp's client for the upstream (``_http``).
 
 - ``create_app(ProxyConfig(...))`` is the ASGI app (``_app`` holds its
   contract: endpoints, streaming, headers, errors, security).
 - ``FitterConfig`` says how requests are fitted (``_fitter``: windows, the
-  reserve, conversations on the store).
+  reserve, conversations on the store; ``_behind``: a turn's append written
+  while the upstream answers).
 - ``serve(config, host, port)`` runs it with uvicorn.
 
 Example:

@@ -9,7 +9,10 @@ Contract:
   OpenAI's). ``GET /healthz`` answers ``{"status": "ok"}``, ``GET /metrics``
   Prometheus text.
 - The upstream's answer streams back as it comes, chunk by chunk (server-sent
-  events included), with its status and headers; its body is read on the
+  events included), with its status and headers; the store's write of the
+  request's new messages runs meanwhile, and the response ends once it is
+  in (so a client's next request finds it on any replica); the body is
+  read on the
   way only for the input tokens it reports (``usage``), which calibrate the
   model's counts (``Fitter.observe_usage``).
 - The client's headers go upstream unchanged (``Authorization`` and
@@ -34,6 +37,7 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import json
@@ -46,7 +50,6 @@ from typing import Any, cast
 
 import anyio
 import anyio.to_thread
-import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -59,7 +62,15 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from contextwindow.errors import BudgetError, ContextWindowError
-from contextwindow.proxy._fitter import Fitter, FitterConfig, PassThrough, Plan
+from contextwindow.proxy._fitter import (
+    Fitter,
+    FitterConfig,
+    PassThrough,
+    Plan,
+    parse_body,
+)
+from contextwindow.proxy._http import Client, Dropped, UpstreamError, UpstreamTimeout
+from contextwindow.proxy._http import Response as UpstreamResponse
 from contextwindow.proxy._metrics import Metrics
 from contextwindow.proxy._shapes import APIS, Api, Upstream, error_body
 from contextwindow.store.base import Store
@@ -72,20 +83,21 @@ log = logging.getLogger("contextwindow.proxy")
 
 HOP_BY_HOP = frozenset(
     {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
     }
 )
-OWN_HEADERS = frozenset({"x-contextwindow-key", "x-conversation-id"})
+OWN_HEADERS = frozenset({b"x-contextwindow-key", b"x-conversation-id"})
+NOT_FORWARDED = HOP_BY_HOP | OWN_HEADERS
 SECRET_HEADERS = (
     "authorization",
     "x-api-key",
@@ -129,7 +141,7 @@ class _Proxy:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         self.metrics = Metrics()
-        self.client: httpx.AsyncClient | None = None
+        self.client: Client | None = None
         self.store: Store | None = None
         self.fitter = Fitter(config.fitting, None)
         self.active = 0
@@ -139,17 +151,18 @@ class _Proxy:
         cfg = self.config
         store = open_store(cfg.store) if isinstance(cfg.store, str) else cfg.store
         self.store = store
-        self.fitter = Fitter(cfg.fitting, store)
-        timeout = httpx.Timeout(cfg.read_timeout, connect=cfg.connect_timeout)
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
-            self.client = client
-            try:
-                yield
-            finally:
-                self.client = None
-                if isinstance(cfg.store, str) and store is not None:
-                    store.close()
+        self.fitter = Fitter(cfg.fitting, store, write_behind=True)
+        client = Client(
+            connect_timeout=cfg.connect_timeout, read_timeout=cfg.read_timeout
+        )
+        self.client = client
+        try:
+            yield
+        finally:
+            self.client = None
+            await client.aclose()
+            if isinstance(cfg.store, str) and store is not None:
+                store.close()
 
     # -- routes ------------------------------------------------------------------
 
@@ -253,7 +266,7 @@ class _Proxy:
         self, request: Request, api: Api, raw: bytes, info: dict[str, Any]
     ) -> Plan | None:
         try:
-            parsed: object = json.loads(raw)
+            parsed = parse_body(raw)
         except ValueError:
             return None
         if not isinstance(parsed, dict):
@@ -301,21 +314,17 @@ class _Proxy:
             else self.config.upstream_openai
         )
         url = _join(base, request.url.path, request.url.query)
-        headers = [
-            (k, v)
-            for k, v in request.headers.items()
-            if k not in HOP_BY_HOP and k not in OWN_HEADERS
-        ]
+        raw_headers: list[tuple[bytes, bytes]] = request.scope["headers"]
+        headers = [(k, v) for k, v in raw_headers if k not in NOT_FORWARDED]
         if plan is not None:
-            headers = [(k, v) for k, v in headers if k != "accept-encoding"]
-            headers.append(("accept-encoding", "identity"))
+            headers = [(k, v) for k, v in headers if k != b"accept-encoding"]
+            headers.append((b"accept-encoding", b"identity"))
+        committed = _Commit(plan, self.metrics, info)
         sent = time.perf_counter()
-        req = self.client.build_request(
-            request.method, url, headers=headers, content=body
-        )
         try:
-            resp = await self._send(req)
-        except httpx.TimeoutException:
+            resp = await self._send(request.method, url, headers, body)
+        except UpstreamTimeout:
+            await committed.wait()
             return self._failed(
                 upstream,
                 504,
@@ -326,7 +335,8 @@ class _Proxy:
                 raw,
                 release,
             )
-        except httpx.HTTPError as exc:
+        except UpstreamError as exc:
+            await committed.wait()
             return self._failed(
                 upstream,
                 502,
@@ -340,19 +350,21 @@ class _Proxy:
         waited = time.perf_counter() - sent
         self.metrics.upstream(waited)
         out_headers = [
-            (k, v) for k, v in resp.headers.multi_items() if k.lower() not in HOP_BY_HOP
+            (k.lower(), v) for k, v in resp.headers if k.lower() not in HOP_BY_HOP
         ]
         if plan is not None:
             out_headers += [
-                ("x-contextwindow-tokens-in", str(plan.tokens_in)),
-                ("x-contextwindow-tokens-forwarded", str(plan.tokens_forwarded)),
+                (b"x-contextwindow-tokens-in", b"%d" % plan.tokens_in),
+                (b"x-contextwindow-tokens-forwarded", b"%d" % plan.tokens_forwarded),
                 (
-                    "x-contextwindow-compacted",
-                    str(plan.tokens_in - plan.tokens_forwarded),
+                    b"x-contextwindow-compacted",
+                    b"%d" % (plan.tokens_in - plan.tokens_forwarded),
                 ),
             ]
             if plan.conversation is not None:
-                out_headers.append(("x-contextwindow-conversation", plan.conversation))
+                out_headers.append(
+                    (b"x-contextwindow-conversation", plan.conversation.encode())
+                )
         info["status"] = resp.status_code
         info["upstream_ms"] = round(waited * 1000, 2)
         scan = plan is not None
@@ -387,13 +399,14 @@ class _Proxy:
                         for m in _USAGE.finditer(tail + chunk):
                             usage[m.group(1)] = int(m.group(2))
                     tail = chunk[-64:]
-            except httpx.TimeoutException:
+            except UpstreamTimeout:
                 info["error"] = "upstream timed out mid-stream"
                 self.metrics.error("upstream_timeout")
-            except httpx.HTTPError as exc:
+            except UpstreamError as exc:
                 info["error"] = f"upstream failed mid-stream ({type(exc).__name__})"
                 self.metrics.error("upstream_failed")
             finally:
+                await committed.wait()
                 if usage and plan is not None:
                     reported = sum(usage.values())
                     info["usage_input_tokens"] = reported
@@ -404,8 +417,10 @@ class _Proxy:
 
         return _Streamed(chunks(), resp.status_code, out_headers, finish)
 
-    async def _send(self, req: httpx.Request) -> httpx.Response:
-        """Send ``req``; once more when the connection broke before any answer.
+    async def _send(
+        self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> UpstreamResponse:
+        """Send the request; once more when the connection broke before any answer.
 
         A kept-alive connection the upstream closed while idle breaks as it is
         reused (the request never reached the upstream's handler), the way
@@ -414,10 +429,10 @@ class _Proxy:
         """
         assert self.client is not None
         try:
-            return await self.client.send(req, stream=True)
-        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+            return await self.client.send(method, url, headers, body)
+        except Dropped:
             self.metrics.error("upstream_retried")
-            return await self.client.send(req, stream=True)
+            return await self.client.send(method, url, headers, body)
 
     def _failed(
         self,
@@ -458,6 +473,29 @@ class _Proxy:
         log.info(json.dumps(record, ensure_ascii=False, default=str))
 
 
+class _Commit:
+    """A plan's store write, run in a thread while the upstream answers."""
+
+    def __init__(self, plan: Plan | None, metrics: Metrics, info: dict[str, Any]):
+        self.metrics, self.info = metrics, info
+        self.running: asyncio.Future[None] | None = None
+        if plan is not None and plan.commit is not None:
+            loop = asyncio.get_running_loop()
+            self.running = loop.run_in_executor(None, plan.commit)
+
+    async def wait(self) -> None:
+        """Until the write is in (the response ends only after it)."""
+        running, self.running = self.running, None
+        if running is None:
+            return
+        try:
+            await running
+        except Exception as exc:
+            # Nothing was written: the next request reads the store again.
+            self.metrics.error("store")
+            self.info["store_error"] = type(exc).__name__
+
+
 class _Streamed(StreamingResponse):
     """A streamed response with raw header pairs, finished once however it ends."""
 
@@ -465,13 +503,11 @@ class _Streamed(StreamingResponse):
         self,
         content: AsyncIterator[bytes],
         status: int,
-        headers: list[tuple[str, str]],
+        headers: list[tuple[bytes, bytes]],
         finish: Any,
     ) -> None:
         super().__init__(content, status_code=status, background=BackgroundTask(finish))
-        self.raw_headers = [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers
-        ]
+        self.raw_headers = headers
 
 
 class _TooLarge(Exception):

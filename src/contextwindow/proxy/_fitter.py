@@ -23,7 +23,11 @@ Contract:
   version is compared with the one this replica left: when another replica
   moved it, the conversation is read back first, so replicas sharing a store
   lose and duplicate nothing. Apart from that one read, a request costs the
-  store the append of its new messages.
+  store the append of its new messages. With ``write_behind`` (the app's
+  choice) that append is queued (``_behind.WriteBehind``) and the plan
+  carries its ``commit``, which the app runs while the upstream answers and
+  waits for before its response ends: the store's sync overlaps the
+  upstream's answer instead of coming before the request is sent.
 - A request whose history leaves the stored one (the client edited or
   regenerated a turn) is a fork: a conversation of its own, named by the
   conversation and the first message that differs (``_fork_id``), so its
@@ -42,14 +46,18 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, cast
+
+import orjson
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit, reply_reserve
@@ -57,6 +65,7 @@ from contextwindow.formats._coerce import coerce_messages, coerce_tools
 from contextwindow.manager import CompactionPolicy, ContextManager
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.proxy._behind import WriteBehind
 from contextwindow.proxy._shapes import Api
 from contextwindow.store.base import Store
 from contextwindow.strategies.base import Strategy
@@ -64,7 +73,15 @@ from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.calibration import Calibration
 from contextwindow.tokens.counting import TokenCounter
 
-__all__ = ["PLAUSIBLE", "POLICY", "Fitter", "FitterConfig", "PassThrough", "Plan"]
+__all__ = [
+    "PLAUSIBLE",
+    "POLICY",
+    "Fitter",
+    "FitterConfig",
+    "PassThrough",
+    "Plan",
+    "parse_body",
+]
 
 POLICY = CompactionPolicy(at=100, to=60)
 """Compact only when a request would not fit, then down to 60 % of the
@@ -123,6 +140,9 @@ class Plan:
     """Compactions this request caused."""
     calibration: Calibration | None = field(default=None, compare=False, repr=False)
     """The calibration of the model's counts, which the upstream's usage feeds."""
+    commit: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    """With ``write_behind``: writes this request's appends to the store (call
+    it, from a thread, before the response to the client ends)."""
 
 
 @dataclass
@@ -152,9 +172,14 @@ class Fitter:
         (True, False, 8)
     """
 
-    def __init__(self, config: FitterConfig, store: Store | None) -> None:
+    def __init__(
+        self, config: FitterConfig, store: Store | None, *, write_behind: bool = False
+    ) -> None:
         self.config = config
-        self.store = store
+        self._behind = (
+            WriteBehind(store) if write_behind and store is not None else None
+        )
+        self.store: Store | None = self._behind if self._behind is not None else store
         self._lock = threading.Lock()
         self._models: dict[str, tuple[ModelInfo, Tokenizer]] = {}
         self._counters: dict[tuple[str, str], TokenCounter] = {}
@@ -303,8 +328,10 @@ class Fitter:
         entry = self._entry(cid, key, info, tok, req)
         with entry.lock:
             stored = self.store.version(cid)
-            if stored != entry.version:
-                # Another replica moved the conversation: read it again.
+            behind = self._behind
+            if stored != entry.version or (behind is not None and behind.failed(cid)):
+                # Another replica moved the conversation (or this one's
+                # append did not go in): read it again.
                 entry = self._entry(cid, key, info, tok, req, fresh=True)
                 stored = entry.version
             manager = entry.manager
@@ -334,9 +361,15 @@ class Fitter:
             entry.seen = None
             n = len(manager.history)
             counted = req.counter.messages(messages, tools=req.specs)
-            if n < len(messages):
-                manager.push_many(messages[n:])
-            prepared = manager.prepare(reserve=req.reserve)
+            try:
+                if n < len(messages):
+                    manager.push_many(messages[n:])
+                prepared = manager.prepare(reserve=req.reserve)
+            except BaseException:
+                if self._behind is not None:  # no plan carries the commit: now
+                    with contextlib.suppress(Exception):
+                        self._behind.commit(cid)
+                raise
             if len(manager.history) == len(messages):
                 entry.version = stored + len(messages) - n
                 entry.seen = _Seen.of(req, messages)
@@ -344,13 +377,16 @@ class Fitter:
                 entry.version = -1
         tokens_in = counted + req.extra
         done = sum(1 for c in prepared.compactions if c.applied)
+        commit = None
+        if self._behind is not None and self._behind.pending(cid):
+            commit = partial(self._behind.commit, cid)
         if prepared.conversation == manager.history and tokens_in <= prepared.budget:
             return Plan(
-                req.raw, tokens_in, tokens_in, False, cid, done, req.calibration
+                req.raw, tokens_in, tokens_in, False, cid, done, req.calibration, commit
             )
         out = _written(api, req.body, prepared.body())
         forwarded = prepared.tokens + req.extra
-        return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration)
+        return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration, commit)
 
     def _forked(self, entry: _Entry, req: _Request) -> bool:
         """Whether ``req`` continues the fork of ``entry`` last served.
@@ -590,6 +626,33 @@ def _lead(items: list[Any]) -> list[Any]:
     return items
 
 
+def parse_body(raw: bytes) -> object:
+    """``raw`` as JSON: by orjson (a few times faster), else as ``json`` reads it.
+
+    What orjson refuses and ``json`` reads (``NaN``, a lone surrogate escape,
+    an integer past 64 bits) is read as before.
+
+    Raises:
+        ValueError: ``raw`` is not JSON.
+
+    Example:
+        >>> parse_body(b'{"n": NaN, "m": [1]}')
+        {'n': nan, 'm': [1]}
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
+def _dumped(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON, by orjson when it can write it."""
+    try:
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> bytes:
     """``body`` with its conversation fields replaced by ``fields``."""
     out = dict(body)
@@ -600,7 +663,7 @@ def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> by
             del out[name]
     if api.provider == "anthropic" and "system" not in fields:
         out.pop("system", None)
-    return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+    return _dumped(out)
 
 
 def _fork_id(cid: str, messages: Sequence[Message], history: Sequence[Message]) -> str:
