@@ -34,12 +34,12 @@ Example:
     >>> fitted.report.limit  # a quarter of the limit is left for the reply
     3000
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 2685)
+    (12793, 2984)
     >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
     ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
      'TruncateToolInputs', 'ClearToolResults')
     >>> fitted.report.totals()
-    {'compacted': (29, 29), 'cleared': (26, 10035), 'collapsed': (22, 44)}
+    {'compacted': (29, 29), 'cleared': (25, 9648), 'collapsed': (22, 132)}
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from contextwindow.formats._coerce import coerce_messages, coerce_tools
 from contextwindow.messages import Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy
+from contextwindow.strategies.collapse import CollapseRuns
 from contextwindow.strategies.drop import DropOldest
 from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline
@@ -76,15 +77,17 @@ from contextwindow.tokens.counting import TokenCounter
 
 __all__ = ["DEFAULT_STRATEGY", "fit", "provider_of", "reply_reserve"]
 
-DEFAULT_STRATEGY: Strategy = Pipeline(
-    CompactLossless(),
-    Deduplicate(),
-    StaleReads(),
-    TruncateToolResults(),
-    TruncateToolInputs(),
-    ClearToolResults(),
-    TruncateToolResults(keep_recent=0),
-    DropOldest(),
+DEFAULT_STRATEGY: Strategy = CollapseRuns(
+    Pipeline(
+        CompactLossless(),
+        Deduplicate(),
+        StaleReads(),
+        TruncateToolResults(),
+        TruncateToolInputs(),
+        ClearToolResults(),
+        TruncateToolResults(keep_recent=0),
+        DropOldest(),
+    )
 )
 """What ``fit`` does by default, cheapest loss first: tool output and
 arguments are compacted without loss, repeated tool outputs (also but for
@@ -94,7 +97,9 @@ the long arguments of old calls (a file written, an edit's strings), then
 old results are cleared (runs of cleared exchanges collapse to one line once
 they would take more than ``MAX_CUT_SHARE`` of the request), then the latest
 results are truncated too, then the oldest units are dropped; each stage runs
-only while the conversation does not fit. Every marker names the handle of
+only while the conversation does not fit. Whichever stage it stopped at, cut
+exchanges (bare calls and their markers) and runs' lines take at most
+``MAX_CUT_SHARE`` of the request (``CollapseRuns``). Every marker names the handle of
 its original (``context_recall`` returns it) and what the cut held
 (``strategies.digest``)."""
 
@@ -203,8 +208,13 @@ def fit(
     chosen = DEFAULT_STRATEGY if strategy is None else as_strategy(strategy)
     # A pipeline's stages join the fallback's pipeline, so the input is
     # validated once, not once per level of nesting.
-    stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
-    fitted = Pipeline(*stages, _FALLBACK)(read.messages, budget)
+    bound = chosen if isinstance(chosen, CollapseRuns) else None
+    inner = bound.strategy if bound is not None else chosen
+    stages = inner.stages if isinstance(inner, Pipeline) else (inner,)
+    whole = Pipeline(*stages, _FALLBACK)
+    fitted = (whole if bound is None else replace(bound, strategy=whole))(
+        read.messages, budget
+    )
     if read.shape.kind == "neutral":
         return fitted
     return replace(fitted, shape=read.shape)

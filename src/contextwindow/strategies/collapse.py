@@ -54,8 +54,10 @@ Example:
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from contextwindow._prefix import common_prefix
@@ -76,6 +78,7 @@ from contextwindow.strategies.base import (
     final_indices,
     finish,
     pinned_one,
+    relocate,
     shares,
 )
 from contextwindow.strategies.digest import Counted, digest, names
@@ -83,10 +86,13 @@ from contextwindow.strategies.files import file_actions
 
 __all__ = [
     "MAX_CUT_SHARE",
+    "CollapseRuns",
     "collapse_runs",
     "cut_share",
     "is_marker",
+    "line_of",
     "named_in",
+    "plain_line",
     "run_line",
 ]
 
@@ -154,21 +160,29 @@ def _holds_items(m: Message) -> bool:
     )
 
 
-def _is_cut(messages: Sequence[Message], unit: Unit, budget: Budget) -> bool:
+def _is_cut(
+    messages: Sequence[Message], unit: Unit, budget: Budget, *, bare: bool = True
+) -> bool:
+    """Whether a unit is a cut exchange (``bare``: with bare calls only)."""
     if unit.kind != "tool_exchange" or _holds_items(messages[unit.start]):
         return False
-    if budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
+    if bare and budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
         return False
     results = [r for m in messages[unit.start + 1 : unit.stop] for r in m.tool_results]
     return bool(results) and all(is_marker(r) for r in results)
 
 
-def cut_share(messages: Sequence[Message], budget: Budget) -> float:
-    """Tokens of cut exchanges over the tokens of the request (0 when empty)."""
+def cut_share(
+    messages: Sequence[Message], budget: Budget, stage: str = "", edits: bool = False
+) -> float:
+    """Tokens of cut exchanges and runs' lines over the request's (0 when empty).
+
+    ``edits``: whether the markers of calls carrying content count too.
+    """
     total = budget.count(messages)
     if total <= 0:
         return 0.0
-    return _tables(messages, budget).cutsum[-1] / total
+    return _tables(messages, budget, stage, edits).cutsum[-1] / total
 
 
 def _subjects(call: ToolCall) -> list[str]:
@@ -243,15 +257,84 @@ def run_line(
     )
 
 
+FOLD_TOKENS = 48
+"""A result of at most this many tokens is folded into a run it lies inside
+(``File created successfully at: a.py``): clearing it would not pay, and it
+would break the run into two lines."""
+
+
+def _is_small(messages: Sequence[Message], unit: Unit, budget: Budget) -> bool:
+    """Whether a unit is an exchange of a bare call and small results (or markers)."""
+    if unit.kind != "tool_exchange" or _holds_items(messages[unit.start]):
+        return False
+    if budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
+        return False
+    results = [r for m in messages[unit.start + 1 : unit.stop] for r in m.tool_results]
+    return bool(results) and all(
+        is_marker(r)
+        or (
+            isinstance(r.content, str) and budget.counter.text(r.content) <= FOLD_TOKENS
+        )
+        for r in results
+    )
+
+
 def _is_said(messages: Sequence[Message], unit: Unit) -> bool:
-    """Whether a unit is an assistant message of text (and reasoning) alone."""
+    """Whether a unit is an assistant message of text (and reasoning) alone.
+
+    A run's line is not: it stands for what was cut, and is counted so.
+    """
     m = messages[unit.start]
     return (
         unit.kind == "message"
         and m.role == "assistant"
         and all(isinstance(p, (Text, Thinking)) for p in m.parts)
         and not _holds_items(m)
+        and line_of(m) is None
     )
+
+
+_LINE = re.compile(
+    r"\[\d+ earlier tool calls?, results cut: [^\n]*; recall [0-9a-f]{10}\+\d+\]\Z"
+)
+
+
+def line_of(message: Message) -> str | None:
+    """The line of a collapsed run in ``message`` (``None``: it is no run's line).
+
+    A run's line is the last line of an assistant message that
+    ``collapse_runs`` made (its record names a run's handle); the agent's
+    text the run kept comes before it.
+    """
+    if message.role != "assistant" or not message.parts:
+        return None
+    last = message.parts[-1]
+    if not isinstance(last, Text):
+        return None
+    record = message.meta.get(ORIGIN_KEY)
+    handle = record.get("handle") if isinstance(record, Mapping) else None
+    if not isinstance(handle, str) or "+" not in handle:
+        return None
+    found = _LINE.search(last.text)
+    return found.group(0) if found else None
+
+
+_NAMING = ", naming "
+
+
+def plain_line(line: str) -> str:
+    """A run's line without what its results named (its calls and handle stay).
+
+    Example:
+        >>> plain_line("[2 earlier tool calls, results cut: ls x2, naming a.py, "
+        ...            "8080; recall 0123456789+4]")
+        '[2 earlier tool calls, results cut: ls x2; recall 0123456789+4]'
+    """
+    end = line.rfind("; recall ")
+    at = line.rfind(_NAMING, 0, end)
+    if end < 0 or at < 0 or " " in line[at + len(_NAMING) : end].replace(", ", ""):
+        return line  # no digest (names hold no spaces)
+    return line[:at] + line[end:]
 
 
 class _Tables:
@@ -289,9 +372,15 @@ class _Tables:
 _TABLES_KEY = "contextwindow.collapse.tables"
 
 
-def _tables(messages: Sequence[Message], budget: Budget) -> _Tables:
-    """Each unit's cost, cut flag and the runs, from the memo's where it can."""
-    key = (_TABLES_KEY, budget.protected, budget.provider)
+def _tables(
+    messages: Sequence[Message], budget: Budget, stage: str = "", edits: bool = False
+) -> _Tables:
+    """Each unit's cost, cut flag and the runs, from the memo's where it can.
+
+    ``stage``: whose tables (each caller keeps its own, so each resumes);
+    ``edits``: whether cut exchanges whose calls carry content join runs.
+    """
+    key = (_TABLES_KEY, stage, edits, budget.protected, budget.provider)
     old = budget.memo.get(key)
     if isinstance(old, _Tables) and old.messages is messages:
         return old
@@ -325,11 +414,25 @@ def _tables(messages: Sequence[Message], budget: Budget) -> _Tables:
             pinned_one(messages[j], markers) for j in range(u.start, u.stop)
         )
         c = run_tokens[u.stop] - run_tokens[u.start]
-        is_cut = not pinned and _is_cut(messages, u, budget)
+        is_cut = not pinned and _is_cut(messages, u, budget, bare=not edits)
+        line = None if pinned or u.kind != "message" else line_of(messages[u.start])
         cost.append(c)
         cut.append(is_cut)
-        cutsum.append(cutsum[-1] + (c if is_cut else 0))
-        joins.append(is_cut or (not pinned and _is_said(messages, u)))
+        # What is cut: a cut exchange's markers, and its calls when bare (a
+        # call carrying a file to write is content); a run's line made before
+        # (only its line, not the agent's text before it), which joins no run.
+        if is_cut:
+            call = budget.counter.message(messages[u.start])
+            marked = c if call <= BARE_CALL_TOKENS else c - call
+        else:
+            marked = budget.counter.text(line) if line else 0
+        cutsum.append(cutsum[-1] + marked)
+        joins.append(
+            is_cut
+            or (
+                not pinned and (_is_said(messages, u) or _is_small(messages, u, budget))
+            )
+        )
     # Runs of joined units, from the end of the last one that stands.
     a = -1
     for i in range(runs[-1][1] + 1 if runs else 0, len(us)):
@@ -360,7 +463,12 @@ def _trim(a: int, b: int, cut: Sequence[bool]) -> tuple[int, int] | None:
 
 
 def collapse_runs(
-    messages: Sequence[Message], budget: Budget, max_share: float, stage: str
+    messages: Sequence[Message],
+    budget: Budget,
+    max_share: float,
+    stage: str,
+    *,
+    edits: bool = False,
 ) -> Fitted:
     """Collapse the oldest runs of cut exchanges until they take at most ``max_share``.
 
@@ -369,10 +477,14 @@ def collapse_runs(
         budget: Its budget (what counts, what is pinned).
         max_share: The share of the request's tokens cut exchanges may keep.
         stage: The strategy reported as making the changes.
+        edits: Whether cut exchanges whose calls carry content (an edit, a
+            file written) join runs too, their markers counted.
     """
     total = budget.count(messages)
-    t = _tables(messages, budget)
+    t = _tables(messages, budget, stage, edits)
     us, cost, cut, cutsum = t.us, t.cost, t.cut, t.cutsum
+    window = 0  # the first message of what the budget holds
+    older = 0  # the runs before it, all collapsed
     left = cutsum[-1]
     runs = [r[2] for r in t.runs if r[2] is not None]
     if total > budget.limit:
@@ -392,8 +504,11 @@ def collapse_runs(
         kept = end - run_tokens[us[start].start] if start < len(us) else 0
         first = bisect_left(runs, start, key=_first)
         if first < len(runs):  # else nothing of note fits: collapse from the oldest
-            runs, total = runs[first:], kept
+            # The runs before go whole too: what room the lines free lets
+            # older units back in, as lines, not as a flood of cut exchanges.
+            older, total = first, kept
             left = cutsum[-1] - cutsum[start]
+            window = us[start].start
     key = ("contextwindow.collapse.lines", stage, budget.settings)
     known = budget.memo.get(key)
     lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
@@ -402,8 +517,8 @@ def collapse_runs(
     made: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = {}
     changes: list[Change] = []
     done: list[tuple[int, int, Message]] = []  # message span replaced, by its line
-    for a, b in runs:
-        if total <= 0 or left <= max_share * total:
+    for k, (a, b) in enumerate(runs):
+        if k >= older and (total <= 0 or left <= max_share * total):
             break
         span_at = (us[a].start, us[b].stop)
         before = sum(cost[a : b + 1])
@@ -423,6 +538,9 @@ def collapse_runs(
         if change.tokens_after >= before:
             continue
         done.append((span_at[0], span_at[1], line))
+        changes.append(change)
+        if k < older:
+            continue
         total -= change.saved
         # The run's line is a placeholder too: what is left counts it.
         left -= (
@@ -430,8 +548,11 @@ def collapse_runs(
             - cutsum[a]
             - budget.counter.text(line.text.rsplit("\n", 1)[-1])
         )
-        changes.append(change)
     budget.memo.put(key, made)
+    if total > 0 and left > max_share * total:
+        # Every run is one line and cut exchanges still take too much: the
+        # oldest lines lose what their results named, until they do not.
+        _plainer(messages, budget, stage, max_share, window, total, left, done, changes)
     if not changes:
         return finish(stage, messages, messages, (), budget)
     out: list[Message] = []
@@ -444,6 +565,66 @@ def collapse_runs(
     # Whole units, and lines that are assistant turns of non-blank text alone,
     # valid wherever a unit may stand: only the first-turn rule can break.
     return finish(stage, messages, out, changes, budget, kept=True)
+
+
+def _plainer(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    max_share: float,
+    window: int,
+    total: int,
+    left: int,
+    done: list[tuple[int, int, Message]],
+    changes: list[Change],
+) -> None:
+    """Make lines plain (``plain_line``), oldest first, until within ``max_share``.
+
+    ``done`` and ``changes`` (the runs collapsed now, and their changes) are
+    updated in place: a new line becomes plain in its change; a line made
+    before (in ``messages``) is one more ``collapsed`` change.
+    """
+    text = budget.counter.text
+    new = {begin: k for k, (begin, _, _) in enumerate(done)}
+    for i in range(window, len(messages)):
+        if left <= max_share * total:
+            return
+        k = new.get(i)
+        m = done[k][2] if k is not None else messages[i]
+        line = line_of(m)
+        if line is None:
+            continue
+        plain = plain_line(line)
+        if plain == line:
+            continue
+        last = m.parts[-1]
+        assert isinstance(last, Text)
+        fewer = replace(m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + plain)))
+        less = text(line) - text(plain)
+        left -= less
+        total -= less
+        if k is not None:
+            begin, stop, _ = done[k]
+            done[k] = (begin, stop, fewer)
+            at = next(j for j, c in enumerate(changes) if c.index == begin)
+            ch = changes[at]
+            after = budget.counter.message(fewer)
+            changes[at] = replace(ch, tokens_after=after)
+        else:
+            before = budget.counter.message(m)
+            done.append((i, i + 1, fewer))
+            changes.append(
+                Change(
+                    "collapsed",
+                    stage,
+                    (m.id,),
+                    i,
+                    before,
+                    budget.counter.message(fewer),
+                    "a run's line without what its results named",
+                    1,
+                )
+            )
 
 
 def _first(r: tuple[int, ...] | tuple[int, int, Message]) -> int:
@@ -484,6 +665,13 @@ def _collapsed(
         for m in messages[u.start + 1 : u.stop]
         for r in m.tool_results
     ]
+    # What calls carrying content (a file written, an edit) held, after it.
+    held += [
+        c.arguments
+        for u in run
+        if budget.counter.message(messages[u.start]) > BARE_CALL_TOKENS
+        for c in messages[u.start].tool_calls
+    ]
     tok = Counted(budget.counter.text)
     cap = int(before * RUN_DIGEST_SHARE)
     named = digest("\n".join(held), cap, tok, kept=plain) if cap > 0 else ""
@@ -506,3 +694,69 @@ def _collapsed(
         len(run),
     )
     return change, line
+
+
+@dataclass(frozen=True, slots=True)
+class CollapseRuns:
+    r"""Run a strategy, then keep cut exchanges to ``max_share`` of what it returns.
+
+    Whatever stage made the markers (``Deduplicate``, ``StaleReads``,
+    ``ClearToolResults``) and whatever ran after it (a truncation, a drop of
+    the oldest units), the request this returns holds at most ``max_share``
+    of cut exchanges and runs' lines (``cut_share``): the oldest runs of them
+    collapse (``collapse_runs``), then the oldest lines lose what their
+    results named, while over. Only when every run is one plain line does
+    more remain (a conversation of little else). It only takes tokens away,
+    so what fitted still fits.
+
+    Args:
+        strategy: The strategy whose output is bounded.
+        max_share: The share of the request cut exchanges may take.
+
+    Raises:
+        ContextWindowError: ``max_share`` outside [0, 1], or a ``strategy``
+            that is not one.
+
+    Example:
+        >>> import json
+        >>> from contextwindow import Message, TokenCounter, ToolCall
+        >>> from contextwindow.strategies import Budget, StaleReads
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> conv = [Message.user("go")]
+        >>> for i in range(4):
+        ...     args = json.dumps({"file_path": "a.py"})
+        ...     call = ToolCall(f"c{i}", "Read", args)
+        ...     conv += [Message.assistant(tool_calls=[call]),
+        ...              Message.tool(f"c{i}", "x = 1\n" * 40)]
+        >>> conv.append(Message.user("and now?"))
+        >>> budget = Budget(200, TokenCounter(FakeTokenizer()))
+        >>> fitted = CollapseRuns(StaleReads())(conv, budget)
+        >>> [c.kind for c in fitted.report.changes]
+        ['stale', 'stale', 'stale', 'collapsed']
+        >>> print(fitted.messages[1].text)
+        [3 earlier tool calls, results cut: Read x3 (a.py); recall c0876a6575+6]
+    """
+
+    strategy: Any
+    """The strategy whose output is bounded."""
+    max_share: float = MAX_CUT_SHARE
+    """The share of the request cut exchanges may take."""
+
+    def __post_init__(self) -> None:
+        from contextwindow._args import as_strategy, check_number
+
+        object.__setattr__(self, "strategy", as_strategy(self.strategy, "strategy"))
+        check_number(self.max_share, "max_share", low=0, high=1)
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Fit with ``strategy``; collapse what it left over ``max_share``."""
+        fitted: Fitted = self.strategy(messages, budget)
+        got = fitted.messages
+        share = cut_share(got, budget, "CollapseRuns", edits=True)
+        if self.max_share >= 1 or share <= self.max_share:
+            return fitted
+        later = collapse_runs(got, budget, self.max_share, "CollapseRuns", edits=True)
+        if not later.report.changes:
+            return fitted
+        report = fitted.report.then(relocate(later.report, messages, got))
+        return replace(fitted, messages=later.messages, report=report)

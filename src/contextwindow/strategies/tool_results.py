@@ -25,6 +25,7 @@ from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import (
     Budget,
     Fitted,
+    Report,
     relocate,
 )
 from contextwindow.strategies.collapse import (
@@ -32,7 +33,13 @@ from contextwindow.strategies.collapse import (
     collapse_runs,
     cut_share,
 )
-from contextwindow.strategies.digest import digest, digest_tokens, line_span, span_text
+from contextwindow.strategies.digest import (
+    digest,
+    digest_tokens,
+    line_span,
+    path_tokens,
+    span_text,
+)
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -185,7 +192,8 @@ class ClearToolResults:
             return step
         later = collapse_runs(step.messages, budget, self.max_share, "ClearToolResults")
         report = step.report.then(relocate(later.report, messages, step.messages))
-        return Fitted(later.messages, replace(report, stages=step.report.stages))
+        out, report = _restore(messages, step.messages, later.messages, report, budget)
+        return Fitted(out, replace(report, stages=step.report.stages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +278,46 @@ NEAR_NOTE = ", but for timestamps and ids"
 
 
 # -- shared machinery ------------------------------------------------------------
+
+
+def _restore(
+    given: Sequence[Message],
+    cleared: Sequence[Message],
+    collapsed: Sequence[Message],
+    report: Report,
+    budget: Budget,
+) -> tuple[tuple[Message, ...], Report]:
+    """Put back, newest first, the cleared results the collapsed runs made room for.
+
+    Clearing stopped once the conversation fitted; collapsing runs then freed
+    more. A cleared message still standing (not in a run) gets its original
+    back while that fits the budget: the request holds more, and fewer
+    markers. Its ``cleared`` change goes.
+    """
+    counter = budget.counter
+    room = budget.limit - budget.count(collapsed)
+    if room <= 0:
+        return tuple(collapsed), report
+    at = {id(m): i for i, m in enumerate(collapsed)}
+    out = list(collapsed)
+    back: set[str] = set()
+    for j in range(len(cleared) - 1, -1, -1):
+        new, old = cleared[j], given[j]
+        i = at.get(id(new))
+        if new is old or i is None:
+            continue
+        extra = counter.message(old) - counter.message(new)
+        if extra > room:
+            continue
+        out[i] = old
+        room -= extra
+        back.add(new.id)
+    if not back:
+        return tuple(collapsed), report
+    kept = tuple(
+        c for c in report.changes if not (c.kind == "cleared" and c.ids[0] in back)
+    )
+    return tuple(out), replace(report, changes=kept, tokens_after=budget.count(out))
 
 
 def _check_format(field: str, template: str, **sample: str) -> None:
@@ -461,7 +509,7 @@ def held(text: str, tokenizer: Tokenizer, tokens: int | None = None) -> str:
     """
     span = span_text(line_span(text))
     size = tokenizer.count(text) if tokens is None else tokens
-    named = digest(text, digest_tokens(size), tokenizer)
+    named = digest(text, digest_tokens(size), tokenizer, paths=path_tokens(size))
     return (f", {span}" if span else "") + (f", naming {named}" if named else "")
 
 
@@ -516,7 +564,13 @@ def truncate(
         what = f"{cut:,} tokens"
     back = f"; recall {handle}" if handle else ""
     if handle:  # what the cut named, when the original can be recalled
-        gone = digest(middle, digest_tokens(cut), tokenizer, kept=head + "\n" + tail)
+        gone = digest(
+            middle,
+            digest_tokens(cut),
+            tokenizer,
+            kept=head + "\n" + tail,
+            paths=path_tokens(cut),
+        )
         back = f", naming {gone}{back}" if gone else back
     return f"{head}\n[... {what} cut{back} ...]\n{tail}"
 
