@@ -44,7 +44,7 @@ Example:
     >>> budget = Budget(1000, TokenCounter(FakeTokenizer()))
     >>> round(cut_share(conv, budget), 2)
     0.86
-    >>> fitted = collapse_runs(conv, budget, 0.1, "ClearToolResults")
+    >>> fitted = collapse_runs(conv, budget, 0.5, "ClearToolResults")
     >>> print(fitted.messages[1].text.replace("; ", ";\n"))
     [4 earlier tool calls, results cut: Read x4 (m0.py, m1.py, m2.py, m3.py);
     recall ce55461887+8]
@@ -87,6 +87,7 @@ from contextwindow.strategies.files import file_actions
 __all__ = [
     "MAX_CUT_SHARE",
     "CollapseRuns",
+    "bare_line",
     "collapse_runs",
     "cut_share",
     "is_marker",
@@ -100,6 +101,10 @@ MAX_CUT_SHARE = 0.1
 """The most of a request's tokens that cut exchanges (markers and their bare
 calls) may take before runs of them collapse: measured on the Claude Code
 sessions and a long session built from them (see benchmarks/README)."""
+
+FLOOR_TOKENS = 200
+"""Lines are never made shorter while cut exchanges and lines take at most
+this many tokens in all: a short conversation's few lines are no flood."""
 
 MAX_SUBJECTS = 24
 """Distinct paths, commands or arguments a run's line names per tool."""
@@ -295,7 +300,7 @@ def _is_said(messages: Sequence[Message], unit: Unit) -> bool:
 
 
 _LINE = re.compile(
-    r"\[\d+ earlier tool calls?, results cut: [^\n]*; recall [0-9a-f]{10}\+\d+\]\Z"
+    r"\[\d+ earlier tool calls?, results cut[:;][^\n]*recall [0-9a-f]{10}\+\d+\]\Z"
 )
 
 
@@ -320,6 +325,25 @@ def line_of(message: Message) -> str | None:
 
 
 _NAMING = ", naming "
+
+
+_BARE = re.compile(r"\[(\d+) earlier tool calls?, results cut: .*; recall (\S+)\]\Z")
+
+
+def bare_line(line: str) -> str:
+    """A run's line with its count and handle alone.
+
+    Example:
+        >>> bare_line("[2 earlier tool calls, results cut: ls x2 (a, b); "
+        ...           "recall 0123456789+4]")
+        '[2 earlier tool calls, results cut; recall 0123456789+4]'
+    """
+    found = _BARE.match(line)
+    if found is None:
+        return line
+    n, handle = found.groups()
+    calls = "call" if n == "1" else "calls"
+    return f"[{n} earlier tool {calls}, results cut; recall {handle}]"
 
 
 def plain_line(line: str) -> str:
@@ -469,6 +493,7 @@ def collapse_runs(
     stage: str,
     *,
     edits: bool = False,
+    again: bool = False,
 ) -> Fitted:
     """Collapse the oldest runs of cut exchanges until they take at most ``max_share``.
 
@@ -479,9 +504,12 @@ def collapse_runs(
         stage: The strategy reported as making the changes.
         edits: Whether cut exchanges whose calls carry content (an edit, a
             file written) join runs too, their markers counted.
+        again: Whether this is the second pass over a conversation the first
+            made fit (its own memo, so that each pass resumes).
     """
     total = budget.count(messages)
-    t = _tables(messages, budget, stage, edits)
+    memo = stage + " again" if again else stage
+    t = _tables(messages, budget, memo, edits)
     us, cost, cut, cutsum = t.us, t.cost, t.cut, t.cutsum
     window = 0  # the first message of what the budget holds
     older = 0  # the runs before it, all collapsed
@@ -509,7 +537,7 @@ def collapse_runs(
             older, total = first, kept
             left = cutsum[-1] - cutsum[start]
             window = us[start].start
-    key = ("contextwindow.collapse.lines", stage, budget.settings)
+    key = ("contextwindow.collapse.lines", memo, budget.settings)
     known = budget.memo.get(key)
     lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
         known if isinstance(known, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
@@ -549,7 +577,7 @@ def collapse_runs(
             - budget.counter.text(line.text.rsplit("\n", 1)[-1])
         )
     budget.memo.put(key, made)
-    if total > 0 and left > max_share * total:
+    if total > 0 and left > max(max_share * total, FLOOR_TOKENS):
         # Every run is one line and cut exchanges still take too much: the
         # oldest lines lose what their results named, until they do not.
         _plainer(messages, budget, stage, max_share, window, total, left, done, changes)
@@ -564,7 +592,18 @@ def collapse_runs(
     out.extend(messages[at:])
     # Whole units, and lines that are assistant turns of non-blank text alone,
     # valid wherever a unit may stand: only the first-turn rule can break.
-    return finish(stage, messages, out, changes, budget, kept=True)
+    fitted = finish(stage, messages, out, changes, budget, kept=True)
+    if not window or again or fitted.report.tokens_after > budget.limit:
+        return fitted
+    # It was over, and the lines made it fit: all of it is sent, so the share
+    # is that of all of it.
+    if cut_share(fitted.messages, budget, stage + " again", edits) <= max_share:
+        return fitted
+    more = collapse_runs(
+        fitted.messages, budget, max_share, stage, edits=edits, again=True
+    )
+    report = fitted.report.then(relocate(more.report, messages, fitted.messages))
+    return Fitted(more.messages, replace(report, stages=fitted.report.stages))
 
 
 def _plainer(
@@ -578,50 +617,56 @@ def _plainer(
     done: list[tuple[int, int, Message]],
     changes: list[Change],
 ) -> None:
-    """Make lines plain (``plain_line``), oldest first, until within ``max_share``.
+    """Make lines shorter, oldest first, until within ``max_share``.
 
-    ``done`` and ``changes`` (the runs collapsed now, and their changes) are
-    updated in place: a new line becomes plain in its change; a line made
-    before (in ``messages``) is one more ``collapsed`` change.
+    First each line loses what its results named (``plain_line``), then, if
+    that is not enough, what its calls touched (``bare_line``). ``done`` and
+    ``changes`` (the runs collapsed now, and their changes) are updated in
+    place: a new line becomes shorter in its change; a line made before (in
+    ``messages``) is one more ``collapsed`` change.
     """
     text = budget.counter.text
     new = {begin: k for k, (begin, _, _) in enumerate(done)}
-    for i in range(window, len(messages)):
-        if left <= max_share * total:
-            return
-        k = new.get(i)
-        m = done[k][2] if k is not None else messages[i]
-        line = line_of(m)
-        if line is None:
-            continue
-        plain = plain_line(line)
-        if plain == line:
-            continue
-        last = m.parts[-1]
-        assert isinstance(last, Text)
-        fewer = replace(m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + plain)))
-        less = text(line) - text(plain)
-        left -= less
-        total -= less
-        if k is not None:
-            begin, stop, _ = done[k]
-            done[k] = (begin, stop, fewer)
-            at = next(j for j, c in enumerate(changes) if c.index == begin)
-            ch = changes[at]
+    change_at = {c.index: j for j, c in enumerate(changes)}
+    for shorter in (plain_line, bare_line):
+        for i in range(window, len(messages)):
+            if left <= max(max_share * total, FLOOR_TOKENS):
+                return
+            k = new.get(i)
+            m = done[k][2] if k is not None else messages[i]
+            line = line_of(m)
+            if line is None:
+                continue
+            short = shorter(line)
+            if short == line:
+                continue
+            last = m.parts[-1]
+            assert isinstance(last, Text)
+            fewer = replace(
+                m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + short))
+            )
+            less = text(line) - text(short)
+            left -= less
+            total -= less
             after = budget.counter.message(fewer)
-            changes[at] = replace(ch, tokens_after=after)
-        else:
-            before = budget.counter.message(m)
+            if k is not None:
+                begin, stop, _ = done[k]
+                done[k] = (begin, stop, fewer)
+                j = change_at[begin]
+                changes[j] = replace(changes[j], tokens_after=after)
+                continue
+            new[i] = len(done)
             done.append((i, i + 1, fewer))
+            change_at[i] = len(changes)
             changes.append(
                 Change(
                     "collapsed",
                     stage,
                     (m.id,),
                     i,
-                    before,
-                    budget.counter.message(fewer),
-                    "a run's line without what its results named",
+                    budget.counter.message(m),
+                    after,
+                    "a run's line made shorter",
                     1,
                 )
             )

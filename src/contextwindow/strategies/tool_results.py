@@ -188,9 +188,37 @@ class ClearToolResults:
         step = rewrite_results(
             messages, budget, "ClearToolResults", "cleared", policy, self
         )
-        if self.max_share >= 1 or cut_share(step.messages, budget) <= self.max_share:
+        share = cut_share(step.messages, budget, edits=True)
+        if self.max_share >= 1 or share <= self.max_share:
             return step
-        later = collapse_runs(step.messages, budget, self.max_share, "ClearToolResults")
+        best = self._collapsed(messages, step, budget)
+        # Collapsing freed more than clearing needed: clear less, as if the
+        # budget were larger by what is left, while the result still fits.
+        lo, hi = budget.limit, budget.limit + budget.limit - best.report.tokens_after
+        for _ in range(REFILL_TRIES):
+            if hi - lo <= budget.limit * REFILL_SLACK:
+                break
+            mid = (lo + hi) // 2
+            given = replace(budget, limit=mid)
+            less = rewrite_results(
+                messages, given, "ClearToolResults", "cleared", policy, self
+            )
+            tried = self._collapsed(messages, less, given)
+            if tried.report.tokens_after > budget.limit:
+                hi = mid
+            else:
+                best, lo = tried, mid
+        return Fitted(best.messages, replace(best.report, limit=budget.limit))
+
+    def _collapsed(
+        self, messages: Sequence[Message], step: Fitted, budget: Budget
+    ) -> Fitted:
+        """``step`` with its runs collapsed, and cleared results put back."""
+        if cut_share(step.messages, budget, edits=True) <= self.max_share:
+            return step
+        later = collapse_runs(
+            step.messages, budget, self.max_share, "ClearToolResults", edits=True
+        )
         report = step.report.then(relocate(later.report, messages, step.messages))
         out, report = _restore(messages, step.messages, later.messages, report, budget)
         return Fitted(out, replace(report, stages=step.report.stages))
@@ -275,6 +303,13 @@ NEAR_MIN_CHARS = 80
 
 NEAR_NOTE = ", but for timestamps and ids"
 """What a near-duplicate's note adds (its ``{but}``)."""
+
+
+REFILL_TRIES = 4
+"""Times ``ClearToolResults`` clears less to fill the room its runs' lines freed."""
+
+REFILL_SLACK = 0.02
+"""Room below this share of the budget is not worth clearing less for."""
 
 
 # -- shared machinery ------------------------------------------------------------
