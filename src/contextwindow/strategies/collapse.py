@@ -2,32 +2,44 @@ r"""Collapsing runs of cut tool exchanges: no flood of placeholders and bare cal
 
 Contract:
 
-- A *cut* exchange is an unpinned tool exchange whose calls are bare (the
-  calling message takes at most ``BARE_CALL_TOKENS``: a call carrying a whole
-  file to write is content, not a bare call) and whose every result is a
-  one-line marker
-  (cleared, stale, deduplicated: ``is_marker``). Its cost is its call and
-  its markers; once clearing has made many of them, they are most of what is
-  sent and say little (a cleared exchange costs about as much as its
-  placeholder and its call).
+- A *cut* exchange is an unpinned tool exchange whose every result is a
+  one-line marker (cleared, stale, deduplicated: ``is_marker``). Its calls
+  are *bare* when the calling message takes at most ``BARE_CALL_TOKENS``; a
+  call carrying a whole file to write is content, and only its markers count
+  as cut (with ``edits``; without it such an exchange is left alone). Once
+  clearing has made many of them, they are most of what is sent and say
+  little (a cleared exchange costs about as much as its placeholder and its
+  call).
 - ``collapse_runs`` replaces runs of consecutive cut exchanges, oldest first,
   each by one assistant line naming the tools called and the paths, commands
-  and short arguments they touched, with the handle of the run
-  (``handles.run_handle``), until cut exchanges take at most ``max_share`` of
-  the request's tokens (of the newest units the budget holds, when the
-  conversation is still over it and the oldest units are to go). A run may
-  hold the agent's own text messages between its exchanges: what the agent
-  wrote (in them and in the calling messages) stays, before the line;
-  reasoning goes. The line keeps the id of the run's first calling message;
-  the rest of the run goes; each run is one ``collapsed`` change.
-- ``cut_share`` is the measure: tokens of cut exchanges over the request's.
+  and short arguments they touched, and what their results named (a
+  ``digest`` within ``RUN_DIGEST_SHARE`` of the run), with the handle of the
+  run (``handles.run_handle``), until cut exchanges and runs' lines take at
+  most ``max_share`` of the request (of the newest units the budget holds,
+  when the conversation is still over it: the runs before those go whole
+  too, and when the lines made it fit, the share is that of all of it). A
+  run may hold the agent's own text messages between its exchanges (what
+  the agent wrote, in them and in the calling messages, stays, before the
+  line; reasoning goes) and exchanges of a bare call and results of at most
+  ``FOLD_TOKENS``, which clearing would not shrink. The line keeps the id of
+  the run's first calling message; the rest of the run goes; each run is one
+  ``collapsed`` change. While still over once every run is a line, and
+  cut exchanges and lines take more than ``FLOOR_TOKENS``, the oldest lines
+  lose what their results named (``plain_line``), then all but their count
+  and handle (``bare_line``): one more ``collapsed`` change for a line made
+  before.
+- ``cut_share`` is the measure: tokens of cut exchanges (their markers, and
+  their calls when bare) and of runs' lines (``line_of``; not the agent's
+  text before them) over the request's.
+- ``CollapseRuns(strategy)`` bounds any strategy's output so: the default
+  pipeline's, whatever stage it stopped at.
 - Incremental: what each unit is (its cost, whether it is pinned, cut, or
   the agent's text) and the runs are kept in the budget's memo for the
-  conversation seen last; a conversation sharing a prefix with it has only
-  the units from where they may differ looked at again (the shared prefix,
-  the final messages), and a run collapsed before is the same line, the
-  same object, when it holds the same messages. The result is what a call
-  from scratch gives.
+  conversation seen last (one per caller); a conversation sharing a prefix
+  with it has only the units from where they may differ looked at again (the
+  shared prefix, the final messages), and a run collapsed before is the same
+  line, the same object, when it holds the same messages. The result is what
+  a call from scratch gives.
 
 Example:
     >>> import json

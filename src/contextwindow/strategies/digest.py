@@ -18,6 +18,9 @@ Contract:
 - ``digest_tokens(tokens)`` sizes a digest for an original of ``tokens``:
   ``DIGEST_SHARE`` of it, between ``DIGEST_MIN_TOKENS`` and
   ``DIGEST_MAX_TOKENS``, so a marker stays small beside what it replaced.
+  Paths may take more (``path_tokens``: up to ``PATH_SHARE`` of the original,
+  ``PATH_MAX_TOKENS`` at most): the fact a model most often needs again, and
+  short beside the output that named it (a listing, a search).
 
 Example:
     >>> from contextwindow.testing import FakeTokenizer

@@ -113,7 +113,10 @@ class ClearToolResults:
     exchanges (bare calls and their markers) take more than ``max_share`` of
     the request, clearing no longer pays: the oldest runs of them become one
     line each, naming the tools and the paths and commands they touched
-    (``strategies.collapse``).
+    (``strategies.collapse``). The lines free more than clearing needed, so
+    it then clears fewer of the newest results (as if the budget were larger,
+    by bisection, ``REFILL_TRIES`` times), and puts back cleared results the
+    room still holds: the request is about as full as the budget allows.
 
     Args:
         keep_recent: The most recent results left whole.
