@@ -21,6 +21,7 @@ from contextwindow.fitting import DEFAULT_STRATEGY
 from contextwindow.messages import Provider
 from contextwindow.strategies import (
     ClearToolResults,
+    CollapseRuns,
     Deduplicate,
     DropOldest,
     Pipeline,
@@ -113,7 +114,9 @@ class TestParseStrategy:
         """`default` may follow other stages; it is fit's own default."""
         pipe = parse_strategy("sliding-window(30),default")
         assert pipe == Pipeline(SlidingWindow(30), DEFAULT_STRATEGY)
-        assert parse_strategy("default") == parse_strategy(
+        default = parse_strategy("default")
+        assert isinstance(default, CollapseRuns)  # the bound on placeholders
+        assert default.strategy == parse_strategy(
             "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
             "truncate(keep_recent=0),drop-oldest"
         )

@@ -87,6 +87,7 @@ from contextwindow.strategies.base import (
     Budget,
     Change,
     Fitted,
+    Report,
     final_indices,
     finish,
     pinned_one,
@@ -614,7 +615,8 @@ def collapse_runs(
     more = collapse_runs(
         fitted.messages, budget, max_share, stage, edits=edits, again=True
     )
-    report = fitted.report.then(relocate(more.report, messages, fitted.messages))
+    later = named_runs(relocate(more.report, messages, fitted.messages), fitted.report)
+    report = fitted.report.then(later)
     return Fitted(more.messages, replace(report, stages=fitted.report.stages))
 
 
@@ -678,10 +680,37 @@ def _plainer(
                     i,
                     budget.counter.message(m),
                     after,
-                    "a run's line made shorter",
+                    SHORTER,
                     1,
                 )
             )
+
+
+SHORTER = "a run's line made shorter"
+"""What a change making a line made before shorter says."""
+
+
+def named_runs(later: Report, earlier: Report) -> Report:
+    """``later`` with each line it made shorter naming its run's messages.
+
+    A line made before is known by its own id alone; the ``collapsed`` change
+    of ``earlier`` that made it names every message of its run.
+
+    Example:
+        >>> r = Report(10, 8, 10, (Change("collapsed", "x", ("a", "b"), 0, 9, 4,
+        ...                               "2 cut tool exchanges into one line", 2),))
+        >>> s = Report(8, 7, 10, (Change("collapsed", "x", ("a",), 0, 4, 3, SHORTER),))
+        >>> named_runs(s, r).changes[0].ids
+        ('a', 'b')
+    """
+    runs = {c.ids[0]: c.ids for c in earlier.changes if c.kind == "collapsed"}
+    changes = tuple(
+        replace(c, ids=runs.get(c.ids[0], c.ids), units=1)
+        if c.kind == "collapsed" and c.what == SHORTER and len(c.ids) == 1
+        else c
+        for c in later.changes
+    )
+    return replace(later, changes=changes)
 
 
 def _first(r: tuple[int, ...] | tuple[int, int, Message]) -> int:
@@ -815,5 +844,6 @@ class CollapseRuns:
         later = collapse_runs(got, budget, self.max_share, "CollapseRuns", edits=True)
         if not later.report.changes:
             return fitted
-        report = fitted.report.then(relocate(later.report, messages, got))
+        moved = relocate(later.report, messages, got)
+        report = fitted.report.then(named_runs(moved, fitted.report))
         return replace(fitted, messages=later.messages, report=report)

@@ -334,15 +334,15 @@ def _restore(
     """
     counter = budget.counter
     room = budget.limit - budget.count(collapsed)
-    if room <= 0:
-        return tuple(collapsed), report
+    if room <= 0 or len(cleared) != len(given):
+        return tuple(collapsed), report  # (a repair moved messages: none put back)
     at = {id(m): i for i, m in enumerate(collapsed)}
     out = list(collapsed)
     back: set[str] = set()
     for j in range(len(cleared) - 1, -1, -1):
         new, old = cleared[j], given[j]
         i = at.get(id(new))
-        if new is old or i is None:
+        if new is old or i is None or new.id != old.id:
             continue
         extra = counter.message(old) - counter.message(new)
         if extra > room:
