@@ -33,7 +33,10 @@ A fact survives when the output's text (every text, argument and result)
 still holds it: the same patterns find it there (commands: as a substring).
 Shares are over all files together (kept facts over facts); a file whose
 pinned content alone exceeds a budget (``BudgetError``) is left out of that
-row, and the row says how many were. Headroom runs
+row, and the row says how many were. ``ph`` is the placeholder share of the
+outputs, by ``placeholder_share.py``'s rules (placeholders, bare calls and
+collapsed-run lines over the tokens sent, all outputs of the row together),
+``max`` the highest share of any one output. Headroom runs
 offline (``HEADROOM_OFFLINE=1``, ``HEADROOM_TELEMETRY=off``,
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``, ``TIKTOKEN_CACHE_DIR`` at the BPE
 files litellm ships, which bear tiktoken's cache names), in this process or,
@@ -57,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from _data import claude_files, data_dir
+from placeholder_share import share as placeholder_share
 
 from contextwindow import fit, read_transcripts
 from contextwindow.errors import BudgetError
@@ -105,6 +109,11 @@ class Row:
     total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     errors: int = 0
     seconds: float = 0.0
+    placeholders: int = 0
+    """Tokens of placeholders and bare calls in the outputs
+    (``placeholder_share.share``'s rules)."""
+    worst: float = 0.0
+    """The highest placeholder share of one output."""
 
     def add(self, t: Trace, out: Sequence[Message] | None) -> None:
         if out is None:  # pinned content alone is over the budget: not counted
@@ -113,7 +122,11 @@ class Row:
         self.tokens_in += t.tokens
         for k in KINDS:
             self.total[k] += len(t.facts[k])
-        self.tokens_out += t.counter.messages(list(out))
+        sent = t.counter.messages(list(out))
+        self.tokens_out += sent
+        bare = placeholder_share(out, t.counter)[0]
+        self.placeholders += bare
+        self.worst = max(self.worst, bare / sent if sent else 0.0)
         found = output_facts(out, t.facts["commands"])
         for k in KINDS:
             self.kept[k] += len(t.facts[k] & found[k])
@@ -320,8 +333,10 @@ def show(name: str, r: Row) -> None:
     out = f"{r.tokens_out:>12,}" if r.tokens_out else f"{'-':>12}"
     ratio = r.tokens_out / r.tokens_in if r.tokens_in else 0
     err = f"  ({r.errors} BudgetError)" if r.errors else ""
+    held = r.placeholders / r.tokens_out if r.tokens_out else 0
     print(
-        f"{name:<28}{r.tokens_in:>12,}{out}{ratio:>7.0%}{shares}{r.seconds:>8.1f}s{err}"
+        f"{name:<28}{r.tokens_in:>12,}{out}{ratio:>7.0%}{shares}"
+        f"{held:>7.1%}{r.worst:>6.0%}{r.seconds:>8.1f}s{err}"
     )
 
 
@@ -358,7 +373,7 @@ def main() -> None:
         print(
             f"{'method':<28}{'tokens in':>12}{'tokens out':>12}{'out':>7}"
             + "".join(f"{k:>12}" for k in KINDS)
-            + f"{'time':>9}"
+            + f"{'ph':>7}{'max':>6}{'time':>9}"
         )
         base = Row()
         for t in mine:

@@ -45,7 +45,7 @@ from contextwindow.tokens import BPETokenizer, TokenCounter
 PLACEHOLDER = re.compile(
     r"^\[(?:tool result cleared|same output as|stale read of)[^\n]*\]$"
 )
-COLLAPSED = re.compile(r"\[\d+ earlier tool calls?, results cut: ")
+COLLAPSED = re.compile(r"\[\d+ earlier tool calls?, results cut[:;] ")
 WINDOW = 20_000
 
 

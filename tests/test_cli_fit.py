@@ -21,6 +21,7 @@ from contextwindow.fitting import DEFAULT_STRATEGY
 from contextwindow.messages import Provider
 from contextwindow.strategies import (
     ClearToolResults,
+    CollapseRuns,
     Deduplicate,
     DropOldest,
     Pipeline,
@@ -113,7 +114,9 @@ class TestParseStrategy:
         """`default` may follow other stages; it is fit's own default."""
         pipe = parse_strategy("sliding-window(30),default")
         assert pipe == Pipeline(SlidingWindow(30), DEFAULT_STRATEGY)
-        assert parse_strategy("default") == parse_strategy(
+        default = parse_strategy("default")
+        assert isinstance(default, CollapseRuns)  # the bound on placeholders
+        assert default.strategy == parse_strategy(
             "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
             "truncate(keep_recent=0),drop-oldest"
         )
@@ -195,8 +198,8 @@ class TestFitOutput:
         assert out.rstrip().endswith(f"wrote {target} (openai shape)")
         text = target.read_text(encoding="utf-8")
         assert text.endswith("]\n")
-        # 27 messages; collapsing runs of cleared exchanges leaves 18.
-        assert len(read_back(json.loads(text), "openai")) == 18
+        # 27 messages; collapsing runs of cleared exchanges leaves 17.
+        assert len(read_back(json.loads(text), "openai")) == 17
 
     def test_output_dash_is_stdout(self) -> None:
         """-o - is standard output, as without -o."""
@@ -219,7 +222,7 @@ class TestFitOutput:
         """FILE - reads standard input."""
         code, out, _ = run("fit", "-", "--budget", "50%", stdin=EXAMPLE.read_text())
         assert code == 0
-        assert len(read_back(json.loads(out), "openai")) == 18
+        assert len(read_back(json.loads(out), "openai")) == 17
 
     @pytest.mark.parametrize("to", ["openai", "anthropic", "responses"])
     def test_to_provider(self, to: Provider) -> None:
@@ -483,10 +486,11 @@ class TestFitReport:
         assert lines[2] == "budget    1,176 tokens (40% of the conversation's 2,941)"
         assert lines[3].startswith("tokens    2,941 → ")
         assert lines[3].endswith(" / 1,176 (0.9% of the window)")
-        assert lines[4] == "messages  27 → 19"
+        # Collapsing a run of cleared exchanges made room: nothing is dropped.
+        assert lines[4] == "messages  27 → 15"
         assert lines[5] == (
             "stages    CompactLossless, Deduplicate, StaleReads, TruncateToolResults, "
-            "TruncateToolInputs, ClearToolResults, TruncateToolResults, DropOldest"
+            "TruncateToolInputs, ClearToolResults"
         )
         assert "changes" in lines
         row = next(ln for ln in lines if ln.lstrip().startswith("truncated  #3"))
@@ -514,7 +518,6 @@ class TestFitReport:
             "truncated",
             "cleared",
             "collapsed",
-            "dropped",
         }
         change = report["changes"][0]
         assert set(change) == {
@@ -550,7 +553,7 @@ class TestFitReport:
         )
         _, _, err = run("fit", str(EXAMPLE), "--budget", "100", "--strategy", spec)
         assert (
-            "changes (the 20 largest of 27, in the order made; --json lists all)"
+            "changes (the 20 largest of 26, in the order made; --json lists all)"
             in (err)
         )
         section = err.split("in the order made; --json lists all)\n")[1]
@@ -559,7 +562,7 @@ class TestFitReport:
         assert (
             "truncated  #10 " not in section.split("totals")[0]
         )  # a small one left out
-        assert "  all             27" in err
+        assert "  all             26" in err
 
 
 class TestFitSharedData:

@@ -16,6 +16,7 @@ from contextwindow.messages import PROVIDERS, Message, Provider, ToolCall, ToolS
 from contextwindow.models import get_model
 from contextwindow.strategies import (
     ClearToolResults,
+    CollapseRuns,
     CompactLossless,
     Deduplicate,
     DropOldest,
@@ -25,6 +26,7 @@ from contextwindow.strategies import (
     TruncateToolInputs,
     TruncateToolResults,
 )
+from contextwindow.strategies.collapse import MAX_CUT_SHARE
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import BPETokenizer, TokenCounter, count_messages
 from contextwindow.validity import CONTINUED, problems
@@ -266,8 +268,11 @@ class TestFit:
     def test_default_strategy(self) -> None:
         """By default: compact losslessly, deduplicate, mark stale reads,
         truncate results, then call inputs, clear, truncate the latest, drop."""
-        assert isinstance(DEFAULT_STRATEGY, Pipeline)
-        assert [type(s) for s in DEFAULT_STRATEGY.stages] == [
+        assert isinstance(DEFAULT_STRATEGY, CollapseRuns)
+        assert DEFAULT_STRATEGY.max_share == MAX_CUT_SHARE
+        pipeline = DEFAULT_STRATEGY.strategy
+        assert isinstance(pipeline, Pipeline)
+        assert [type(s) for s in pipeline.stages] == [
             CompactLossless,
             Deduplicate,
             StaleReads,
@@ -277,7 +282,7 @@ class TestFit:
             TruncateToolResults,
             DropOldest,
         ]
-        assert DEFAULT_STRATEGY.stages[-2] == TruncateToolResults(keep_recent=0)
+        assert pipeline.stages[-2] == TruncateToolResults(keep_recent=0)
 
     def test_default_stops_at_the_cheapest_loss(self) -> None:
         """Truncating old results is enough: nothing is cleared or dropped."""

@@ -34,12 +34,12 @@ Example:
     >>> fitted.report.limit  # a quarter of the limit is left for the reply
     3000
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 2685)
+    (12793, 2940)
     >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
     ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
      'TruncateToolInputs', 'ClearToolResults')
     >>> fitted.report.totals()
-    {'compacted': (29, 29), 'cleared': (26, 10035), 'collapsed': (22, 44)}
+    {'compacted': (29, 29), 'cleared': (25, 9648), 'collapsed': (22, 176)}
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from contextwindow.formats._coerce import (
 from contextwindow.messages import Message, Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy, note_shared
+from contextwindow.strategies.collapse import CollapseRuns
 from contextwindow.strategies.drop import DropOldest
 from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline, input_snapshot
@@ -84,15 +85,17 @@ from contextwindow.tokens.counting import TokenCounter
 
 __all__ = ["DEFAULT_STRATEGY", "fit", "provider_of", "reply_reserve"]
 
-DEFAULT_STRATEGY: Strategy = Pipeline(
-    CompactLossless(),
-    Deduplicate(),
-    StaleReads(),
-    TruncateToolResults(),
-    TruncateToolInputs(),
-    ClearToolResults(),
-    TruncateToolResults(keep_recent=0),
-    DropOldest(),
+DEFAULT_STRATEGY: Strategy = CollapseRuns(
+    Pipeline(
+        CompactLossless(),
+        Deduplicate(),
+        StaleReads(),
+        TruncateToolResults(),
+        TruncateToolInputs(),
+        ClearToolResults(),
+        TruncateToolResults(keep_recent=0),
+        DropOldest(),
+    )
 )
 """What ``fit`` does by default, cheapest loss first: tool output and
 arguments are compacted without loss, repeated tool outputs (also but for
@@ -102,7 +105,9 @@ the long arguments of old calls (a file written, an edit's strings), then
 old results are cleared (runs of cleared exchanges collapse to one line once
 they would take more than ``MAX_CUT_SHARE`` of the request), then the latest
 results are truncated too, then the oldest units are dropped; each stage runs
-only while the conversation does not fit. Every marker names the handle of
+only while the conversation does not fit. Whichever stage it stopped at, cut
+exchanges (bare calls and their markers) and runs' lines take at most
+``MAX_CUT_SHARE`` of the request (``CollapseRuns``). Every marker names the handle of
 its original (``context_recall`` returns it) and what the cut held
 (``strategies.digest``)."""
 
@@ -219,14 +224,23 @@ def fit(
 
 
 _FALLBACK = DropOldest()
-_DEFAULT_FITTING = Pipeline(
-    *(
-        DEFAULT_STRATEGY.stages
-        if isinstance(DEFAULT_STRATEGY, Pipeline)
-        else (DEFAULT_STRATEGY,)
-    ),
-    _FALLBACK,
-)
+
+
+def _with_fallback(chosen: Strategy) -> Strategy:
+    """``chosen``'s stages and the fallback, as one pipeline.
+
+    A pipeline's stages join the fallback's pipeline, so the input is
+    validated once, not once per level of nesting; a ``CollapseRuns`` keeps
+    bounding what that pipeline returns.
+    """
+    bound = chosen if isinstance(chosen, CollapseRuns) else None
+    inner = bound.strategy if bound is not None else chosen
+    stages = inner.stages if isinstance(inner, Pipeline) else (inner,)
+    whole = Pipeline(*stages, _FALLBACK)
+    return whole if bound is None else replace(bound, strategy=whole)
+
+
+_DEFAULT_FITTING = _with_fallback(DEFAULT_STRATEGY)
 """What ``fit`` runs by default: built once, so its stages' memo keys stay."""
 
 
@@ -252,12 +266,10 @@ def _read(
     return coerce_messages(messages, hint=counter.provider), None, 0
 
 
-def _fitting(chosen: Strategy) -> Pipeline:
-    """``chosen``'s stages and the fallback, as one pipeline (built once per strategy).
+def _fitting(chosen: Strategy) -> Strategy:
+    """``_with_fallback(chosen)``, built once per strategy.
 
-    A pipeline's stages join the fallback's pipeline, so the input is
-    validated once, not once per level of nesting. The last few built are
-    kept (``FITTINGS_KEPT``), by the strategy.
+    The last few built are kept (``FITTINGS_KEPT``), by the strategy.
     """
     if chosen is DEFAULT_STRATEGY:
         return _DEFAULT_FITTING
@@ -267,8 +279,7 @@ def _fitting(chosen: Strategy) -> Pipeline:
         found = None
     if found is not None:
         return found
-    stages = chosen.stages if isinstance(chosen, Pipeline) else (chosen,)
-    built = Pipeline(*stages, _FALLBACK)
+    built = _with_fallback(chosen)
     with suppress(TypeError):
         _FITTINGS.put(chosen, built)
     return built
@@ -276,7 +287,7 @@ def _fitting(chosen: Strategy) -> Pipeline:
 
 FITTINGS_KEPT = 16
 """Strategies whose fitting pipeline ``fit`` keeps built."""
-_FITTINGS: LRU[Strategy, Pipeline] = LRU(FITTINGS_KEPT)
+_FITTINGS: LRU[Strategy, Strategy] = LRU(FITTINGS_KEPT)
 
 
 def reply_reserve(model: ModelInfo | None, limit: int) -> int:

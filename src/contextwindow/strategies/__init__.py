@@ -27,6 +27,7 @@ from contextwindow.strategies.base import (
     finish,
     pinned_flags,
 )
+from contextwindow.strategies.collapse import CollapseRuns
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.files import FileTool
 from contextwindow.strategies.lossless import CompactLossless
@@ -48,6 +49,7 @@ __all__ = [
     "Change",
     "ChangeKind",
     "ClearToolResults",
+    "CollapseRuns",
     "CompactLossless",
     "Deduplicate",
     "DropOldest",

@@ -2,32 +2,44 @@ r"""Collapsing runs of cut tool exchanges: no flood of placeholders and bare cal
 
 Contract:
 
-- A *cut* exchange is an unpinned tool exchange whose calls are bare (the
-  calling message takes at most ``BARE_CALL_TOKENS``: a call carrying a whole
-  file to write is content, not a bare call) and whose every result is a
-  one-line marker
-  (cleared, stale, deduplicated: ``is_marker``). Its cost is its call and
-  its markers; once clearing has made many of them, they are most of what is
-  sent and say little (a cleared exchange costs about as much as its
-  placeholder and its call).
+- A *cut* exchange is an unpinned tool exchange whose every result is a
+  one-line marker (cleared, stale, deduplicated: ``is_marker``). Its calls
+  are *bare* when the calling message takes at most ``BARE_CALL_TOKENS``; a
+  call carrying a whole file to write is content, and only its markers count
+  as cut (with ``edits``; without it such an exchange is left alone). Once
+  clearing has made many of them, they are most of what is sent and say
+  little (a cleared exchange costs about as much as its placeholder and its
+  call).
 - ``collapse_runs`` replaces runs of consecutive cut exchanges, oldest first,
   each by one assistant line naming the tools called and the paths, commands
-  and short arguments they touched, with the handle of the run
-  (``handles.run_handle``), until cut exchanges take at most ``max_share`` of
-  the request's tokens (of the newest units the budget holds, when the
-  conversation is still over it and the oldest units are to go). A run may
-  hold the agent's own text messages between its exchanges: what the agent
-  wrote (in them and in the calling messages) stays, before the line;
-  reasoning goes. The line keeps the id of the run's first calling message;
-  the rest of the run goes; each run is one ``collapsed`` change.
-- ``cut_share`` is the measure: tokens of cut exchanges over the request's.
+  and short arguments they touched, and what their results named (a
+  ``digest`` within ``RUN_DIGEST_SHARE`` of the run), with the handle of the
+  run (``handles.run_handle``), until cut exchanges and runs' lines take at
+  most ``max_share`` of the request (of the newest units the budget holds,
+  when the conversation is still over it: the runs before those go whole
+  too, and when the lines made it fit, the share is that of all of it). A
+  run may hold the agent's own text messages between its exchanges (what
+  the agent wrote, in them and in the calling messages, stays, before the
+  line; reasoning goes) and exchanges of a bare call and results of at most
+  ``FOLD_TOKENS``, which clearing would not shrink. The line keeps the id of
+  the run's first calling message; the rest of the run goes; each run is one
+  ``collapsed`` change. While still over once every run is a line, and
+  cut exchanges and lines take more than ``FLOOR_TOKENS``, the oldest lines
+  lose what their results named (``plain_line``), then all but their count
+  and handle (``bare_line``): one more ``collapsed`` change for a line made
+  before.
+- ``cut_share`` is the measure: tokens of cut exchanges (their markers, and
+  their calls when bare) and of runs' lines (``line_of``; not the agent's
+  text before them) over the request's.
+- ``CollapseRuns(strategy)`` bounds any strategy's output so: the default
+  pipeline's, whatever stage it stopped at.
 - Incremental: what each unit is (its cost, whether it is pinned, cut, or
   the agent's text) and the runs are kept in the budget's memo for the
-  conversation seen last; a conversation sharing a prefix with it has only
-  the units from where they may differ looked at again (the shared prefix,
-  the final messages), and a run collapsed before is the same line, the
-  same object, when it holds the same messages. The result is what a call
-  from scratch gives.
+  conversation seen last (one per caller); a conversation sharing a prefix
+  with it has only the units from where they may differ looked at again (the
+  shared prefix, the final messages), and a run collapsed before is the same
+  line, the same object, when it holds the same messages. The result is what
+  a call from scratch gives.
 
 Example:
     >>> import json
@@ -44,7 +56,7 @@ Example:
     >>> budget = Budget(1000, TokenCounter(FakeTokenizer()))
     >>> round(cut_share(conv, budget), 2)
     0.86
-    >>> fitted = collapse_runs(conv, budget, 0.1, "ClearToolResults")
+    >>> fitted = collapse_runs(conv, budget, 0.5, "ClearToolResults")
     >>> print(fitted.messages[1].text.replace("; ", ";\n"))
     [4 earlier tool calls, results cut: Read x4 (m0.py, m1.py, m2.py, m3.py);
     recall ce55461887+8]
@@ -54,8 +66,10 @@ Example:
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from contextwindow._prefix import common_prefix
@@ -73,9 +87,11 @@ from contextwindow.strategies.base import (
     Budget,
     Change,
     Fitted,
+    Report,
     final_indices,
     finish,
     pinned_one,
+    relocate,
     shares,
 )
 from contextwindow.strategies.digest import Counted, digest, names
@@ -83,10 +99,14 @@ from contextwindow.strategies.files import file_actions
 
 __all__ = [
     "MAX_CUT_SHARE",
+    "CollapseRuns",
+    "bare_line",
     "collapse_runs",
     "cut_share",
     "is_marker",
+    "line_of",
     "named_in",
+    "plain_line",
     "run_line",
 ]
 
@@ -94,6 +114,10 @@ MAX_CUT_SHARE = 0.1
 """The most of a request's tokens that cut exchanges (markers and their bare
 calls) may take before runs of them collapse: measured on the Claude Code
 sessions and a long session built from them (see benchmarks/README)."""
+
+FLOOR_TOKENS = 200
+"""Lines are never made shorter while cut exchanges and lines take at most
+this many tokens in all: a short conversation's few lines are no flood."""
 
 MAX_SUBJECTS = 24
 """Distinct paths, commands or arguments a run's line names per tool."""
@@ -154,21 +178,29 @@ def _holds_items(m: Message) -> bool:
     )
 
 
-def _is_cut(messages: Sequence[Message], unit: Unit, budget: Budget) -> bool:
+def _is_cut(
+    messages: Sequence[Message], unit: Unit, budget: Budget, *, bare: bool = True
+) -> bool:
+    """Whether a unit is a cut exchange (``bare``: with bare calls only)."""
     if unit.kind != "tool_exchange" or _holds_items(messages[unit.start]):
         return False
-    if budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
+    if bare and budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
         return False
     results = [r for m in messages[unit.start + 1 : unit.stop] for r in m.tool_results]
     return bool(results) and all(is_marker(r) for r in results)
 
 
-def cut_share(messages: Sequence[Message], budget: Budget) -> float:
-    """Tokens of cut exchanges over the tokens of the request (0 when empty)."""
+def cut_share(
+    messages: Sequence[Message], budget: Budget, stage: str = "", edits: bool = False
+) -> float:
+    """Tokens of cut exchanges and runs' lines over the request's (0 when empty).
+
+    ``edits``: whether the markers of calls carrying content count too.
+    """
     total = budget.count(messages)
     if total <= 0:
         return 0.0
-    return _tables(messages, budget).cutsum[-1] / total
+    return _tables(messages, budget, stage, edits).cutsum[-1] / total
 
 
 def _subjects(call: ToolCall) -> list[str]:
@@ -243,15 +275,103 @@ def run_line(
     )
 
 
+FOLD_TOKENS = 48
+"""A result of at most this many tokens is folded into a run it lies inside
+(``File created successfully at: a.py``): clearing it would not pay, and it
+would break the run into two lines."""
+
+
+def _is_small(messages: Sequence[Message], unit: Unit, budget: Budget) -> bool:
+    """Whether a unit is an exchange of a bare call and small results (or markers)."""
+    if unit.kind != "tool_exchange" or _holds_items(messages[unit.start]):
+        return False
+    if budget.counter.message(messages[unit.start]) > BARE_CALL_TOKENS:
+        return False
+    results = [r for m in messages[unit.start + 1 : unit.stop] for r in m.tool_results]
+    return bool(results) and all(
+        is_marker(r)
+        or (
+            isinstance(r.content, str) and budget.counter.text(r.content) <= FOLD_TOKENS
+        )
+        for r in results
+    )
+
+
 def _is_said(messages: Sequence[Message], unit: Unit) -> bool:
-    """Whether a unit is an assistant message of text (and reasoning) alone."""
+    """Whether a unit is an assistant message of text (and reasoning) alone.
+
+    A run's line is not: it stands for what was cut, and is counted so.
+    """
     m = messages[unit.start]
     return (
         unit.kind == "message"
         and m.role == "assistant"
         and all(isinstance(p, (Text, Thinking)) for p in m.parts)
         and not _holds_items(m)
+        and line_of(m) is None
     )
+
+
+_LINE = re.compile(
+    r"\[\d+ earlier tool calls?, results cut[:;][^\n]*recall [0-9a-f]{10}\+\d+\]\Z"
+)
+
+
+def line_of(message: Message) -> str | None:
+    """The line of a collapsed run in ``message`` (``None``: it is no run's line).
+
+    A run's line is the last line of an assistant message that
+    ``collapse_runs`` made (its record names a run's handle); the agent's
+    text the run kept comes before it.
+    """
+    if message.role != "assistant" or not message.parts:
+        return None
+    last = message.parts[-1]
+    if not isinstance(last, Text):
+        return None
+    record = message.meta.get(ORIGIN_KEY)
+    handle = record.get("handle") if isinstance(record, Mapping) else None
+    if not isinstance(handle, str) or "+" not in handle:
+        return None
+    found = _LINE.search(last.text)
+    return found.group(0) if found else None
+
+
+_NAMING = ", naming "
+
+
+_BARE = re.compile(r"\[(\d+) earlier tool calls?, results cut: .*; recall (\S+)\]\Z")
+
+
+def bare_line(line: str) -> str:
+    """A run's line with its count and handle alone.
+
+    Example:
+        >>> bare_line("[2 earlier tool calls, results cut: ls x2 (a, b); "
+        ...           "recall 0123456789+4]")
+        '[2 earlier tool calls, results cut; recall 0123456789+4]'
+    """
+    found = _BARE.match(line)
+    if found is None:
+        return line
+    n, handle = found.groups()
+    calls = "call" if n == "1" else "calls"
+    return f"[{n} earlier tool {calls}, results cut; recall {handle}]"
+
+
+def plain_line(line: str) -> str:
+    """A run's line without what its results named (its calls and handle stay).
+
+    Example:
+        >>> plain_line("[2 earlier tool calls, results cut: ls x2, naming a.py, "
+        ...            "8080; recall 0123456789+4]")
+        '[2 earlier tool calls, results cut: ls x2; recall 0123456789+4]'
+    """
+    end = line.rfind("; recall ")
+    at = line.rfind(_NAMING, 0, end)
+    if end < 0 or at < 0 or " " in line[at + len(_NAMING) : end].replace(", ", ""):
+        return line  # no digest (names hold no spaces)
+    return line[:at] + line[end:]
 
 
 class _Tables:
@@ -289,9 +409,15 @@ class _Tables:
 _TABLES_KEY = "contextwindow.collapse.tables"
 
 
-def _tables(messages: Sequence[Message], budget: Budget) -> _Tables:
-    """Each unit's cost, cut flag and the runs, from the memo's where it can."""
-    key = (_TABLES_KEY, budget.protected, budget.provider)
+def _tables(
+    messages: Sequence[Message], budget: Budget, stage: str = "", edits: bool = False
+) -> _Tables:
+    """Each unit's cost, cut flag and the runs, from the memo's where it can.
+
+    ``stage``: whose tables (each caller keeps its own, so each resumes);
+    ``edits``: whether cut exchanges whose calls carry content join runs.
+    """
+    key = (_TABLES_KEY, stage, edits, budget.protected, budget.provider)
     old = budget.memo.get(key)
     if isinstance(old, _Tables) and old.messages is messages:
         return old
@@ -325,11 +451,25 @@ def _tables(messages: Sequence[Message], budget: Budget) -> _Tables:
             pinned_one(messages[j], markers) for j in range(u.start, u.stop)
         )
         c = run_tokens[u.stop] - run_tokens[u.start]
-        is_cut = not pinned and _is_cut(messages, u, budget)
+        is_cut = not pinned and _is_cut(messages, u, budget, bare=not edits)
+        line = None if pinned or u.kind != "message" else line_of(messages[u.start])
         cost.append(c)
         cut.append(is_cut)
-        cutsum.append(cutsum[-1] + (c if is_cut else 0))
-        joins.append(is_cut or (not pinned and _is_said(messages, u)))
+        # What is cut: a cut exchange's markers, and its calls when bare (a
+        # call carrying a file to write is content); a run's line made before
+        # (only its line, not the agent's text before it), which joins no run.
+        if is_cut:
+            call = budget.counter.message(messages[u.start])
+            marked = c if call <= BARE_CALL_TOKENS else c - call
+        else:
+            marked = budget.counter.text(line) if line else 0
+        cutsum.append(cutsum[-1] + marked)
+        joins.append(
+            is_cut
+            or (
+                not pinned and (_is_said(messages, u) or _is_small(messages, u, budget))
+            )
+        )
     # Runs of joined units, from the end of the last one that stands.
     a = -1
     for i in range(runs[-1][1] + 1 if runs else 0, len(us)):
@@ -360,7 +500,13 @@ def _trim(a: int, b: int, cut: Sequence[bool]) -> tuple[int, int] | None:
 
 
 def collapse_runs(
-    messages: Sequence[Message], budget: Budget, max_share: float, stage: str
+    messages: Sequence[Message],
+    budget: Budget,
+    max_share: float,
+    stage: str,
+    *,
+    edits: bool = False,
+    again: bool = False,
 ) -> Fitted:
     """Collapse the oldest runs of cut exchanges until they take at most ``max_share``.
 
@@ -369,10 +515,17 @@ def collapse_runs(
         budget: Its budget (what counts, what is pinned).
         max_share: The share of the request's tokens cut exchanges may keep.
         stage: The strategy reported as making the changes.
+        edits: Whether cut exchanges whose calls carry content (an edit, a
+            file written) join runs too, their markers counted.
+        again: Whether this is the second pass over a conversation the first
+            made fit (its own memo, so that each pass resumes).
     """
     total = budget.count(messages)
-    t = _tables(messages, budget)
+    memo = stage + " again" if again else stage
+    t = _tables(messages, budget, memo, edits)
     us, cost, cut, cutsum = t.us, t.cost, t.cut, t.cutsum
+    window = 0  # the first message of what the budget holds
+    older = 0  # the runs before it, all collapsed
     left = cutsum[-1]
     runs = [r[2] for r in t.runs if r[2] is not None]
     if total > budget.limit:
@@ -392,9 +545,12 @@ def collapse_runs(
         kept = end - run_tokens[us[start].start] if start < len(us) else 0
         first = bisect_left(runs, start, key=_first)
         if first < len(runs):  # else nothing of note fits: collapse from the oldest
-            runs, total = runs[first:], kept
+            # The runs before go whole too: what room the lines free lets
+            # older units back in, as lines, not as a flood of cut exchanges.
+            older, total = first, kept
             left = cutsum[-1] - cutsum[start]
-    key = ("contextwindow.collapse.lines", stage, budget.settings)
+            window = us[start].start
+    key = ("contextwindow.collapse.lines", memo, budget.settings)
     known = budget.memo.get(key)
     lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
         known if isinstance(known, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
@@ -402,8 +558,8 @@ def collapse_runs(
     made: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = {}
     changes: list[Change] = []
     done: list[tuple[int, int, Message]] = []  # message span replaced, by its line
-    for a, b in runs:
-        if total <= 0 or left <= max_share * total:
+    for k, (a, b) in enumerate(runs):
+        if k >= older and (total <= 0 or left <= max_share * total):
             break
         span_at = (us[a].start, us[b].stop)
         before = sum(cost[a : b + 1])
@@ -423,6 +579,9 @@ def collapse_runs(
         if change.tokens_after >= before:
             continue
         done.append((span_at[0], span_at[1], line))
+        changes.append(change)
+        if k < older:
+            continue
         total -= change.saved
         # The run's line is a placeholder too: what is left counts it.
         left -= (
@@ -430,8 +589,11 @@ def collapse_runs(
             - cutsum[a]
             - budget.counter.text(line.text.rsplit("\n", 1)[-1])
         )
-        changes.append(change)
     budget.memo.put(key, made)
+    if total > 0 and left > max(max_share * total, FLOOR_TOKENS):
+        # Every run is one line and cut exchanges still take too much: the
+        # oldest lines lose what their results named, until they do not.
+        _plainer(messages, budget, stage, max_share, window, total, left, done, changes)
     if not changes:
         return finish(stage, messages, messages, (), budget)
     out: list[Message] = []
@@ -443,7 +605,112 @@ def collapse_runs(
     out.extend(messages[at:])
     # Whole units, and lines that are assistant turns of non-blank text alone,
     # valid wherever a unit may stand: only the first-turn rule can break.
-    return finish(stage, messages, out, changes, budget, kept=True)
+    fitted = finish(stage, messages, out, changes, budget, kept=True)
+    if not window or again or fitted.report.tokens_after > budget.limit:
+        return fitted
+    # It was over, and the lines made it fit: all of it is sent, so the share
+    # is that of all of it.
+    if cut_share(fitted.messages, budget, stage + " again", edits) <= max_share:
+        return fitted
+    more = collapse_runs(
+        fitted.messages, budget, max_share, stage, edits=edits, again=True
+    )
+    later = named_runs(relocate(more.report, messages, fitted.messages), fitted.report)
+    report = fitted.report.then(later)
+    return Fitted(more.messages, replace(report, stages=fitted.report.stages))
+
+
+def _plainer(
+    messages: Sequence[Message],
+    budget: Budget,
+    stage: str,
+    max_share: float,
+    window: int,
+    total: int,
+    left: int,
+    done: list[tuple[int, int, Message]],
+    changes: list[Change],
+) -> None:
+    """Make lines shorter, oldest first, until within ``max_share``.
+
+    First each line loses what its results named (``plain_line``), then, if
+    that is not enough, what its calls touched (``bare_line``). ``done`` and
+    ``changes`` (the runs collapsed now, and their changes) are updated in
+    place: a new line becomes shorter in its change; a line made before (in
+    ``messages``) is one more ``collapsed`` change.
+    """
+    text = budget.counter.text
+    new = {begin: k for k, (begin, _, _) in enumerate(done)}
+    change_at = {c.index: j for j, c in enumerate(changes)}
+    for shorter in (plain_line, bare_line):
+        for i in range(window, len(messages)):
+            if left <= max(max_share * total, FLOOR_TOKENS):
+                return
+            k = new.get(i)
+            m = done[k][2] if k is not None else messages[i]
+            line = line_of(m)
+            if line is None:
+                continue
+            short = shorter(line)
+            if short == line:
+                continue
+            last = m.parts[-1]
+            assert isinstance(last, Text)
+            fewer = replace(
+                m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + short))
+            )
+            less = text(line) - text(short)
+            left -= less
+            total -= less
+            after = budget.counter.message(fewer)
+            if k is not None:
+                begin, stop, _ = done[k]
+                done[k] = (begin, stop, fewer)
+                j = change_at[begin]
+                changes[j] = replace(changes[j], tokens_after=after)
+                continue
+            new[i] = len(done)
+            done.append((i, i + 1, fewer))
+            change_at[i] = len(changes)
+            changes.append(
+                Change(
+                    "collapsed",
+                    stage,
+                    (m.id,),
+                    i,
+                    budget.counter.message(m),
+                    after,
+                    SHORTER,
+                    1,
+                )
+            )
+
+
+SHORTER = "a run's line made shorter"
+"""What a change making a line made before shorter says."""
+
+
+def named_runs(later: Report, earlier: Report) -> Report:
+    """``later`` with each line it made shorter naming its run's messages.
+
+    A line made before is known by its own id alone; the ``collapsed`` change
+    of ``earlier`` that made it names every message of its run.
+
+    Example:
+        >>> r = Report(10, 8, 10, (Change("collapsed", "x", ("a", "b"), 0, 9, 4,
+        ...                               "2 cut tool exchanges into one line", 2),))
+        >>> s = Report(8, 7, 10, (Change("collapsed", "x", ("a",), 0, 4, 3, SHORTER),))
+        >>> named_runs(s, r).changes[0].ids
+        ('a', 'b')
+    """
+    runs = {c.ids[0]: c.ids for c in earlier.changes if c.kind == "collapsed"}
+    changes = tuple(
+        replace(c, ids=runs.get(c.ids[0], c.ids), units=1)
+        if c.kind == "collapsed" and c.what == SHORTER and len(c.ids) == 1
+        else c
+        for c in later.changes
+    )
+    return replace(later, changes=changes)
 
 
 def _first(r: tuple[int, ...] | tuple[int, int, Message]) -> int:
@@ -484,6 +751,13 @@ def _collapsed(
         for m in messages[u.start + 1 : u.stop]
         for r in m.tool_results
     ]
+    # What calls carrying content (a file written, an edit) held, after it.
+    held += [
+        c.arguments
+        for u in run
+        if budget.counter.message(messages[u.start]) > BARE_CALL_TOKENS
+        for c in messages[u.start].tool_calls
+    ]
     tok = Counted(budget.counter.text)
     cap = int(before * RUN_DIGEST_SHARE)
     named = digest("\n".join(held), cap, tok, kept=plain) if cap > 0 else ""
@@ -506,3 +780,70 @@ def _collapsed(
         len(run),
     )
     return change, line
+
+
+@dataclass(frozen=True, slots=True)
+class CollapseRuns:
+    r"""Run a strategy, then keep cut exchanges to ``max_share`` of what it returns.
+
+    Whatever stage made the markers (``Deduplicate``, ``StaleReads``,
+    ``ClearToolResults``) and whatever ran after it (a truncation, a drop of
+    the oldest units), the request this returns holds at most ``max_share``
+    of cut exchanges and runs' lines (``cut_share``): the oldest runs of them
+    collapse (``collapse_runs``), then the oldest lines lose what their
+    results named, while over. Only when every run is one plain line does
+    more remain (a conversation of little else). It only takes tokens away,
+    so what fitted still fits.
+
+    Args:
+        strategy: The strategy whose output is bounded.
+        max_share: The share of the request cut exchanges may take.
+
+    Raises:
+        ContextWindowError: ``max_share`` outside [0, 1], or a ``strategy``
+            that is not one.
+
+    Example:
+        >>> import json
+        >>> from contextwindow import Message, TokenCounter, ToolCall
+        >>> from contextwindow.strategies import Budget, StaleReads
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> conv = [Message.user("go")]
+        >>> for i in range(4):
+        ...     args = json.dumps({"file_path": "a.py"})
+        ...     call = ToolCall(f"c{i}", "Read", args)
+        ...     conv += [Message.assistant(tool_calls=[call]),
+        ...              Message.tool(f"c{i}", "x = 1\n" * 40)]
+        >>> conv.append(Message.user("and now?"))
+        >>> budget = Budget(200, TokenCounter(FakeTokenizer()))
+        >>> fitted = CollapseRuns(StaleReads())(conv, budget)
+        >>> [c.kind for c in fitted.report.changes]
+        ['stale', 'stale', 'stale', 'collapsed']
+        >>> print(fitted.messages[1].text)
+        [3 earlier tool calls, results cut: Read x3 (a.py); recall c0876a6575+6]
+    """
+
+    strategy: Any
+    """The strategy whose output is bounded."""
+    max_share: float = MAX_CUT_SHARE
+    """The share of the request cut exchanges may take."""
+
+    def __post_init__(self) -> None:
+        from contextwindow._args import as_strategy, check_number
+
+        object.__setattr__(self, "strategy", as_strategy(self.strategy, "strategy"))
+        check_number(self.max_share, "max_share", low=0, high=1)
+
+    def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        """Fit with ``strategy``; collapse what it left over ``max_share``."""
+        fitted: Fitted = self.strategy(messages, budget)
+        got = fitted.messages
+        share = cut_share(got, budget, "CollapseRuns", edits=True)
+        if self.max_share >= 1 or share <= self.max_share:
+            return fitted
+        later = collapse_runs(got, budget, self.max_share, "CollapseRuns", edits=True)
+        if not later.report.changes:
+            return fitted
+        moved = relocate(later.report, messages, got)
+        report = fitted.report.then(named_runs(moved, fitted.report))
+        return replace(fitted, messages=later.messages, report=report)

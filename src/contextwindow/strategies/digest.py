@@ -18,6 +18,9 @@ Contract:
 - ``digest_tokens(tokens)`` sizes a digest for an original of ``tokens``:
   ``DIGEST_SHARE`` of it, between ``DIGEST_MIN_TOKENS`` and
   ``DIGEST_MAX_TOKENS``, so a marker stays small beside what it replaced.
+  Paths may take more (``path_tokens``: up to ``PATH_SHARE`` of the original,
+  ``PATH_MAX_TOKENS`` at most): the fact a model most often needs again, and
+  short beside the output that named it (a listing, a search).
 
 Example:
     >>> from contextwindow.testing import FakeTokenizer
@@ -73,6 +76,12 @@ DIGEST_MIN_TOKENS = 24
 
 DIGEST_MAX_TOKENS = 300
 """No digest takes more, however large its original."""
+
+PATH_SHARE = 0.25
+"""The share of an original's tokens its paths may take in a digest."""
+
+PATH_MAX_TOKENS = 600
+"""Paths take no more, however large the original."""
 
 
 def names(text: str) -> list[str]:
@@ -133,6 +142,7 @@ def digest(
     tokenizer: Tokenizer,
     *,
     kept: Container[str] | str = "",
+    paths: int = 0,
 ) -> str:
     """The names of ``text`` not in ``kept``, comma-joined, within ``max_tokens``.
 
@@ -142,6 +152,7 @@ def digest(
         tokenizer: Counts them.
         kept: Names the marker's text keeps anyway: a text (its names) or a
             container of names.
+        paths: Tokens paths may take besides ``max_tokens`` (``path_tokens``).
 
     Returns:
         The digest (empty when nothing is left to name).
@@ -152,17 +163,38 @@ def digest(
     handles = set(find_handles(text))
     out: list[str] = []
     used = 0
+    room = max_tokens + paths  # paths come first: they may use both
     for n in names(text):
         if n in inside or n in handles:
             continue
+        if room == max_tokens + paths and "/" not in n:
+            room = max_tokens  # the paths are done: the rest has its own share
+            if used >= room:
+                break
         cost = tokenizer.count(n) + (1 if out else 0)  # the ", " before it
-        if used + cost > max_tokens:
-            if cost > max_tokens // 4:
+        if used + cost > room:
+            if cost > room // 4:
                 continue  # a long name: a shorter one may still fit
+            if "/" in n:
+                continue
             break
         out.append(n)
         used += cost
     return ", ".join(out)
+
+
+def path_tokens(tokens: int) -> int:
+    """The tokens the paths of an original of ``tokens`` may take besides its digest.
+
+    Paths may take ``PATH_SHARE`` of the original, up to ``PATH_MAX_TOKENS``
+    in all: a path is what a model most often needs again, and costs little.
+
+    Example:
+        >>> path_tokens(100), path_tokens(2_000), path_tokens(50_000)
+        (1, 300, 300)
+    """
+    room = min(PATH_MAX_TOKENS, int(tokens * PATH_SHARE))
+    return max(0, room - digest_tokens(tokens))
 
 
 class Counted:

@@ -320,7 +320,7 @@ def parse_strategy(spec: str) -> Strategy:
     Example:
         >>> parse_strategy("clear(keep_recent=5)")
         ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens{names}; recall {handle}]', max_share=0.1)
-        >>> parse_strategy("default") == parse_strategy(
+        >>> parse_strategy("default").strategy == parse_strategy(
         ...     "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
         ...     "truncate(keep_recent=0),drop-oldest")
         True

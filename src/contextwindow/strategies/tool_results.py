@@ -25,6 +25,7 @@ from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import (
     Budget,
     Fitted,
+    Report,
     relocate,
 )
 from contextwindow.strategies.collapse import (
@@ -32,7 +33,13 @@ from contextwindow.strategies.collapse import (
     collapse_runs,
     cut_share,
 )
-from contextwindow.strategies.digest import digest, digest_tokens, line_span, span_text
+from contextwindow.strategies.digest import (
+    digest,
+    digest_tokens,
+    line_span,
+    path_tokens,
+    span_text,
+)
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -106,7 +113,10 @@ class ClearToolResults:
     exchanges (bare calls and their markers) take more than ``max_share`` of
     the request, clearing no longer pays: the oldest runs of them become one
     line each, naming the tools and the paths and commands they touched
-    (``strategies.collapse``).
+    (``strategies.collapse``). The lines free more than clearing needed, so
+    it then clears fewer of the newest results (as if the budget were larger,
+    by bisection, ``REFILL_TRIES`` times), and puts back cleared results the
+    room still holds: the request is about as full as the budget allows.
 
     Args:
         keep_recent: The most recent results left whole.
@@ -181,11 +191,40 @@ class ClearToolResults:
         step = rewrite_results(
             messages, budget, "ClearToolResults", "cleared", policy, self
         )
-        if self.max_share >= 1 or cut_share(step.messages, budget) <= self.max_share:
+        share = cut_share(step.messages, budget, edits=True)
+        if self.max_share >= 1 or share <= self.max_share:
             return step
-        later = collapse_runs(step.messages, budget, self.max_share, "ClearToolResults")
+        best = self._collapsed(messages, step, budget)
+        # Collapsing freed more than clearing needed: clear less, as if the
+        # budget were larger by what is left, while the result still fits.
+        lo, hi = budget.limit, budget.limit + budget.limit - best.report.tokens_after
+        for _ in range(REFILL_TRIES):
+            if hi - lo <= budget.limit * REFILL_SLACK:
+                break
+            mid = (lo + hi) // 2
+            given = replace(budget, limit=mid)
+            less = rewrite_results(
+                messages, given, "ClearToolResults", "cleared", policy, self
+            )
+            tried = self._collapsed(messages, less, given)
+            if tried.report.tokens_after > budget.limit:
+                hi = mid
+            else:
+                best, lo = tried, mid
+        return Fitted(best.messages, replace(best.report, limit=budget.limit))
+
+    def _collapsed(
+        self, messages: Sequence[Message], step: Fitted, budget: Budget
+    ) -> Fitted:
+        """``step`` with its runs collapsed, and cleared results put back."""
+        if cut_share(step.messages, budget, edits=True) <= self.max_share:
+            return step
+        later = collapse_runs(
+            step.messages, budget, self.max_share, "ClearToolResults", edits=True
+        )
         report = step.report.then(relocate(later.report, messages, step.messages))
-        return Fitted(later.messages, replace(report, stages=step.report.stages))
+        out, report = _restore(messages, step.messages, later.messages, report, budget)
+        return Fitted(out, replace(report, stages=step.report.stages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +308,54 @@ NEAR_NOTE = ", but for timestamps and ids"
 """What a near-duplicate's note adds (its ``{but}``)."""
 
 
+REFILL_TRIES = 4
+"""Times ``ClearToolResults`` clears less to fill the room its runs' lines freed."""
+
+REFILL_SLACK = 0.02
+"""Room below this share of the budget is not worth clearing less for."""
+
+
 # -- shared machinery ------------------------------------------------------------
+
+
+def _restore(
+    given: Sequence[Message],
+    cleared: Sequence[Message],
+    collapsed: Sequence[Message],
+    report: Report,
+    budget: Budget,
+) -> tuple[tuple[Message, ...], Report]:
+    """Put back, newest first, the cleared results the collapsed runs made room for.
+
+    Clearing stopped once the conversation fitted; collapsing runs then freed
+    more. A cleared message still standing (not in a run) gets its original
+    back while that fits the budget: the request holds more, and fewer
+    markers. Its ``cleared`` change goes.
+    """
+    counter = budget.counter
+    room = budget.limit - budget.count(collapsed)
+    if room <= 0 or len(cleared) != len(given):
+        return tuple(collapsed), report  # (a repair moved messages: none put back)
+    at = {id(m): i for i, m in enumerate(collapsed)}
+    out = list(collapsed)
+    back: set[str] = set()
+    for j in range(len(cleared) - 1, -1, -1):
+        new, old = cleared[j], given[j]
+        i = at.get(id(new))
+        if new is old or i is None or new.id != old.id:
+            continue
+        extra = counter.message(old) - counter.message(new)
+        if extra > room:
+            continue
+        out[i] = old
+        room -= extra
+        back.add(new.id)
+    if not back:
+        return tuple(collapsed), report
+    kept = tuple(
+        c for c in report.changes if not (c.kind == "cleared" and c.ids[0] in back)
+    )
+    return tuple(out), replace(report, changes=kept, tokens_after=budget.count(out))
 
 
 def _check_format(field: str, template: str, **sample: str) -> None:
@@ -461,7 +547,7 @@ def held(text: str, tokenizer: Tokenizer, tokens: int | None = None) -> str:
     """
     span = span_text(line_span(text))
     size = tokenizer.count(text) if tokens is None else tokens
-    named = digest(text, digest_tokens(size), tokenizer)
+    named = digest(text, digest_tokens(size), tokenizer, paths=path_tokens(size))
     return (f", {span}" if span else "") + (f", naming {named}" if named else "")
 
 
@@ -516,7 +602,13 @@ def truncate(
         what = f"{cut:,} tokens"
     back = f"; recall {handle}" if handle else ""
     if handle:  # what the cut named, when the original can be recalled
-        gone = digest(middle, digest_tokens(cut), tokenizer, kept=head + "\n" + tail)
+        gone = digest(
+            middle,
+            digest_tokens(cut),
+            tokenizer,
+            kept=head + "\n" + tail,
+            paths=path_tokens(cut),
+        )
         back = f", naming {gone}{back}" if gone else back
     return f"{head}\n[... {what} cut{back} ...]\n{tail}"
 
