@@ -188,19 +188,6 @@ class TestWords:
             assert rel_err(text) <= 0.15, (text, rel_err(text))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=200))
-def test_word_features_add_up(text: str) -> None:
-    """Known and unknown words add up to the words; unknown bytes are the
-    non-separator bytes of the unknown words, so 0 when all are known."""
-    raw = text.encode("utf-8", "surrogatepass")
-    known, unknown_bytes, unknown_words = heuristic_module._word_features(raw)
-    words = raw.translate(heuristic_module._WORD_BYTES).split()
-    assert known + unknown_words == len(words)
-    assert 0 <= unknown_bytes <= sum(map(len, words))
-    assert (unknown_bytes == 0) == (unknown_words == 0)
-
-
 class TestHeldOut:
     def test_translations_never_fitted_on(self) -> None:
         """On Django's translations into ~90 languages (no fit saw them), the median

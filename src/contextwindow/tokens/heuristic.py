@@ -26,10 +26,10 @@ Text in a script written with spaces (a non-ASCII Latin, Greek, Cyrillic,
 Hebrew, Arabic, Indic ... letter in it) also has its words looked up in
 o200k's own vocabulary: a word that is one token costs one, the others are
 priced by their bytes (``_word_features``). The table is built once, on the
-first such text, from the shipped ``o200k_base.tiktoken`` (134,192 words,
-about 1 s and 20 MiB held for the process); ASCII text never builds it.
-That lookup is a pass per word (``bytes.split`` and ``map`` in C), so such
-text costs about twice the per-script estimate alone.
+first such text, from the shipped ``o200k_base.tiktoken`` (about 1 s and
+134,000 words); ASCII text never builds it. That lookup is a pass per word
+(``bytes.split`` and ``map`` in C), so such text costs about twice the
+per-script estimate alone.
 
 The weights are fitted by least squares on the *relative* error (so short
 messages weigh as much as long ones) with ``scripts/fit_heuristic.py``, on the
