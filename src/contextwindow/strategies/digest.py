@@ -180,7 +180,13 @@ def digest(
             break
         out.append(n)
         used += cost
-    return ", ".join(out)
+    # The names were counted one by one; BPE may split the joined text
+    # otherwise, so the whole is counted once and trimmed while over.
+    joined = ", ".join(out)
+    while out and tokenizer.count(joined) > max_tokens + paths:
+        out.pop()
+        joined = ", ".join(out)
+    return joined
 
 
 def path_tokens(tokens: int) -> int:
