@@ -119,7 +119,7 @@ class TestFitStored:
             "fit", f"{db}#session-1", "--budget", "40%", "-o", str(stored)
         )
         assert code == 0, out
-        assert "messages  27 → 19" in out
+        assert "messages  27 → 15" in out
         run(
             "fit",
             str(EXAMPLE),

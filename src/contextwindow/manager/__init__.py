@@ -34,7 +34,7 @@ Example:
     ...         Message.tool(f"c{i}", f"file {i}: " + "code line\\n" * 40)])
     ...     request = manager.prepare()
     >>> (request.tokens <= 2_000, len(manager.history), len(manager.messages))
-    (True, 26, 17)
+    (True, 26, 19)
     >>> [c.trigger for c in request.compactions] or "no compaction on this turn"
     'no compaction on this turn'
     >>> request.messages[0]["role"], request.prefix_tokens > 0
