@@ -63,6 +63,7 @@ from tests.proxy._upstream import (
     Recorder,
     free_port,
     openai_turn,
+    recorder_command,
     repeated_prefix,
     running,
 )
@@ -237,17 +238,7 @@ def latency(
         "(p50, all its threads),\nand the upstream's on a direct one"
     )
     port = free_port()
-    up_args = [
-        sys.executable,
-        "-c",
-        "import sys; sys.path[:0] = sys.argv[2:]; import uvicorn; "
-        "from tests.proxy._upstream import Recorder; "
-        "uvicorn.run(Recorder(keep=0).app, host='127.0.0.1', "
-        "port=int(sys.argv[1]), log_level='warning', access_log=False)",
-        str(port),
-        str(ROOT),
-        str(ROOT / "src"),
-    ]
+    up_args = recorder_command(port, str(ROOT), str(ROOT / "src"))
     up = f"http://127.0.0.1:{port}"
     ctype = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
     small = json.dumps(

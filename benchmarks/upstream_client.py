@@ -36,7 +36,7 @@ import httpx
 from _data import ROOT
 
 sys.path.insert(0, str(ROOT))  # the recording upstream of the proxy's tests
-from tests.proxy._upstream import free_port, openai_turn
+from tests.proxy._upstream import free_port, openai_turn, recorder_command
 
 from contextwindow.proxy import _http
 
@@ -123,19 +123,7 @@ def main() -> None:
     ap.add_argument("--other", type=Path, default=None)
     args = ap.parse_args()
     port = free_port()
-    up = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; sys.path[:0] = sys.argv[2:]; import uvicorn; "
-            "from tests.proxy._upstream import Recorder; "
-            "uvicorn.run(Recorder(keep=0).app, host='127.0.0.1', "
-            "port=int(sys.argv[1]), log_level='warning', access_log=False)",
-            str(port),
-            str(ROOT),
-            str(ROOT / "src"),
-        ]
-    )
+    up = subprocess.Popen(recorder_command(port, str(ROOT), str(ROOT / "src")))
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -38,6 +39,24 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def recorder_command(port: int, *paths: str) -> list[str]:
+    """The command that serves a ``Recorder(keep=0)`` on ``port`` in its own process.
+
+    ``paths`` go first on that process's ``sys.path`` (the project's root, for
+    this module, and its ``src``).
+    """
+    return [
+        sys.executable,
+        "-c",
+        "import sys; sys.path[:0] = sys.argv[2:]; import uvicorn; "
+        "from tests.proxy._upstream import Recorder; "
+        "uvicorn.run(Recorder(keep=0).app, host='127.0.0.1', "
+        "port=int(sys.argv[1]), log_level='warning', access_log=False)",
+        str(port),
+        *paths,
+    ]
 
 
 @contextmanager

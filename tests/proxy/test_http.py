@@ -117,6 +117,15 @@ def _client(read_timeout: float = 5) -> Client:
     return Client(connect_timeout=5, read_timeout=read_timeout)
 
 
+async def _twice(url: str) -> list[bytes]:
+    """The bodies of two exchanges with ``url`` through one client."""
+    client = _client()
+    try:
+        return [(await _exchange(client, url))[1] for _ in range(2)]
+    finally:
+        await client.aclose()
+
+
 def test_the_request_goes_as_given_and_the_connection_is_kept() -> None:
     async def run(url: str) -> list[bytes]:
         client = _client()
@@ -173,15 +182,8 @@ def test_a_chunked_answer_arrives_whole(
             data, k = data[n:], k + 1
         return True
 
-    async def run(url: str) -> list[bytes]:
-        client = _client()
-        try:
-            return [(await _exchange(client, url))[1] for _ in range(2)]
-        finally:
-            await client.aclose()
-
     with serving(reply) as server:
-        assert asyncio.run(run(server.url)) == [body, body]
+        assert asyncio.run(_twice(server.url)) == [body, body]
     assert server.connections == 1
 
 
@@ -192,15 +194,8 @@ def test_an_answer_without_a_length_ends_with_its_connection() -> None:
         conn.sendall(b"part two")
         return False  # closed: that ends the body
 
-    async def run(url: str) -> list[bytes]:
-        client = _client()
-        try:
-            return [(await _exchange(client, url))[1] for _ in range(2)]
-        finally:
-            await client.aclose()
-
     with serving(reply) as server:
-        assert asyncio.run(run(server.url)) == [b"part one, part two"] * 2
+        assert asyncio.run(_twice(server.url)) == [b"part one, part two"] * 2
     assert server.connections == 2  # not reused
 
 
@@ -284,15 +279,8 @@ def test_an_encoded_answer_stays_encoded_and_no_cookie_is_kept() -> None:
         )
         return True
 
-    async def run(url: str) -> list[bytes]:
-        client = _client()
-        try:
-            return [(await _exchange(client, url))[1] for _ in range(2)]
-        finally:
-            await client.aclose()
-
     with serving(reply) as server:
-        assert asyncio.run(run(server.url)) == [packed, packed]
+        assert asyncio.run(_twice(server.url)) == [packed, packed]
     assert len(server.requests) == 2
     for request in server.requests:
         head = request.partition(b"\r\n\r\n")[0].lower()
