@@ -194,7 +194,7 @@ class ClearToolResults:
         share = cut_share(step.messages, budget, edits=True)
         if self.max_share >= 1 or share <= self.max_share:
             return step
-        best = self._collapsed(messages, step, budget)
+        best = self._collapsed(messages, step, budget, share)
         # Collapsing freed more than clearing needed: clear less, as if the
         # budget were larger by what is left, while the result still fits.
         lo, hi = budget.limit, budget.limit + budget.limit - best.report.tokens_after
@@ -214,10 +214,19 @@ class ClearToolResults:
         return Fitted(best.messages, replace(best.report, limit=budget.limit))
 
     def _collapsed(
-        self, messages: Sequence[Message], step: Fitted, budget: Budget
+        self,
+        messages: Sequence[Message],
+        step: Fitted,
+        budget: Budget,
+        share: float | None = None,
     ) -> Fitted:
-        """``step`` with its runs collapsed, and cleared results put back."""
-        if cut_share(step.messages, budget, edits=True) <= self.max_share:
+        """``step`` with its runs collapsed, and cleared results put back.
+
+        ``share`` is ``step``'s ``cut_share`` when the caller has it already.
+        """
+        if share is None:
+            share = cut_share(step.messages, budget, edits=True)
+        if share <= self.max_share:
             return step
         later = collapse_runs(
             step.messages, budget, self.max_share, "ClearToolResults", edits=True
