@@ -706,12 +706,12 @@ def _scan(
         msg = messages[i]
         role = msg.role
         if role == "system":
-            append(Unit("system", i, i + 1))
+            append(_one("system", i))
             i += 1
         elif role == "assistant":
             pending = [p.id for p in msg.parts if isinstance(p, ToolCall)]
             if not pending:
-                append(Unit("message", i, i + 1))
+                append(_one("message", i))
                 i += 1
                 continue
             slots: list[str | None] = list(pending)
@@ -723,8 +723,11 @@ def _scan(
                     break
                 left -= taken
                 j += 1
-            unanswered = tuple(k for k, cid in enumerate(slots) if cid is not None)
-            append(Unit("tool_exchange", i, j, unanswered))
+            if left:
+                unanswered = tuple(k for k, cid in enumerate(slots) if cid is not None)
+                append(Unit("tool_exchange", i, j, unanswered))
+            else:
+                append(_exchange(i, j))
             i = j
         elif role == "tool":
             j = i + 1
@@ -733,8 +736,43 @@ def _scan(
             append(Unit("orphan_results", i, j))
             i = j
         else:
-            append(Unit("message", i, i + 1))
+            append(_one("message", i))
             i += 1
+
+
+_KEPT_UNITS = 1 << 16
+"""Positions whose one-message and complete-exchange units are kept built."""
+_ONE: dict[tuple[UnitKind, int], Unit] = {}
+_EXCHANGES: dict[tuple[int, int], Unit] = {}
+
+
+def _one(kind: UnitKind, i: int) -> Unit:
+    """``Unit(kind, i, i + 1)``: the same object each time (a unit is a value).
+
+    Building a frozen dataclass costs more than the rest of a scan's step, and
+    a conversation is grouped again after each change: the units of the
+    first ``_KEPT_UNITS`` positions are built once.
+    """
+    found = _ONE.get((kind, i))
+    if found is None:
+        found = Unit(kind, i, i + 1)
+        if i < _KEPT_UNITS:
+            _ONE[kind, i] = found
+    return found
+
+
+def _exchange(i: int, j: int) -> Unit:
+    """``Unit("tool_exchange", i, j)`` of a complete exchange, kept as ``_one``'s."""
+    found = _EXCHANGES.get((i, j))
+    if found is None:
+        found = Unit("tool_exchange", i, j)
+        if j < _KEPT_UNITS and j - i <= _KEPT_SPAN:
+            _EXCHANGES[i, j] = found
+    return found
+
+
+_KEPT_SPAN = 8
+"""The longest complete exchange (messages) whose unit ``_exchange`` keeps."""
 
 
 def _take_results(msg: Message, slots: list[str | None]) -> int:

@@ -70,6 +70,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import is_
 from typing import Any, cast
 
 from contextwindow._prefix import common_prefix
@@ -377,7 +378,18 @@ def plain_line(line: str) -> str:
 class _Tables:
     """What ``collapse_runs`` knows of each unit of one conversation."""
 
-    __slots__ = ("cost", "cut", "cutsum", "finals", "joins", "messages", "runs", "us")
+    __slots__ = (
+        "cost",
+        "cut",
+        "cutsum",
+        "facts",
+        "finals",
+        "joins",
+        "lines",
+        "messages",
+        "runs",
+        "us",
+    )
 
     def __init__(
         self,
@@ -389,7 +401,14 @@ class _Tables:
         cutsum: list[int],
         runs: list[tuple[int, int, tuple[int, int] | None]],
         finals: tuple[int, ...],
+        facts: dict[int, _Facts],
+        lines: list[int],
     ) -> None:
+        self.lines = lines
+        """The index of each message holding a run's line made before."""
+        self.facts = facts
+        """What each unit of no final message is, by its first message's
+        ``id`` (see ``_Facts``): a unit met again anywhere is not looked at."""
         self.messages = messages
         self.us = us
         self.cost = cost
@@ -405,6 +424,11 @@ class _Tables:
         (``None``: it holds no cut unit)."""
         self.finals = finals
 
+
+_Facts = tuple[tuple[Message, ...], bool, int, bool]
+"""A unit's messages, and what ``_tables`` found them to be: cut, the tokens
+that count as cut, whether it joins a run (with no final message in it: the
+final messages are pinned where they stand)."""
 
 _TABLES_KEY = "contextwindow.collapse.tables"
 
@@ -437,42 +461,66 @@ def _tables(
             and shares(budget, messages, old.messages, old.us[n - 1].stop)
         ):
             start = n
+    # What a unit is depends on its messages alone, but for the final ones:
+    # units met before anywhere (a conversation whose oldest units went, or
+    # whose earlier runs collapsed, holds the rest at other places) are known.
+    known: dict[int, _Facts] = old.facts if isinstance(old, _Tables) else {}
+    facts: dict[int, _Facts] = {}
     if start:
         assert isinstance(old, _Tables)
         cost, cut, joins = old.cost[:start], old.cut[:start], old.joins[:start]
         cutsum = old.cutsum[: start + 1]
         runs = [r for r in old.runs if r[1] < start - 1]
+        lines = old.lines[: bisect_left(old.lines, us[start - 1].stop)]
+        for u in us[:start]:
+            first = id(messages[u.start])
+            if first in known:
+                facts[first] = known[first]
     else:
-        cost, cut, joins, cutsum, runs = [], [], [], [0], []
+        cost, cut, joins, cutsum, runs, lines = [], [], [], [0], [], []
     markers = budget.protected
+    last_final = min(finals, default=len(messages))
     for i in range(start, len(us)):
         u = us[i]
-        pinned = any(u.start <= f < u.stop for f in finals) or any(
-            pinned_one(messages[j], markers) for j in range(u.start, u.stop)
-        )
         c = run_tokens[u.stop] - run_tokens[u.start]
-        is_cut = not pinned and _is_cut(messages, u, budget, bare=not edits)
-        line = None if pinned or u.kind != "message" else line_of(messages[u.start])
         cost.append(c)
-        cut.append(is_cut)
-        # What is cut: a cut exchange's markers, and its calls when bare (a
-        # call carrying a file to write is content); a run's line made before
-        # (only its line, not the agent's text before it), which joins no run.
-        if is_cut:
-            call = budget.counter.message(messages[u.start])
-            marked = c if call <= BARE_CALL_TOKENS else c - call
-        else:
-            marked = budget.counter.text(line) if line else 0
-        cutsum.append(cutsum[-1] + marked)
-        joins.append(
-            is_cut
-            or (
-                not pinned and (_is_said(messages, u) or _is_small(messages, u, budget))
-            )
+        span = tuple(messages[u.start : u.stop])
+        if u.stop <= last_final:
+            hit = known.get(id(span[0]))
+            if hit is not None and hit[0] == span:
+                facts[id(span[0])] = hit
+                cut.append(hit[1])
+                cutsum.append(cutsum[-1] + hit[2])
+                joins.append(hit[3])
+                if hit[2] and not hit[1]:
+                    lines.append(u.start)
+                continue
+        pinned = any(u.start <= f < u.stop for f in finals) or any(
+            pinned_one(m, markers) for m in span
         )
-    # Runs of joined units, from the end of the last one that stands.
+        is_cut, marked, joined, line = _facts(messages, u, c, pinned, budget, edits)
+        cut.append(is_cut)
+        cutsum.append(cutsum[-1] + marked)
+        joins.append(joined)
+        if line:
+            lines.append(u.start)
+        if u.stop <= last_final:
+            facts[id(span[0])] = (span, is_cut, marked, joined)
+    _add_runs(runs, joins, cut)
+    found = _Tables(messages, us, cost, cut, joins, cutsum, runs, finals, facts, lines)
+    budget.memo.put(key, found)
+    return found
+
+
+def _add_runs(
+    runs: list[tuple[int, int, tuple[int, int] | None]],
+    joins: Sequence[bool],
+    cut: Sequence[bool],
+) -> None:
+    """Add the runs of joined units, from the end of the last one in ``runs``."""
     a = -1
-    for i in range(runs[-1][1] + 1 if runs else 0, len(us)):
+    n = len(joins)
+    for i in range(runs[-1][1] + 1 if runs else 0, n):
         if joins[i]:
             if a < 0:
                 a = i
@@ -480,10 +528,37 @@ def _tables(
             runs.append((a, i - 1, _trim(a, i - 1, cut)))
             a = -1
     if a >= 0:
-        runs.append((a, len(us) - 1, _trim(a, len(us) - 1, cut)))
-    found = _Tables(messages, us, cost, cut, joins, cutsum, runs, finals)
-    budget.memo.put(key, found)
-    return found
+        runs.append((a, n - 1, _trim(a, n - 1, cut)))
+
+
+def _facts(
+    messages: Sequence[Message],
+    u: Unit,
+    cost: int,
+    pinned: bool,
+    budget: Budget,
+    edits: bool,
+) -> tuple[bool, int, bool, str | None]:
+    """What ``u`` (of ``cost`` tokens) is, for ``_tables``.
+
+    Whether it is cut, its tokens that count as cut, whether it joins a run,
+    and the run's line it holds (made before).
+    """
+    first = messages[u.start]
+    is_cut = not pinned and _is_cut(messages, u, budget, bare=not edits)
+    line = None if pinned or u.kind != "message" else line_of(first)
+    # What is cut: a cut exchange's markers, and its calls when bare (a call
+    # carrying a file to write is content); a run's line made before (only
+    # its line, not the agent's text before it), which joins no run.
+    if is_cut:
+        call = budget.counter.message(first)
+        marked = cost if call <= BARE_CALL_TOKENS else cost - call
+    else:
+        marked = budget.counter.text(line) if line else 0
+    joined = is_cut or (
+        not pinned and (_is_said(messages, u) or _is_small(messages, u, budget))
+    )
+    return is_cut, marked, joined, line
 
 
 def _stop(u: Unit) -> int:
@@ -593,7 +668,9 @@ def collapse_runs(
     if total > 0 and left > max(max_share * total, FLOOR_TOKENS):
         # Every run is one line and cut exchanges still take too much: the
         # oldest lines lose what their results named, until they do not.
-        _plainer(messages, budget, stage, max_share, window, total, left, done, changes)
+        _plainer(
+            messages, budget, stage, max_share, window, total, left, done, changes, t
+        )
     if not changes:
         return finish(stage, messages, messages, (), budget)
     out: list[Message] = []
@@ -630,6 +707,7 @@ def _plainer(
     left: int,
     done: list[tuple[int, int, Message]],
     changes: list[Change],
+    tables: _Tables,
 ) -> None:
     """Make lines shorter, oldest first, until within ``max_share``.
 
@@ -637,13 +715,24 @@ def _plainer(
     that is not enough, what its calls touched (``bare_line``). ``done`` and
     ``changes`` (the runs collapsed now, and their changes) are updated in
     place: a new line becomes shorter in its change; a line made before (in
-    ``messages``) is one more ``collapsed`` change.
+    ``messages``, where ``tables`` found them) is one more ``collapsed``
+    change. A line made shorter before is that same message again (the
+    budget's memo keeps them for the lines of the last call).
     """
     text = budget.counter.text
     new = {begin: k for k, (begin, _, _) in enumerate(done)}
     change_at = {c.index: j for j, c in enumerate(changes)}
+    before = tables.lines[bisect_left(tables.lines, window) :]
+    at = sorted({*before, *(b for b in new if b >= window)})
+    key = ("contextwindow.collapse.shorter", stage, budget.settings)
+    found = budget.memo.get(key)
+    known: dict[tuple[int, str], tuple[Message, Message]] = (
+        found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
+    )
+    made: dict[tuple[int, str], tuple[Message, Message]] = {}
+    budget.memo.put(key, made)
     for shorter in (plain_line, bare_line):
-        for i in range(window, len(messages)):
+        for i in at:
             if left <= max(max_share * total, FLOOR_TOKENS):
                 return
             k = new.get(i)
@@ -654,11 +743,16 @@ def _plainer(
             short = shorter(line)
             if short == line:
                 continue
-            last = m.parts[-1]
-            assert isinstance(last, Text)
-            fewer = replace(
-                m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + short))
-            )
+            hit = known.get((id(m), short))
+            if hit is not None and hit[0] is m:
+                fewer = hit[1]
+            else:
+                last = m.parts[-1]
+                assert isinstance(last, Text)
+                fewer = replace(
+                    m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + short))
+                )
+            made[id(m), short] = (m, fewer)
             less = text(line) - text(short)
             left -= less
             total -= less
@@ -724,7 +818,11 @@ def _same(
     a, b = at
     if b - a != len(span) or b > len(messages):
         return False
-    return all(x is y for x, y in zip(span, messages[a:b], strict=True))
+    here = messages[a:b]
+    # Tuples compare element by element, by identity first, at C speed.
+    if tuple(here) == span:
+        return all(map(is_, span, here))
+    return False
 
 
 def _collapsed(
