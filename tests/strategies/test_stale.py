@@ -133,3 +133,28 @@ def test_real_sessions_have_stale_reads(shared_data: Path) -> None:
         assert kinds <= {"stale", "repaired"}, path.name
         marked += sum(c.kind == "stale" for c in fitted.report.changes)
     assert marked > 20
+
+
+def test_a_scan_from_scratch_sends_the_same_markers_again() -> None:
+    """A re-fit that scans again from the start reuses the markers it made.
+
+    The final result changed (a tool message where the two lists part: the
+    scan cannot resume), yet the reads marked before are marked the same,
+    and those very message objects go out, so the stages after resume.
+    """
+    conv = [
+        Message.user("go"),
+        *call("r1", "Read", BODY, file_path="a.py"),
+        *call("r2", "Read", BODY, file_path="b.py"),
+        *call("r3", "Read", BODY, file_path="a.py"),
+        *call("r4", "Read", BODY, file_path="b.py"),
+    ]
+    counter = TokenCounter(FakeTokenizer(), "anthropic")
+    first = StaleReads()(conv, Budget(0, counter))
+    assert [c.index for c in first.report.changes] == [2, 4]
+    edited = [*conv[:-1], Message.tool("r4", BODY + "\nmore")]
+    again = StaleReads()(edited, Budget(0, counter))
+    fresh = StaleReads()(edited, budget())
+    assert again.messages == fresh.messages
+    assert again.messages[2] is first.messages[2]
+    assert again.messages[4] is first.messages[4]

@@ -567,6 +567,25 @@ class TestDeduplicate:
         assert r.changes[0].what == "tool result: read"
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
 
+    def test_refit_after_the_latest_copy_went(self) -> None:
+        """A re-fit of a list whose latest copy was replaced undoes the notes.
+
+        The list shares its first messages with the one fitted before (the
+        scan resumes there), and the copy the notes pointed to is gone: the
+        earlier copy is the latest now, and stays whole, as a fresh fit says.
+        """
+        up = "all services up " * 20
+        conv = repeated(up, "other " * 30, up)
+        counter = TokenCounter(FakeTokenizer())
+        first = Deduplicate()(conv, Budget(0, counter))
+        assert [c.index for c in first.report.changes] == [2]
+        edited = [*conv[:-3], *exchange("c9", "new " * 30), Message.user("thanks")]
+        warm = Deduplicate()(edited, Budget(0, counter))
+        cold = Deduplicate()(edited, budget())
+        assert warm.messages[2].text == up
+        assert warm.messages == cold.messages
+        assert warm.report == cold.report
+
     def test_error_flag_distinguishes(self) -> None:
         """The same text as an error and as a success are different outputs."""
         out = "connection refused " * 10

@@ -17,10 +17,14 @@ Contract:
   A decision can differ from where the conversations differ, from where the
   last scan stopped (the budget was met there; a grown conversation may need
   more), from the final messages (pinned, then not), and from where the
-  policy says its own rule moved (``Policy.resume``). Anything else (a
-  conversation that now counts fewer tokens, a repaired output) means a
-  full scan. The memo entry holds references, no copies of messages: the
-  input, the output, the changes and one index per tool result.
+  policy says its own rule moved (``Policy.resume``). A conversation that
+  counts fewer tokens than the last one keeps the decisions only while it is
+  still over budget with all their savings made (the scan could stop sooner
+  otherwise). Anything else (a repaired output) means a full scan, which
+  sends again the very messages the last scan rewrote the same way, so the
+  stages after it still resume. The memo entry holds references, no copies
+  of messages: the input, the output, the changes and one index per tool
+  result.
 """
 
 from __future__ import annotations
@@ -290,10 +294,11 @@ def rewrite_results(
     memo_key = ("contextwindow.rewrite", key, budget.settings)
     state = budget.memo.get(memo_key) if key is not None else None
     fitted: Fitted | None = None
-    if isinstance(state, _Scanned):
-        fitted, state = _resume(state, messages, budget, stage, kind, chosen, scan)
+    last = state if isinstance(state, _Scanned) else None
+    if last is not None:
+        fitted, state = _resume(last, messages, budget, stage, kind, chosen, scan)
     if fitted is None:
-        fitted, state = _full(messages, budget, stage, kind, chosen, scan)
+        fitted, state = _full(messages, budget, stage, kind, chosen, scan, last)
     if key is not None:
         if state is None:
             budget.memo.pop(memo_key)
@@ -317,6 +322,7 @@ def _full(
     kind: ChangeKind,
     policy: Policy,
     scan: Scan,
+    last: _Scanned | None = None,
 ) -> tuple[Fitted, _Scanned | None]:
     where = array("q")
     _result_places(messages, 0, where)
@@ -326,6 +332,8 @@ def _full(
     out, changes, saved, stop = scan(
         messages, budget, stage, kind, rewrite, 0, total, 0, finals
     )
+    if last is not None:
+        _reuse(out, changes, messages, last)
     fitted = finish(
         stage, messages, out, changes, budget, counted=total, saved=sum(saved[-1:])
     )
@@ -335,6 +343,26 @@ def _full(
     return fitted, _remember(
         messages, fitted, changes, indices, saved, stop, total, finals, where, kept
     )
+
+
+def _reuse(
+    out: list[Message],
+    changes: Sequence[Change],
+    messages: Sequence[Message],
+    last: _Scanned,
+) -> None:
+    """Put back in ``out`` the last scan's rewrites that came out the same.
+
+    A scan from scratch rewrites each message anew: where the rewrite of the
+    same original equals the one made before, that very object goes out
+    again, so the stages after see the objects they saw and resume.
+    """
+    made = {id(last.messages[i]): (last.messages[i], last.out[i]) for i in last.indices}
+    for c in changes:
+        i = c.index
+        hit = made.get(id(messages[i]))
+        if hit is not None and hit[0] is messages[i] and hit[1] == out[i]:
+            out[i] = hit[1]
 
 
 def _remember(
@@ -397,10 +425,16 @@ def _resume(
     if start < len(messages):  # to the start of the unit, where validity is checked
         start = unit_start(messages, start)
     total = budget.count(messages)
-    if total < state.total or not shares(budget, messages, old, start):
-        return None, None
     j = bisect_left(state.indices, start)
     before = state.saved[j - 1] if j else 0
+    # Each decision before ``start`` was taken while over budget. A
+    # conversation that counts fewer tokens now (a later stage's input made
+    # smaller further on) is still over at each of them when it is over
+    # with all their savings made: else the scan may stop sooner.
+    if total < state.total and total - before <= budget.limit:
+        return None, None
+    if not shares(budget, messages, old, start):
+        return None, None
     position = bisect_left(where, start)
     tail, changes, saved, stop = scan(
         messages, budget, stage, kind, rewrite, start, total - before, position, finals

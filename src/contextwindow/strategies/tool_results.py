@@ -501,19 +501,36 @@ class _Copies:
         shared: int,
         extends: bool,
     ) -> tuple[Rewrite, int, object] | None:
-        if not extends or not isinstance(kept, _Seen):
-            return None  # results gone too: a full scan
+        if not isinstance(kept, _Seen):
+            return None
         old = kept
-        # The old conversation is a prefix: every result it held is kept.
-        seen = _Seen(
-            list(old.keys),
-            list(old.exact),
-            list(old.calls),
-            dict(old.last),
-            dict(old.first),
-        )
-        start = shared
-        since = self._add(seen, messages, start)
+        if extends:
+            # The old conversation is a prefix: every result it held is kept.
+            seen = _Seen(
+                list(old.keys),
+                list(old.exact),
+                list(old.calls),
+                dict(old.last),
+                dict(old.first),
+            )
+            since = len(seen.keys)
+        else:
+            # The results of the shared messages are kept; a key whose latest
+            # copy was after them decides its copies anew.
+            before = results - sum(len(m.tool_results) for m in messages[shared:])
+            if not 0 <= before <= len(old.keys):
+                return None
+            seen = _Seen(
+                old.keys[:before], old.exact[:before], old.calls[:before], {}, {}
+            )
+            for position, key in enumerate(seen.keys):
+                seen.first.setdefault(key, position)
+                seen.last[key] = position
+            since = min(
+                (old.first[k] for k, at in old.last.items() if at >= before),
+                default=before,
+            )
+        since = min(since, self._add(seen, messages, shared))
         if len(seen.keys) != results:
             return None
         return self._rewrite(seen), since, seen
