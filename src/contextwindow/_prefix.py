@@ -5,7 +5,9 @@ of ``a`` and ``b`` under ``==`` (messages compare by content, ids excluded),
 found by comparing slices, so an unchanged history costs C-level work, not a
 Python loop per message. ``same_objects(a, b, k)`` says whether the first
 ``k`` elements are the very same objects (ids and all), and
-``identical_prefix(a, b)`` how many leading elements are. Nothing here knows
+``identical_prefix(a, b)`` how many leading elements are;
+``common_suffix(a, i, b, j)`` how many elements before ``a[i]`` and ``b[j]``
+are equal. Nothing here knows
 what a message is: any sequences of values work.
 
 Example:
@@ -18,16 +20,24 @@ Example:
     (True, False)
     >>> identical_prefix(x + y, x + x), identical_prefix(x, x + y)
     (1, 1)
+    >>> common_suffix([0, 1, 2, 3, 9], 4, [7, 2, 3], 3)  # before a[4] and b[3]
+    2
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any
 
-__all__ = ["common_prefix", "identical_prefix", "same_objects"]
+__all__ = [
+    "common_prefix",
+    "common_suffix",
+    "identical_prefix",
+    "identical_run",
+    "same_objects",
+]
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -52,23 +62,8 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     last_a, last_b = a[n - 1], b[n - 1]
     if (last_a is last_b or last_a == last_b) and equal(1, n):
         return n  # the common case (an extension), at C speed
-    lo, step = 1, 1  # a[:lo] == b[:lo]
-    while True:
-        hi = min(n, lo + step)
-        if not equal(lo, hi):
-            break
-        lo = hi
-        if lo == n:
-            return n
-        step *= 2
-    # a[:lo] == b[:lo]; a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if equal(lo, mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    # a[:1] == b[:1]: gallop over the rest.
+    return 1 + _gallop(n - 1, lambda lo, hi: equal(1 + lo, 1 + hi))
 
 
 def same_objects(a: Sequence[Any], b: Sequence[Any], k: int) -> bool:
@@ -91,3 +86,59 @@ def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
         return n  # the common case (an extension)
     flags = list(map(operator.is_, a, b))
     return flags.index(False) if False in flags else n
+
+
+def common_suffix(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
+    """How many elements just before ``a[i]`` and ``b[j]`` are equal (by ``==``).
+
+    ``a[i - n : i] == b[j - n : j]`` for the largest such ``n``: found by
+    galloping backwards over slices, as ``common_prefix`` does forwards.
+    """
+    same = type(a) is type(b) and isinstance(a, list | tuple)
+
+    def equal(lo: int, hi: int) -> bool:  # the ``hi - lo`` elements before ``lo``
+        x, y = a[i - hi : i - lo], b[j - hi : j - lo]
+        return bool(x == y) if same else list(x) == list(y)
+
+    return _gallop(min(i, j), equal)
+
+
+def identical_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
+    """How many elements from ``a[i]`` and ``b[j]`` on are the very same objects.
+
+    Galloping forwards over slices (1, 2, 4, ... elements) and halving.
+
+    Example:
+        >>> x, y, z = object(), object(), object()
+        >>> identical_run([z, x, y, z], 1, [x, y, x], 0)
+        2
+    """
+
+    def same(lo: int, hi: int) -> bool:
+        return all(map(operator.is_, a[i + lo : i + hi], b[j + lo : j + hi]))
+
+    return _gallop(min(len(a) - i, len(b) - j), same)
+
+
+def _gallop(n: int, same: Callable[[int, int], bool]) -> int:
+    """The largest ``k <= n`` whose first ``k`` elements are the same.
+
+    ``same(lo, hi)`` says whether elements ``lo`` to ``hi`` are, given that
+    those before ``lo`` are: tried on 1, 2, 4, ... elements, then halved.
+    """
+    lo, step = 0, 1
+    while lo < n:
+        hi = min(n, lo + step)
+        if not same(lo, hi):
+            break
+        lo = hi
+        step *= 2
+    else:
+        return n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if same(lo, mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

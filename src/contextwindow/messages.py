@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -43,7 +44,7 @@ from contextwindow._args import (
     check_str,
     shown,
 )
-from contextwindow._prefix import common_prefix
+from contextwindow._prefix import common_prefix, common_suffix
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -584,7 +585,7 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
             same = found  # the very units: no copy of them held
         else:
             out.extend(found[: _units_before(found, k)])
-            _scan(seq, out[-1].stop if out else 0, out)
+            _scan_known(seq, out[-1].stop if out else 0, out, recent)
     result = tuple(out) if same is None else same
     if n >= _MIN_SHARED:  # a short one is cheaper to scan than to look up
         with _recent_lock:
@@ -614,6 +615,76 @@ def _longest_shared(
     if best[0] >= _MIN_SHARED or (best[0] and len(best[1]) == len(seq)):
         return best
     return (0, [], ())
+
+
+_TRIED = 4
+"""Remembered sequences ``_scan_known`` looks for the messages in."""
+_NEW_AT_END = 64
+"""How far from the end ``_scan_known`` looks for a remembered sequence's last
+message (what was appended since)."""
+
+
+def _scan_known(
+    seq: list[Message],
+    start: int,
+    out: list[Unit],
+    recent: Sequence[tuple[list[Message], tuple[Unit, ...]]],
+) -> None:
+    """``_scan(seq, start, out)``, taking the units of a run met before.
+
+    A strategy's output often ends with a remembered sequence's last
+    messages at other places (its oldest units dropped, runs of them made
+    one line, new ones appended): from the first place where both have a
+    unit start in that shared run, the units are the remembered ones, moved.
+    """
+    n = len(seq)
+    for last, found in recent[:_TRIED]:
+        m = len(last)
+        if m < _MIN_SHARED or not found:
+            continue
+        tip = last[-1]
+        e = n - 1
+        while e >= max(start, n - _NEW_AT_END) and seq[e] is not tip:
+            e -= 1
+        if e < max(start, n - _NEW_AT_END):
+            continue
+        d = e + 1 - m  # seq[i] is last[i - d] in the shared run
+        first = e + 1 - common_suffix(seq, e + 1, last, m)
+        if e + 1 - first < _MIN_SHARED or first < start:
+            continue
+        at = start
+        while at < first:
+            _scan(seq, at, out, 1)
+            at = out[-1].stop
+        while at <= e:
+            k = bisect_left(found, at - d, key=_start)
+            if k < len(found) and found[k].start == at - d:
+                # Units that end before the run's end are decided within it;
+                # the last one may grow by what was appended.
+                for u in found[k:-1]:
+                    out.append(_moved(u, d))
+                at = out[-1].stop if k < len(found) - 1 else at
+                break
+            _scan(seq, at, out, 1)
+            at = out[-1].stop
+        _scan(seq, at, out)
+        return
+    _scan(seq, start, out)
+
+
+def _start(u: Unit) -> int:
+    return u.start
+
+
+def _moved(u: Unit, d: int) -> Unit:
+    """``u`` moved by ``d`` places."""
+    if u.kind == "tool_exchange":
+        if u.unanswered:
+            return Unit("tool_exchange", u.start + d, u.stop + d, u.unanswered)
+        return _exchange(u.start + d, u.stop + d)
+    if u.kind == "orphan_results":
+        return Unit("orphan_results", u.start + d, u.stop + d)
+    return _one(u.kind, u.start + d)
 
 
 def _units_before(found: Sequence[Unit], k: int) -> int:

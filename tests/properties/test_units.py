@@ -183,6 +183,54 @@ class TestUnitsIncremental:
 
         for_each(convs, check)
 
+    def test_moved_messages_give_the_units_of_a_fresh_scan(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """A list holding a remembered list's messages at other places gets
+        the units of a fresh scan: its oldest messages gone, a span of them
+        made one message, another message put in, a call's result cut off."""
+
+        def fresh(seq: list[Message]) -> tuple[Unit, ...]:
+            messages_module._recent.clear()  # forget: scan from scratch
+            return units(list(seq))
+
+        rng = random.Random(7)
+        pool = [m for conv in convs for m in conv]
+        while pool and len(pool) < 400:  # the same objects again: jumps may mislead
+            pool += pool
+        checked = 0
+        for _ in range(60):
+            size = rng.randrange(64, 240)
+            at = rng.randrange(max(1, len(pool) - size))
+            base = pool[at : at + size]
+            units(base)
+            edited = list(base)
+            for _ in range(rng.randrange(1, 5)):
+                i = rng.randrange(len(edited) + 1)
+                j = min(len(edited), i + rng.randrange(30))
+                kind = rng.random()
+                if kind < 0.4:
+                    del edited[i:j]
+                elif kind < 0.7:
+                    edited[i:j] = [Message.assistant("[3 earlier tool calls]")]
+                else:
+                    edited.insert(i, rng.choice(pool))
+            assert units(edited) == fresh(edited), edited
+            # A later result of parallel calls cut off, then back: the unit
+            # before it ends where the lists part, and grows again.
+            later = [
+                k
+                for k in range(1, len(base))
+                if base[k].role == "tool" and base[k - 1].role == "tool"
+            ]
+            cut = [m for k, m in enumerate(base) if k not in later[:3]]
+            units(cut)
+            assert units(base) == fresh(base), base
+            units(base)
+            assert units(cut) == fresh(cut), cut
+            checked += 1
+        assert checked == 60 and len(pool) >= 400
+
     def test_same_shape_rewrites_reuse_units_and_others_rescan(
         self, convs: list[list[Message]]
     ) -> None:

@@ -1171,6 +1171,9 @@ def relocate(
 
 def _positions(messages: Sequence[Message]) -> dict[str, int]:
     """Each id's first index in ``messages``."""
+    table = {m.id: i for i, m in enumerate(messages)}  # the last index of each
+    if len(table) == len(messages):
+        return table  # no id repeats (the common case): first is last
     return {m.id: i for i, m in reversed(list(enumerate(messages)))}
 
 

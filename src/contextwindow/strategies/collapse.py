@@ -67,13 +67,14 @@ Example:
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from operator import is_
 from typing import Any, cast
 
-from contextwindow._prefix import common_prefix
+from contextwindow._prefix import common_prefix, identical_run
 from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
 from contextwindow.messages import (
     Message,
@@ -382,12 +383,13 @@ class _Tables:
         "cost",
         "cut",
         "cutsum",
-        "facts",
         "finals",
         "joins",
         "lines",
+        "marked",
         "messages",
         "runs",
+        "starts",
         "us",
     )
 
@@ -398,17 +400,19 @@ class _Tables:
         cost: list[int],
         cut: list[bool],
         joins: list[bool],
+        marked: list[int],
         cutsum: list[int],
         runs: list[tuple[int, int, tuple[int, int] | None]],
         finals: tuple[int, ...],
-        facts: dict[int, _Facts],
         lines: list[int],
     ) -> None:
         self.lines = lines
         """The index of each message holding a run's line made before."""
-        self.facts = facts
-        """What each unit of no final message is, by its first message's
-        ``id`` (see ``_Facts``): a unit met again anywhere is not looked at."""
+        self.marked = marked
+        """Each unit's tokens that count as cut."""
+        self.starts: dict[int, int] | None = None
+        """The ``id`` of each unit's first message -> the unit's index (built
+        when the next tables look for their units here)."""
         self.messages = messages
         self.us = us
         self.cost = cost
@@ -424,11 +428,6 @@ class _Tables:
         (``None``: it holds no cut unit)."""
         self.finals = finals
 
-
-_Facts = tuple[tuple[Message, ...], bool, int, bool]
-"""A unit's messages, and what ``_tables`` found them to be: cut, the tokens
-that count as cut, whether it joins a run (with no final message in it: the
-final messages are pinned where they stand)."""
 
 _TABLES_KEY = "contextwindow.collapse.tables"
 
@@ -461,54 +460,94 @@ def _tables(
             and shares(budget, messages, old.messages, old.us[n - 1].stop)
         ):
             start = n
-    # What a unit is depends on its messages alone, but for the final ones:
-    # units met before anywhere (a conversation whose oldest units went, or
-    # whose earlier runs collapsed, holds the rest at other places) are known.
-    known: dict[int, _Facts] = old.facts if isinstance(old, _Tables) else {}
-    facts: dict[int, _Facts] = {}
     if start:
         assert isinstance(old, _Tables)
         cost, cut, joins = old.cost[:start], old.cut[:start], old.joins[:start]
-        cutsum = old.cutsum[: start + 1]
+        marked = old.marked[:start]
         runs = [r for r in old.runs if r[1] < start - 1]
         lines = old.lines[: bisect_left(old.lines, us[start - 1].stop)]
-        for u in us[:start]:
-            first = id(messages[u.start])
-            if first in known:
-                facts[first] = known[first]
     else:
-        cost, cut, joins, cutsum, runs, lines = [], [], [], [0], [], []
+        cost, cut, joins, marked, runs, lines = [], [], [], [], [], []
+    # What a unit is depends on its messages alone, but for the final ones:
+    # a run of units met before at other places (the oldest units gone, runs
+    # collapsed before them, messages appended after) is known, moved.
+    moved = _moved_runs(old, messages, us, start, finals)
     markers = budget.protected
-    last_final = min(finals, default=len(messages))
-    for i in range(start, len(us)):
+    i = start
+    while i < len(us):
+        if moved and i == moved[0][0]:
+            assert isinstance(old, _Tables)
+            i, k, n, d = moved.pop(0)
+            cost += old.cost[k : k + n]
+            cut += old.cut[k : k + n]
+            joins += old.joins[k : k + n]
+            marked += old.marked[k : k + n]
+            a, b = old.us[k].start, old.us[k + n - 1].stop
+            lines += [j + d for j in old.lines[bisect_left(old.lines, a) :] if j < b]
+            i += n
+            continue
         u = us[i]
         c = run_tokens[u.stop] - run_tokens[u.start]
-        cost.append(c)
-        span = tuple(messages[u.start : u.stop])
-        if u.stop <= last_final:
-            hit = known.get(id(span[0]))
-            if hit is not None and hit[0] == span:
-                facts[id(span[0])] = hit
-                cut.append(hit[1])
-                cutsum.append(cutsum[-1] + hit[2])
-                joins.append(hit[3])
-                if hit[2] and not hit[1]:
-                    lines.append(u.start)
-                continue
         pinned = any(u.start <= f < u.stop for f in finals) or any(
-            pinned_one(m, markers) for m in span
+            pinned_one(messages[j], markers) for j in range(u.start, u.stop)
         )
-        is_cut, marked, joined, line = _facts(messages, u, c, pinned, budget, edits)
+        is_cut, tokens, joined, line = _facts(messages, u, c, pinned, budget, edits)
+        cost.append(c)
         cut.append(is_cut)
-        cutsum.append(cutsum[-1] + marked)
+        marked.append(tokens)
         joins.append(joined)
         if line:
             lines.append(u.start)
-        if u.stop <= last_final:
-            facts[id(span[0])] = (span, is_cut, marked, joined)
+        i += 1
+    cutsum = [0, *accumulate(marked)]
     _add_runs(runs, joins, cut)
-    found = _Tables(messages, us, cost, cut, joins, cutsum, runs, finals, facts, lines)
+    found = _Tables(messages, us, cost, cut, joins, marked, cutsum, runs, finals, lines)
     budget.memo.put(key, found)
+    return found
+
+
+def _moved_runs(
+    old: object,
+    messages: Sequence[Message],
+    us: tuple[Unit, ...],
+    start: int,
+    finals: tuple[int, ...],
+) -> list[tuple[int, int, int, int]]:
+    """Where ``old`` tables' units lie again in ``messages``, from ``start`` on.
+
+    Each ``(i, k, n, d)``: units ``us[i : i + n]`` are ``old.us[k : k + n]``
+    moved by ``d`` messages, over the very same message objects; none of
+    them holds a final message of either. In order, not overlapping.
+    """
+    if not isinstance(old, _Tables) or not old.us or start >= len(us):
+        return []
+    index = old.starts
+    if index is None:
+        index = {id(old.messages[u.start]): k for k, u in enumerate(old.us)}
+        old.starts = index
+    # Old units must end before old's last message (the final ones, and the
+    # last unit, which what was appended may extend, are not known).
+    last_old = min((*old.finals, len(old.messages) - 1))
+    last_new = min(finals, default=len(messages))
+    found: list[tuple[int, int, int, int]] = []
+    i = start
+    while i < len(us):
+        a = us[i].start
+        k = index.get(id(messages[a]))
+        if k is None or old.messages[old.us[k].start] is not messages[a]:
+            i += 1
+            continue
+        b = old.us[k].start
+        # The units' ends are decided by the message after them: shared too.
+        run = identical_run(messages, a, old.messages, b)
+        end_old = min(b + run - 1, last_old)
+        n = bisect_right(old.us, end_old, lo=k, key=_stop) - k
+        n = min(n, bisect_right(us, last_new, lo=i, key=_stop) - i)
+        if n > 0 and us[i + n - 1].stop - a == old.us[k + n - 1].stop - b:
+            found.append((i, k, n, a - b))
+            i += n
+        else:
+            i += 1
     return found
 
 
