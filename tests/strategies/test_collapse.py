@@ -87,3 +87,40 @@ class TestNearDuplicates:
             "[same output as the later result of call c1, but for timestamps and ids"
         )
         assert Deduplicate(near=False)(conv, budget()).report.changes == ()
+
+
+def test_tables_of_moved_units_are_those_of_a_fresh_look() -> None:
+    """The collapse tables of a list holding the last list's units at other
+    places (the oldest gone, a span made one line, messages appended, an
+    exchange's result cut off) equal those a fresh budget builds."""
+    import random
+
+    from contextwindow.strategies.collapse import _tables
+
+    cleared = ClearToolResults(keep_recent=0, max_share=1)(reads(40), budget())
+    base = list(cleared.messages)
+    for k in range(5, len(base) - 1, 9):  # the agent's text between exchanges
+        base.insert(k, Message.assistant(f"now part {k}"))
+    base.append(Message.assistant("done"))  # final: pinned here, not once moved
+    lined = ClearToolResults(keep_recent=0)(reads(3), budget()).messages[1]
+    rng = random.Random(3)
+    fields = ("cost", "cut", "joins", "marked", "cutsum", "runs", "lines")
+    for _ in range(40):
+        warm = budget()
+        _tables(base, warm, "t")
+        edited = list(base)
+        for _ in range(rng.randrange(1, 4)):
+            i = rng.randrange(1, len(edited))
+            j = min(len(edited) - 1, i + rng.randrange(12))
+            kind = rng.random()
+            if kind < 0.3:
+                del edited[1:i]
+            elif kind < 0.6:
+                edited[i:j] = [lined]
+            elif kind < 0.8:
+                edited += reads(2)[1:]
+            elif edited[i].role == "tool":
+                del edited[i]
+        got = _tables(edited, warm, "t")
+        want = _tables(list(edited), budget(), "t")
+        assert [getattr(got, f) for f in fields] == [getattr(want, f) for f in fields]
