@@ -229,7 +229,8 @@ class TestUnitsIncremental:
             units(base)
             assert units(cut) == fresh(cut), cut
             checked += 1
-        assert checked == 60 and len(pool) >= 400
+        assert checked == 60
+        assert len(pool) >= 400
 
     def test_same_shape_rewrites_reuse_units_and_others_rescan(
         self, convs: list[list[Message]]
