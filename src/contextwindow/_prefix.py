@@ -36,7 +36,9 @@ __all__ = [
     "common_suffix",
     "identical_prefix",
     "identical_run",
+    "identical_suffix",
     "same_objects",
+    "shared_spans",
 ]
 
 
@@ -120,6 +122,21 @@ def identical_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
     return _gallop(min(len(a) - i, len(b) - j), same)
 
 
+def identical_suffix(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
+    """How many elements just before ``a[i]`` and ``b[j]`` are the very same objects.
+
+    Example:
+        >>> x, y, z = object(), object(), object()
+        >>> identical_suffix([z, x, y, z], 3, [x, y, x], 2)
+        2
+    """
+
+    def same(lo: int, hi: int) -> bool:
+        return all(map(operator.is_, a[i - hi : i - lo], b[j - hi : j - lo]))
+
+    return _gallop(min(i, j), same)
+
+
 def _gallop(n: int, same: Callable[[int, int], bool]) -> int:
     """The largest ``k <= n`` whose first ``k`` elements are the same.
 
@@ -142,3 +159,67 @@ def _gallop(n: int, same: Callable[[int, int], bool]) -> int:
         else:
             hi = mid
     return lo
+
+
+_LOOKS = 32
+"""Shared spans ``shared_spans`` looks for, at most."""
+_NEAR_END = 64
+"""Elements appended since, at most, for ``shared_spans`` to find the old end."""
+_PUT_IN = 4
+"""New elements between two shared spans (a line put in), at most."""
+_TAKEN_OUT = 256
+"""Old elements between two shared spans (units dropped, runs collapsed)."""
+
+
+def shared_spans(
+    old: Sequence[Any], new: Sequence[Any], low: int = 0
+) -> list[tuple[int, int, int]]:
+    """Spans of ``new`` (from ``low``) holding the very objects of ``old``.
+
+    Each ``(first, end, d)``: ``new[first:end]`` is ``old[first - d : end - d]``;
+    in order. Found from the end: old's last element a little before new's
+    end (elements appended since), then going back, runs of new elements put
+    in and of old elements taken out, each of a bounded length. So a list
+    made from another by dropping its oldest elements, replacing runs of
+    them by one, and appending, is found in a few slice comparisons.
+
+    Example:
+        >>> a, b, c, d, e, f = (object() for _ in range(6))
+        >>> shared_spans([a, b, c, d, e], [a, c, f, e, b])  # b, then d, out
+        [(0, 1, 0), (1, 2, -1), (3, 4, -1)]
+    """
+    tip = old[-1]
+    at = len(new) - 1
+    while at >= max(low, len(new) - _NEAR_END) and new[at] is not tip:
+        at -= 1
+    if at < max(low, len(new) - _NEAR_END):
+        return []
+    spans: list[tuple[int, int, int]] = []
+    was = len(old) - 1  # new[at] is old[was]
+    while len(spans) < _LOOKS:
+        n = identical_suffix(new, at + 1, old, was + 1)
+        first = max(low, at + 1 - n)
+        spans.append((first, at + 1, at - was))
+        if first <= low or was + 1 - n <= 0:
+            break
+        found = _before(old, new, first, was + 1 - n, low)
+        if found is None:
+            break
+        at, was = found
+    spans.reverse()
+    return spans
+
+
+def _before(
+    old: Sequence[Any], new: Sequence[Any], first: int, first_old: int, low: int
+) -> tuple[int, int] | None:
+    """Where an element just before ``new[first]`` was, just before ``old[first_old]``.
+
+    Its two places, else ``None``.
+    """
+    for p in range(first - 1, max(low, first - 1 - _PUT_IN) - 1, -1):
+        target = new[p]
+        for q in range(first_old - 1, max(0, first_old - 1 - _TAKEN_OUT) - 1, -1):
+            if old[q] is target:
+                return p, q
+    return None

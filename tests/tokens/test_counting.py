@@ -552,3 +552,31 @@ class TestTokenCounter:
             expected = TokenCounter(O200K, provider).messages(conv, tools=tools)
             got = count_messages(conv, O200K, provider=provider, tools=tools)
             assert got == expected
+
+
+def test_running_totals_of_moved_runs_are_counted_anew() -> None:
+    """Running totals of a list holding the last list's messages elsewhere
+    (the oldest dropped, a run made one message, messages appended) equal a
+    fresh counter's."""
+    import random
+
+    rng = random.Random(5)
+    pool = [Message.user(f"message {i} " + "word " * (i % 7)) for i in range(400)]
+    for _ in range(30):
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok)
+        base = pool[: rng.randrange(100, 400)]
+        counter.running(base)
+        edited = list(base)
+        for _ in range(rng.randrange(1, 4)):
+            i = rng.randrange(1, len(edited))
+            j = min(len(edited), i + rng.randrange(1, 20))
+            kind = rng.random()
+            if kind < 0.4:
+                del edited[1:i]
+            elif kind < 0.7:
+                edited[i:j] = [Message.assistant(f"line {i} of a run")]
+            else:
+                edited += [Message.user(f"new {i} {k}") for k in range(3)]
+        got = counter.running(edited)
+        assert got == TokenCounter(CountingTokenizer()).running(edited)

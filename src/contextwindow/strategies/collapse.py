@@ -74,7 +74,7 @@ from itertools import accumulate
 from operator import is_
 from typing import Any, cast
 
-from contextwindow._prefix import common_prefix, identical_run
+from contextwindow._prefix import common_prefix, shared_spans
 from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
 from contextwindow.messages import (
     Message,
@@ -410,9 +410,6 @@ class _Tables:
         """The index of each message holding a run's line made before."""
         self.marked = marked
         """Each unit's tokens that count as cut."""
-        self.starts: dict[int, int] | None = None
-        """The ``id`` of each unit's first message -> the unit's index (built
-        when the next tables look for their units here)."""
         self.messages = messages
         self.us = us
         self.cost = cost
@@ -521,34 +518,29 @@ def _moved_runs(
     """
     if not isinstance(old, _Tables) or not old.us or start >= len(us):
         return []
-    index = old.starts
-    if index is None:
-        index = {id(old.messages[u.start]): k for k, u in enumerate(old.us)}
-        old.starts = index
     # Old units must end before old's last message (the final ones, and the
     # last unit, which what was appended may extend, are not known).
     last_old = min((*old.finals, len(old.messages) - 1))
     last_new = min(finals, default=len(messages))
     found: list[tuple[int, int, int, int]] = []
-    i = start
-    while i < len(us):
-        a = us[i].start
-        k = index.get(id(messages[a]))
-        if k is None or old.messages[old.us[k].start] is not messages[a]:
+    for first, end, d in shared_spans(old.messages, messages, us[start].start):
+        i = bisect_left(us, first, lo=start, key=_start)
+        while i < len(us) and us[i].stop <= end:
+            k = bisect_left(old.us, us[i].start - d, key=_start)
+            if k < len(old.us) and old.us[k].start == us[i].start - d:
+                break
             i += 1
-            continue
-        b = old.us[k].start
-        # The units' ends are decided by the message after them: shared too.
-        run = identical_run(messages, a, old.messages, b)
-        end_old = min(b + run - 1, last_old)
-        n = bisect_right(old.us, end_old, lo=k, key=_stop) - k
-        n = min(n, bisect_right(us, last_new, lo=i, key=_stop) - i)
-        if n > 0 and us[i + n - 1].stop - a == old.us[k + n - 1].stop - b:
-            found.append((i, k, n, a - b))
-            i += n
         else:
-            i += 1
+            continue
+        n = bisect_right(old.us, min(end - d, last_old), lo=k, key=_stop) - k
+        n = min(n, bisect_right(us, last_new, lo=i, key=_stop) - i)
+        if n > 0 and us[i + n - 1].stop - d == old.us[k + n - 1].stop:
+            found.append((i, k, n, d))
     return found
+
+
+def _start(u: Unit) -> int:
+    return u.start
 
 
 def _add_runs(

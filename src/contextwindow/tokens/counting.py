@@ -37,7 +37,7 @@ from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
 from contextwindow._memo import Memo
-from contextwindow._prefix import common_prefix
+from contextwindow._prefix import common_prefix, shared_spans
 from contextwindow.errors import ContextWindowError
 from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
@@ -343,22 +343,35 @@ class TokenCounter:
                     return last_sums
                 base = last_sums
                 break
+        spans: list[tuple[int, int, int, tuple[int, ...]]] = []
         if base is None:
             # A sequence that shares only a prefix with one seen (a strategy's
             # output that rewrote a message near the end): the counts of that
-            # prefix stand, only the rest is counted.
+            # prefix stand, only the rest is counted; and of the runs of the
+            # last one seen that it holds elsewhere (its oldest messages
+            # dropped, runs of them made one line), the counts are moved.
             k, found = _longest_prefix(seq, self._last)
             base = found[: k + 1] if k else (0,)
+            if self._last and n - k >= MIN_SHARED:
+                last, last_sums = self._last[0]
+                spans = [(*s, last_sums) for s in shared_spans(last, seq, k)]
         total = base[-1]
         tail: list[int] = []
         append = tail.append
         message = self.message
-        for i in range(k, n):
-            m = seq[i]
-            if m.__class__ is not Message and not isinstance(m, Message):
-                return None
-            total += message(m)
-            append(total)
+        at = k
+        for first, end, d, sums in (*spans, (n, n, 0, ())):
+            for i in range(at, first):
+                m = seq[i]
+                if m.__class__ is not Message and not isinstance(m, Message):
+                    return None
+                total += message(m)
+                append(total)
+            if end > first:
+                lo = sums[first - d]
+                tail += [total + x - lo for x in sums[first - d + 1 : end - d + 1]]
+                total = tail[-1]
+            at = end
         done = base + tuple(tail)
         if n >= MIN_SHARED:  # a short one is cheaper to count than to look up
             # A copy of a list: a caller's list changed in place later must
