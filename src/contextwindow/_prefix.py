@@ -6,9 +6,9 @@ found by comparing slices, so an unchanged history costs C-level work, not a
 Python loop per message. ``same_objects(a, b, k)`` says whether the first
 ``k`` elements are the very same objects (ids and all), and
 ``identical_prefix(a, b)`` how many leading elements are;
-``common_suffix(a, i, b, j)`` how many elements before ``a[i]`` and ``b[j]``
-are equal. Nothing here knows
-what a message is: any sequences of values work.
+``shared_spans(old, new)`` where ``new`` holds runs of ``old``'s very objects
+(its oldest dropped, runs replaced by one, elements appended). Nothing here
+knows what a message is: any sequences of values work.
 
 Example:
     >>> common_prefix([1, 2, 3, 4], [1, 2, 9])
@@ -20,8 +20,6 @@ Example:
     (True, False)
     >>> identical_prefix(x + y, x + x), identical_prefix(x, x + y)
     (1, 1)
-    >>> common_suffix([0, 1, 2, 3, 9], 4, [7, 2, 3], 3)  # before a[4] and b[3]
-    2
 """
 
 from __future__ import annotations
@@ -33,9 +31,7 @@ from typing import Any
 
 __all__ = [
     "common_prefix",
-    "common_suffix",
     "identical_prefix",
-    "identical_run",
     "identical_suffix",
     "same_objects",
     "shared_spans",
@@ -88,38 +84,6 @@ def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
         return n  # the common case (an extension)
     flags = list(map(operator.is_, a, b))
     return flags.index(False) if False in flags else n
-
-
-def common_suffix(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
-    """How many elements just before ``a[i]`` and ``b[j]`` are equal (by ``==``).
-
-    ``a[i - n : i] == b[j - n : j]`` for the largest such ``n``: found by
-    galloping backwards over slices, as ``common_prefix`` does forwards.
-    """
-    same = type(a) is type(b) and isinstance(a, list | tuple)
-
-    def equal(lo: int, hi: int) -> bool:  # the ``hi - lo`` elements before ``lo``
-        x, y = a[i - hi : i - lo], b[j - hi : j - lo]
-        return bool(x == y) if same else list(x) == list(y)
-
-    return _gallop(min(i, j), equal)
-
-
-def identical_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
-    """How many elements from ``a[i]`` and ``b[j]`` on are the very same objects.
-
-    Galloping forwards over slices (1, 2, 4, ... elements) and halving.
-
-    Example:
-        >>> x, y, z = object(), object(), object()
-        >>> identical_run([z, x, y, z], 1, [x, y, x], 0)
-        2
-    """
-
-    def same(lo: int, hi: int) -> bool:
-        return all(map(operator.is_, a[i + lo : i + hi], b[j + lo : j + hi]))
-
-    return _gallop(min(len(a) - i, len(b) - j), same)
 
 
 def identical_suffix(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
@@ -188,21 +152,18 @@ def shared_spans(
         >>> shared_spans([a, b, c, d, e], [a, c, f, e, b])  # b, then d, out
         [(0, 1, 0), (1, 2, -1), (3, 4, -1)]
     """
-    tip = old[-1]
-    at = len(new) - 1
-    while at >= max(low, len(new) - _NEAR_END) and new[at] is not tip:
-        at -= 1
-    if at < max(low, len(new) - _NEAR_END):
+    found = _end(old, new, low)
+    if found is None:
         return []
+    at, was = found  # new[at] is old[was]
     spans: list[tuple[int, int, int]] = []
-    was = len(old) - 1  # new[at] is old[was]
     while len(spans) < _LOOKS:
         n = identical_suffix(new, at + 1, old, was + 1)
         first = max(low, at + 1 - n)
         spans.append((first, at + 1, at - was))
         if first <= low or was + 1 - n <= 0:
             break
-        found = _before(old, new, first, was + 1 - n, low)
+        found = _before(old, new, first, was + 1 - n, low, _PUT_IN, _TAKEN_OUT)
         if found is None:
             break
         at, was = found
@@ -210,16 +171,38 @@ def shared_spans(
     return spans
 
 
+def _end(old: Sequence[Any], new: Sequence[Any], low: int) -> tuple[int, int] | None:
+    """Where old's last element is, a little before new's end; else one before it.
+
+    Of old's last ``_PUT_IN`` elements (a final one may have been rewritten)
+    the last that is one of new's last ``_NEAR_END`` (not before ``low``).
+    """
+    for q in range(len(old) - 1, max(0, len(old) - _PUT_IN) - 1, -1):
+        target = old[q]
+        for p in range(len(new) - 1, max(low, len(new) - _NEAR_END) - 1, -1):
+            if new[p] is target:
+                return p, q
+    return None
+
+
 def _before(
-    old: Sequence[Any], new: Sequence[Any], first: int, first_old: int, low: int
+    old: Sequence[Any],
+    new: Sequence[Any],
+    first: int,
+    first_old: int,
+    low: int,
+    put_in: int,
+    taken_out: int,
 ) -> tuple[int, int] | None:
     """Where an element just before ``new[first]`` was, just before ``old[first_old]``.
 
-    Its two places, else ``None``.
+    Its two places, else ``None``: of the ``put_in`` elements before
+    ``new[first]`` (not before ``low``), the last that is one of the
+    ``taken_out`` elements before ``old[first_old]``.
     """
-    for p in range(first - 1, max(low, first - 1 - _PUT_IN) - 1, -1):
+    for p in range(first - 1, max(low, first - put_in) - 1, -1):
         target = new[p]
-        for q in range(first_old - 1, max(0, first_old - 1 - _TAKEN_OUT) - 1, -1):
+        for q in range(first_old - 1, max(0, first_old - taken_out) - 1, -1):
             if old[q] is target:
                 return p, q
     return None

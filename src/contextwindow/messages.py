@@ -44,7 +44,7 @@ from contextwindow._args import (
     check_str,
     shown,
 )
-from contextwindow._prefix import common_prefix, common_suffix
+from contextwindow._prefix import common_prefix, shared_spans
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -619,9 +619,6 @@ def _longest_shared(
 
 _TRIED = 4
 """Remembered sequences ``_scan_known`` looks for the messages in."""
-_NEW_AT_END = 64
-"""How far from the end ``_scan_known`` looks for a remembered sequence's last
-message (what was appended since)."""
 
 
 def _scan_known(
@@ -630,44 +627,45 @@ def _scan_known(
     out: list[Unit],
     recent: Sequence[tuple[list[Message], tuple[Unit, ...]]],
 ) -> None:
-    """``_scan(seq, start, out)``, taking the units of a run met before.
+    """``_scan(seq, start, out)``, taking the units of runs met before.
 
-    A strategy's output often ends with a remembered sequence's last
-    messages at other places (its oldest units dropped, runs of them made
-    one line, new ones appended): from the first place where both have a
-    unit start in that shared run, the units are the remembered ones, moved.
+    A strategy's output often holds a remembered sequence's messages at
+    other places (its oldest units dropped, runs of them made one line, new
+    ones appended): in each run they share (``shared_spans``), from the first
+    place where both have a unit start, the units are the remembered ones,
+    moved, as far as the run decides them.
     """
     n = len(seq)
     for last, found in recent[:_TRIED]:
-        m = len(last)
-        if m < _MIN_SHARED or not found:
+        if len(last) < _MIN_SHARED or not found:
             continue
-        tip = last[-1]
-        e = n - 1
-        while e >= max(start, n - _NEW_AT_END) and seq[e] is not tip:
-            e -= 1
-        if e < max(start, n - _NEW_AT_END):
-            continue
-        d = e + 1 - m  # seq[i] is last[i - d] in the shared run
-        first = e + 1 - common_suffix(seq, e + 1, last, m)
-        if e + 1 - first < _MIN_SHARED or first < start:
+        spans = shared_spans(last, seq, start)
+        if not spans:
             continue
         at = start
-        while at < first:
-            _scan(seq, at, out, 1)
-            at = out[-1].stop
-        while at <= e:
-            k = bisect_left(found, at - d, key=_start)
-            if k < len(found) and found[k].start == at - d:
-                # Units that end before the run's end are decided within it;
-                # the last one may grow by what was appended.
-                for u in found[k:-1]:
-                    out.append(_moved(u, d))
-                at = out[-1].stop if k < len(found) - 1 else at
-                break
-            _scan(seq, at, out, 1)
-            at = out[-1].stop
-        _scan(seq, at, out)
+        for first, end, d in spans:
+            if at < first:
+                _scan(seq, at, out, until=first)
+                at = out[-1].stop
+            k = len(found)  # no unit starts where both have one: none moved
+            while at < end:
+                j = bisect_left(found, at - d, key=_start)
+                if j < len(found) and found[j].start == at - d:
+                    k = j
+                    break
+                _scan(seq, at, out, 1)
+                at = out[-1].stop
+            for u in found[k:]:
+                # A unit's end is decided by the message after it: in the run
+                # too, unless both sequences end with the unit.
+                if u.stop + d >= end and not (
+                    u.stop + d == end == n and u.stop == len(last)
+                ):
+                    break
+                out.append(_moved(u, d))
+                at = u.stop + d
+        if at < n:
+            _scan(seq, at, out)
         return
     _scan(seq, start, out)
 
@@ -707,11 +705,9 @@ _recent_lock = threading.Lock()
 
 
 def _all_messages(seq: Sequence[Any], start: int) -> bool:
-    for i in range(start, len(seq)):
-        m = seq[i]
-        if m.__class__ is not Message and not isinstance(m, Message):
-            return False
-    return True
+    """Whether ``seq[start:]`` holds ``Message`` objects alone."""
+    kinds = set(map(type, seq[start:] if start else seq))  # at C speed
+    return kinds <= {Message} or all(issubclass(k, Message) for k in kinds)
 
 
 def _neutral(data: object) -> Sequence[Message]:
@@ -764,15 +760,23 @@ def unit_at(messages: Sequence[Message], start: int) -> Unit:
 
 
 def _scan(
-    messages: Sequence[Message], start: int, out: list[Unit], most: int = -1
+    messages: Sequence[Message],
+    start: int,
+    out: list[Unit],
+    most: int = -1,
+    until: int | None = None,
 ) -> None:
-    """Append the units of ``messages[start:]`` to ``out`` (at most ``most``)."""
+    """Append the units of ``messages[start:]`` to ``out``.
+
+    At most ``most`` of them, and none starting at ``until`` or after.
+    """
     # The hot path of every strategy: plain loops and direct class checks, no
     # per-message tuples (``tool_calls`` would build one per message).
     append = out.append
     n = len(messages)
+    end = n if until is None else min(n, until)
     i = start
-    while i < n and most:
+    while i < end and most:
         most -= 1
         msg = messages[i]
         role = msg.role

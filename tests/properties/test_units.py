@@ -357,3 +357,39 @@ class TestUnitsOfValidConversations:
                     assert u.unanswered == ()
 
         for_each(convs, check)
+
+
+def test_units_after_edits_of_a_small_alphabet() -> None:
+    """Lists drawn from a few calls, results and turns (ids that collide,
+    results that answer nothing, exchanges cut short), edited after their
+    units were found: the units of each edit are a fresh scan's."""
+    rng = random.Random(2)
+    alphabet: list[Message] = []
+    for _ in range(40):
+        r = rng.random()
+        if r < 0.3:
+            ids = rng.sample("xyz", rng.randrange(1, 3))
+            alphabet.append(
+                Message.assistant(tool_calls=[ToolCall(c, "f") for c in ids])
+            )
+        elif r < 0.7:
+            alphabet.append(Message.tool(rng.choice("xyz"), "r"))
+        else:
+            alphabet.append(Message.user("u"))
+    for trial in range(3000):
+        if trial % 3 == 0:
+            messages_module._recent.clear()
+        base = [rng.choice(alphabet) for _ in range(rng.randrange(64, 90))]
+        assert units(base) == messages_module.fresh_units(base)
+        edited = list(base)
+        for _ in range(rng.randrange(1, 3)):
+            i = rng.randrange(len(edited) + 1)
+            j = min(len(edited), i + rng.randrange(6))
+            kind = rng.random()
+            if kind < 0.4:
+                del edited[i:j]
+            elif kind < 0.7:
+                edited[i:j] = [rng.choice(alphabet)]
+            else:
+                edited.insert(i, rng.choice(alphabet))
+        assert units(edited) == messages_module.fresh_units(edited), trial
