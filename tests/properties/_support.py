@@ -147,3 +147,26 @@ def for_each(values: Sequence[T], check: Callable[[T, random.Random], Any]) -> i
                 f"fails on value {k} of {len(values)} (smallest first): {shown}"
             ) from exc
     return len(values)
+
+
+def edited(
+    seq: Sequence[T], rng: random.Random, put_in: Callable[[], T], span: int = 30
+) -> list[T]:
+    """``seq`` after one to four random edits of the kinds strategies make.
+
+    A span (of up to ``span`` elements) dropped, a span replaced by one new
+    element (``put_in()``: a run collapsed to a line), or one put in
+    (appended, when at the end): what an incremental path must follow.
+    """
+    out = list(seq)
+    for _ in range(rng.randrange(1, 5)):
+        i = rng.randrange(len(out) + 1)
+        j = min(len(out), i + rng.randrange(span))
+        kind = rng.random()
+        if kind < 0.4:
+            del out[i:j]
+        elif kind < 0.7:
+            out[i:j] = [put_in()]
+        else:
+            out.insert(i, put_in())
+    return out

@@ -17,7 +17,7 @@ from contextwindow.messages import (
     units,
 )
 
-from ._support import for_each
+from ._support import edited, for_each
 
 Pairs = dict[tuple[int, int], tuple[int, int]]
 """(call message index, call position) -> (tool message index, result position)."""
@@ -194,6 +194,12 @@ class TestUnitsIncremental:
             messages_module._recent.clear()  # forget: scan from scratch
             return units(list(seq))
 
+        def put_in(rng: random.Random, pool: list[Message]) -> Message:
+            """A run's line, or a message from elsewhere in the pool."""
+            if rng.random() < 0.5:
+                return Message.assistant("[3 earlier tool calls]")
+            return rng.choice(pool)
+
         rng = random.Random(7)
         pool = [m for conv in convs for m in conv]
         while pool and len(pool) < 400:  # the same objects again: jumps may mislead
@@ -204,18 +210,8 @@ class TestUnitsIncremental:
             at = rng.randrange(max(1, len(pool) - size))
             base = pool[at : at + size]
             units(base)
-            edited = list(base)
-            for _ in range(rng.randrange(1, 5)):
-                i = rng.randrange(len(edited) + 1)
-                j = min(len(edited), i + rng.randrange(30))
-                kind = rng.random()
-                if kind < 0.4:
-                    del edited[i:j]
-                elif kind < 0.7:
-                    edited[i:j] = [Message.assistant("[3 earlier tool calls]")]
-                else:
-                    edited.insert(i, rng.choice(pool))
-            assert units(edited) == fresh(edited), edited
+            changed = edited(base, rng, lambda: put_in(rng, pool))
+            assert units(changed) == fresh(changed), changed
             # A later result of parallel calls cut off, then back: the unit
             # before it ends where the lists part, and grows again.
             later = [
@@ -381,15 +377,5 @@ def test_units_after_edits_of_a_small_alphabet() -> None:
             messages_module._recent.clear()
         base = [rng.choice(alphabet) for _ in range(rng.randrange(64, 90))]
         assert units(base) == messages_module.fresh_units(base)
-        edited = list(base)
-        for _ in range(rng.randrange(1, 3)):
-            i = rng.randrange(len(edited) + 1)
-            j = min(len(edited), i + rng.randrange(6))
-            kind = rng.random()
-            if kind < 0.4:
-                del edited[i:j]
-            elif kind < 0.7:
-                edited[i:j] = [rng.choice(alphabet)]
-            else:
-                edited.insert(i, rng.choice(alphabet))
-        assert units(edited) == messages_module.fresh_units(edited), trial
+        changed = edited(base, rng, lambda: rng.choice(alphabet), span=6)
+        assert units(changed) == messages_module.fresh_units(changed), trial

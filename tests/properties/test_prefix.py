@@ -14,6 +14,8 @@ from contextwindow._prefix import (
     shared_spans,
 )
 
+from ._support import edited
+
 OBJECTS = [object() for _ in range(64)]
 
 
@@ -53,17 +55,7 @@ def test_shared_spans_hold_the_very_objects() -> None:
     rng = random.Random(11)
     for _ in range(2000):
         old = rng.sample(OBJECTS, rng.randrange(1, 60))
-        new = list(old)
-        for _ in range(rng.randrange(4)):
-            i = rng.randrange(len(new) + 1)
-            j = min(len(new), i + rng.randrange(10))
-            kind = rng.random()
-            if kind < 0.3:
-                del new[i:j]
-            elif kind < 0.6:
-                new[i:j] = [object()]
-            else:
-                new += [object() for _ in range(rng.randrange(3))]
+        new = edited(old, rng, object, span=10)
         low = rng.randrange(len(new) + 1)
         at = low
         for first, end, d in shared_spans(old, new, low):
