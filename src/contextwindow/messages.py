@@ -636,12 +636,16 @@ def _scan_known(
     moved, as far as the run decides them.
     """
     n = len(seq)
+    best: tuple[int, list[Message], tuple[Unit, ...], list[tuple[int, int, int]]]
+    best = (0, [], (), [])
     for last, found in recent[:_TRIED]:
-        if len(last) < _MIN_SHARED or not found:
-            continue
-        spans = shared_spans(last, seq, start)
-        if not spans:
-            continue
+        if len(last) >= _MIN_SHARED and found:
+            spans = shared_spans(last, seq, start)
+            covered = sum(end - first for first, end, _ in spans)
+            if covered > best[0]:
+                best = (covered, last, found, spans)
+    _, last, found, spans = best
+    if spans:
         at = start
         for first, end, d in spans:
             if at < first:
@@ -815,8 +819,9 @@ def _scan(
             i += 1
 
 
-_KEPT_UNITS = 1 << 16
-"""Positions whose one-message and complete-exchange units are kept built."""
+_KEPT_UNITS = 1 << 15
+"""Positions whose one-message and complete-exchange units are kept built
+(and the most complete exchanges kept)."""
 _ONE: dict[tuple[UnitKind, int], Unit] = {}
 _EXCHANGES: dict[tuple[int, int], Unit] = {}
 
@@ -842,11 +847,13 @@ def _exchange(i: int, j: int) -> Unit:
     if found is None:
         found = Unit("tool_exchange", i, j)
         if j < _KEPT_UNITS and j - i <= _KEPT_SPAN:
+            if len(_EXCHANGES) >= _KEPT_UNITS:
+                _EXCHANGES.clear()  # many shapes met: start again
             _EXCHANGES[i, j] = found
     return found
 
 
-_KEPT_SPAN = 8
+_KEPT_SPAN = 4
 """The longest complete exchange (messages) whose unit ``_exchange`` keeps."""
 
 
