@@ -124,3 +124,25 @@ def test_tables_of_moved_units_are_those_of_a_fresh_look() -> None:
         got = _tables(edited, warm, "t")
         want = _tables(list(edited), budget(), "t")
         assert [getattr(got, f) for f in fields] == [getattr(want, f) for f in fields]
+
+
+def test_a_run_moved_keeps_its_line() -> None:
+    """A run collapsed before, now at another place (older messages gone),
+    is the same line object, and the report says where it is now."""
+    from contextwindow.strategies.collapse import collapse_runs
+
+    cleared = ClearToolResults(keep_recent=0, max_share=1)(reads(30), budget())
+    conv = list(cleared.messages)
+    for k in range(13, len(conv) - 1, 14):  # text between runs: several runs
+        conv.insert(k, Message.user(f"and part {k}? " + "words " * 30))
+    warm = budget()
+    first = collapse_runs(conv, warm, 0.1, "ClearToolResults")
+    moved = [conv[0], *conv[5:]]  # two exchanges gone from the front
+    again = collapse_runs(moved, warm, 0.1, "ClearToolResults")
+    fresh = collapse_runs(list(moved), budget(), 0.1, "ClearToolResults")
+    assert again.messages == fresh.messages
+    assert again.report == fresh.report
+    lines = [m for m in first.messages if m.text.startswith("[")]
+    kept = [m for m in again.messages if any(m is x for x in lines)]
+    assert len(lines) >= 2
+    assert len(kept) == len(lines) - 1  # the first run lost its first exchanges

@@ -635,27 +635,15 @@ def collapse_runs(
     left = cutsum[-1]
     runs = [r[2] for r in t.runs if r[2] is not None]
     if total > budget.limit:
-        # Still over: the oldest units will go (DropOldest), so the share that
-        # matters is that of the newest units the budget holds: the longest
-        # run of units, from the end, whose tokens fit.
-        run_tokens = budget.counter.running(messages)
-        end = run_tokens[-1]
-        lo, hi = 0, len(us)  # the first unit of that run lies in [lo, hi]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if end - run_tokens[us[mid].start] <= budget.limit:
-                hi = mid
-            else:
-                lo = mid + 1
-        start = lo
-        kept = end - run_tokens[us[start].start] if start < len(us) else 0
-        first = bisect_left(runs, start, key=_first)
-        if first < len(runs):  # else nothing of note fits: collapse from the oldest
+        held = _held(messages, budget, us, runs)
+        if held is not None:  # else nothing of note fits: collapse from the oldest
             # The runs before go whole too: what room the lines free lets
             # older units back in, as lines, not as a flood of cut exchanges.
-            older, total = first, kept
+            older, total, start = held
             left = cutsum[-1] - cutsum[start]
             window = us[start].start
+    # The lines made last time, by their runs' first message and length
+    # (wherever the run stands now: the oldest units dropped move it).
     key = ("contextwindow.collapse.lines", memo, budget.settings)
     known = budget.memo.get(key)
     lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
@@ -669,19 +657,22 @@ def collapse_runs(
             break
         span_at = (us[a].start, us[b].stop)
         before = sum(cost[a : b + 1])
-        hit = lines.get(span_at)
+        run_key = (id(messages[span_at[0]]), span_at[1] - span_at[0])
+        hit = lines.get(run_key)
         if (
             hit is not None
             and hit[1].tokens_before == before
             and _same(hit[0], messages, span_at)
         ):
             span, change, line = hit
+            if change.index != span_at[0]:
+                change = replace(change, index=span_at[0])
         else:
             span = tuple(messages[span_at[0] : span_at[1]])
             change, line = _collapsed(
                 messages, us[a : b + 1], cut[a : b + 1], before, budget, stage
             )
-        made[span_at] = (span, change, line)
+        made[run_key] = (span, change, line)
         if change.tokens_after >= before:
             continue
         done.append((span_at[0], span_at[1], line))
@@ -726,6 +717,33 @@ def collapse_runs(
     later = named_runs(relocate(more.report, messages, fitted.messages), fitted.report)
     report = fitted.report.then(later)
     return Fitted(more.messages, replace(report, stages=fitted.report.stages))
+
+
+def _held(
+    messages: Sequence[Message],
+    budget: Budget,
+    us: Sequence[Unit],
+    runs: Sequence[tuple[int, int]],
+) -> tuple[int, int, int] | None:
+    """For a conversation still over: the newest units the budget holds.
+
+    The oldest units will go (``DropOldest``), so the share that matters is
+    that of the longest run of units, from the end, whose tokens fit: the
+    number of runs before it, its tokens and its first unit (``None`` when
+    no run lies in it).
+    """
+    run_tokens = budget.counter.running(messages)
+    end = run_tokens[-1]
+    lo, hi = 0, len(us)  # the first unit of that run lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if end - run_tokens[us[mid].start] <= budget.limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    kept = end - run_tokens[us[lo].start] if lo < len(us) else 0
+    first = bisect_left(runs, lo, key=_first)
+    return (first, kept, lo) if first < len(runs) else None
 
 
 def _plainer(
