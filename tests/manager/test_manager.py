@@ -16,6 +16,7 @@ from contextwindow import (
     InvalidMessageError,
     Message,
     SlidingWindow,
+    TokenCounter,
     ToolCall,
     ToolSpec,
     problems,
@@ -75,6 +76,23 @@ class TestConstruction:
     ) -> None:
         with pytest.raises(ContextWindowError, match=match):
             ContextManager(**kw)
+
+    def test_a_counter_given_is_counted_with(self) -> None:
+        counter = TokenCounter(FakeTokenizer(), "anthropic")
+        said = Message.user("one two three")
+        counter.learn(said, 1_000)  # a count only this counter holds
+        m = ContextManager(token_limit=5_000, tokenizer=counter)
+        assert m.provider == "anthropic"
+        assert m.tokenizer is counter.tokenizer
+        m.push(said)
+        assert m.token_estimate() == 1_000 + counter.messages([])
+        heard = Message.assistant("four five")
+        m.push(heard)
+        assert counter.message(heard) == m.token_estimate() - 1_000 - counter.messages(
+            []
+        )
+        with pytest.raises(ContextWindowError, match="counts for 'anthropic'"):
+            ContextManager(token_limit=5_000, tokenizer=counter, provider="openai")
 
     def test_system_prompt_to_start_with(self) -> None:
         m = manager(system="Be terse.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from tests.proxy._upstream import openai_turn
 
 from contextwindow import Message
-from contextwindow.errors import ConflictError
+from contextwindow.errors import ConflictError, StoreError
 from contextwindow.formats._coerce import coerce_messages
 from contextwindow.proxy import FitterConfig
 from contextwindow.proxy._behind import WriteBehind
@@ -40,6 +41,26 @@ def _plan(fitter: Fitter, turns: int, cid: str = "c") -> Plan:
 
 def _sent(turns: int) -> tuple[Message, ...]:
     return tuple(coerce_messages(_chat(turns)["messages"], provider="openai").messages)
+
+
+class _Failing(MemoryStore):
+    """A store whose appends fail while ``failing``."""
+
+    failing = False
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        expected_version: int,
+        tokens: Sequence[Mapping[str, int]] | None = None,
+    ) -> int:
+        if self.failing:
+            raise StoreError("the store is down")
+        return super().append(
+            conversation_id, messages, expected_version=expected_version, tokens=tokens
+        )
 
 
 class TestWriteBehind:
@@ -88,6 +109,25 @@ class TestFitterWriteBehind:
             assert again.commit is None
         finally:
             store.close()
+
+    def test_a_commit_that_fails_says_so_and_the_next_turn_appends(self) -> None:
+        store = _Failing()
+        fitter = Fitter(FitterConfig(window=3_000), store, write_behind=True)
+        first = _plan(fitter, 2)
+        if first.commit is not None:  # the first turn's state write committed it
+            first.commit()
+        store.failing = True
+        plan = _plan(fitter, 3)
+        assert plan.commit is not None
+        with pytest.raises(StoreError, match="down"):
+            plan.commit()
+        assert store.load("c").messages == _sent(2)
+        store.failing = False
+        # The client sends its history again: it goes in then.
+        plan = _plan(fitter, 3)
+        assert plan.commit is not None
+        plan.commit()
+        assert store.load("c").messages == _sent(3)
 
     def test_a_continued_turn_forwards_what_a_fresh_replica_forwards(
         self, tmp_path: Path

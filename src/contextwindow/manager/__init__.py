@@ -89,7 +89,11 @@ _ARGS = """
             (``parse_strategy``); ``None`` never compacts, and a request over
             the window then raises ``BudgetError``.
         tokenizer: Counts text (default: the model's): a tokenizer, or a
-            model or encoding name (``"gpt-4o"``, ``"o200k_base"``).
+            model or encoding name (``"gpt-4o"``, ``"o200k_base"``), or a
+            ``TokenCounter``, which the manager then counts with (its
+            provider is the manager's): what it counted before is not
+            counted again, and what the manager counts is there for the
+            counter's other users (one thread at a time).
         reserve: Tokens kept free in the window for the reply (default: the
             model's output limit, at most a quarter of the window; 0 without
             a model). A request takes at most ``token_limit - reserve``

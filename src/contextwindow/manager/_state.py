@@ -77,7 +77,7 @@ class State:
         *,
         token_limit: int | None = None,
         strategy: Strategy | str | None = "default",
-        tokenizer: Tokenizer | str | None = None,
+        tokenizer: Tokenizer | TokenCounter | str | None = None,
         reserve: int | None = None,
         max_messages: int | None = None,
         provider: Provider | None = None,
@@ -129,12 +129,24 @@ class State:
         self._max_messages = max_messages
         if provider is not None:
             check_provider(provider)
+        if isinstance(tokenizer, TokenCounter):
+            if provider is not None and provider != tokenizer.provider:
+                raise ContextWindowError(
+                    f"the counter counts for {tokenizer.provider!r}, "
+                    f"but provider {provider!r} was asked for"
+                )
+            provider = tokenizer.provider
         self._provider: Provider = provider or (
             provider_of(info) if info is not None else "openai"
         )
         self._info = info
-        chosen = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
-        self._counter = TokenCounter(chosen, self._provider)
+        if isinstance(tokenizer, TokenCounter):
+            self._counter = tokenizer  # its counts, and theirs, are shared
+        else:
+            chosen = (
+                get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
+            )
+            self._counter = TokenCounter(chosen, self._provider)
         self._tools = coerce_tools(tools)
         self._shape: Shape = NEUTRAL
         """The shape pushed messages last came in (``Prepared.as_input``)."""

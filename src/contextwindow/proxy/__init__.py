@@ -39,5 +39,11 @@ def serve(config: ProxyConfig, host: str = "127.0.0.1", port: int = 8787) -> Non
     import uvicorn
 
     uvicorn.run(
-        create_app(config), host=host, port=port, log_level="warning", access_log=False
+        create_app(config),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        # Client addresses are not used: no X-Forwarded-For to read.
+        proxy_headers=False,
     )

@@ -148,6 +148,9 @@ class Plan:
 @dataclass
 class _Entry:
     manager: ContextManager
+    counter: TokenCounter
+    """The manager's counter (it counts the requests' messages too, under
+    ``lock``: what one counted the other does not count again)."""
     key: tuple[Any, ...]
     version: int
     """The store's version of the conversation as this replica left it."""
@@ -360,7 +363,7 @@ class Fitter:
                     )
             entry.seen = None
             n = len(manager.history)
-            counted = req.counter.messages(messages, tools=req.specs)
+            counted = entry.counter.messages(messages, tools=req.specs)
             try:
                 if n < len(messages):
                     manager.push_many(messages[n:])
@@ -465,14 +468,20 @@ class Fitter:
                 self._entries.move_to_end(cid)
                 return entry
         # Opening a manager reads the stored conversation: outside the lock.
+        # The counter of the conversation's entry before, when its key was
+        # the same, keeps what it counted.
+        counter = (
+            entry.counter
+            if entry is not None and entry.key == key
+            else TokenCounter(tok, req.api.provider)
+        )
         manager = ContextManager(
             info,
             token_limit=req.window,
             strategy="default"
             if self.config.strategy is None
             else self.config.strategy,
-            tokenizer=tok,
-            provider=req.api.provider,
+            tokenizer=counter,
             tools=req.specs,
             policy=POLICY,
             # No handlers watch it: firing thresholds would only write state.
@@ -482,7 +491,7 @@ class Fitter:
             calibration=req.calibration,
         )
         assert self.store is not None
-        made = _Entry(manager, key, self.store.version(cid))
+        made = _Entry(manager, counter, key, self.store.version(cid))
         if entry is not None:
             made.lock = entry.lock
         with self._lock:
