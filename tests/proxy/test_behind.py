@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.proxy._upstream import openai_turn
+from tests.store._faults import FaultyStore
 
 from contextwindow import Message
 from contextwindow.errors import ConflictError, StoreError
@@ -41,26 +41,6 @@ def _plan(fitter: Fitter, turns: int, cid: str = "c") -> Plan:
 
 def _sent(turns: int) -> tuple[Message, ...]:
     return tuple(coerce_messages(_chat(turns)["messages"], provider="openai").messages)
-
-
-class _Failing(MemoryStore):
-    """A store whose appends fail while ``failing``."""
-
-    failing = False
-
-    def append(
-        self,
-        conversation_id: str,
-        messages: Sequence[Message],
-        *,
-        expected_version: int,
-        tokens: Sequence[Mapping[str, int]] | None = None,
-    ) -> int:
-        if self.failing:
-            raise StoreError("the store is down")
-        return super().append(
-            conversation_id, messages, expected_version=expected_version, tokens=tokens
-        )
 
 
 class TestWriteBehind:
@@ -111,18 +91,21 @@ class TestFitterWriteBehind:
             store.close()
 
     def test_a_commit_that_fails_says_so_and_the_next_turn_appends(self) -> None:
-        store = _Failing()
+        failing = False
+        store = FaultyStore(
+            MemoryStore(), lambda name: "fail" if failing and name == "append" else None
+        )
         fitter = Fitter(FitterConfig(window=3_000), store, write_behind=True)
         first = _plan(fitter, 2)
         if first.commit is not None:  # the first turn's state write committed it
             first.commit()
-        store.failing = True
+        failing = True
         plan = _plan(fitter, 3)
         assert plan.commit is not None
-        with pytest.raises(StoreError, match="down"):
+        with pytest.raises(StoreError, match="refused"):
             plan.commit()
         assert store.load("c").messages == _sent(2)
-        store.failing = False
+        failing = False
         # The client sends its history again: it goes in then.
         plan = _plan(fitter, 3)
         assert plan.commit is not None
