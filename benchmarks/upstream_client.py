@@ -58,12 +58,7 @@ def module_call(mod: Any, url: str, payload: bytes) -> tuple[Call, Any]:
     headers = [(b"content-type", b"application/json"), (b"authorization", b"Bearer x")]
 
     async def call() -> int:
-        resp = await client.send("POST", url, headers, payload)
-        n = 0
-        async for chunk in resp.aiter_raw():
-            n += len(chunk)
-        await resp.aclose()
-        return n
+        return await _drained(await client.send("POST", url, headers, payload))
 
     return call, client.aclose
 
@@ -74,14 +69,18 @@ def httpx_call(url: str, payload: bytes) -> tuple[Call, Any]:
 
     async def call() -> int:
         req = client.build_request("POST", url, headers=headers, content=payload)
-        resp = await client.send(req, stream=True)
-        n = 0
-        async for chunk in resp.aiter_raw():
-            n += len(chunk)
-        await resp.aclose()
-        return n
+        return await _drained(await client.send(req, stream=True))
 
     return call, client.aclose
+
+
+async def _drained(resp: Any) -> int:
+    """Read an answer's body to its end, close it; the bytes read."""
+    n = 0
+    async for chunk in resp.aiter_raw():
+        n += len(chunk)
+    await resp.aclose()
+    return n
 
 
 async def measure(

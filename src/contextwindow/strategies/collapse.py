@@ -389,7 +389,6 @@ class _Tables:
         "marked",
         "messages",
         "runs",
-        "starts",
         "us",
     )
 
@@ -867,11 +866,7 @@ def _same(
     a, b = at
     if b - a != len(span) or b > len(messages):
         return False
-    here = messages[a:b]
-    # Tuples compare element by element, by identity first, at C speed.
-    if tuple(here) == span:
-        return all(map(is_, span, here))
-    return False
+    return all(map(is_, span, messages[a:b]))  # at C speed
 
 
 def _collapsed(
