@@ -35,6 +35,7 @@ import uuid
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, Literal
 
 from contextwindow._args import (
@@ -674,8 +675,8 @@ def _scan_known(
     _scan(seq, start, out)
 
 
-def _start(u: Unit) -> int:
-    return u.start
+_start = attrgetter("start")
+"""A unit's first message (``bisect``'s key)."""
 
 
 def _moved(u: Unit, d: int) -> Unit:

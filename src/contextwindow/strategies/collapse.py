@@ -71,7 +71,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from operator import is_
+from operator import attrgetter, is_
 from typing import Any, cast
 
 from contextwindow._prefix import common_prefix, shared_spans
@@ -538,8 +538,8 @@ def _moved_runs(
     return found
 
 
-def _start(u: Unit) -> int:
-    return u.start
+_start = attrgetter("start")
+"""A unit's first message (``bisect``'s key)."""
 
 
 def _add_runs(
