@@ -159,6 +159,46 @@ class TestErrors:
         assert got[0] == got[1]
         assert 'kind="upstream_retried"} 1' in metrics
 
+    def test_an_answer_broken_off_is_a_502(self, make_rig: MakeRig) -> None:
+        """A JSON answer of known length is read whole before it goes on, so
+        one the upstream breaks off comes back as an error, not cut short."""
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        reply = b'{"id":"c1","object":"chat.completion","choices":[]}'
+
+        def serve() -> None:
+            for whole in (True, False):
+                conn, _ = listener.accept()
+                with conn:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += conn.recv(65536)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                        + f"content-length: {len(reply)}\r\n".encode()
+                        + b"connection: close\r\n\r\n"
+                        + (reply if whole else reply[:10])
+                    )
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        up = f"http://127.0.0.1:{port}"
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        try:
+            with make_rig(upstream_openai=up, upstream_anthropic=up) as rig:
+                whole = _post(rig, "/v1/chat/completions", body)
+                broken = _post(rig, "/v1/chat/completions", body)
+        finally:
+            thread.join(10)
+            listener.close()
+        assert whole.status_code == 200
+        assert whole.content == reply
+        assert whole.headers["content-length"] == str(len(reply))
+        assert "transfer-encoding" not in whole.headers
+        assert whole.headers["x-contextwindow-tokens-in"] == "8"
+        assert broken.status_code == 502
+        assert "OpenAI upstream broke its answer" in broken.json()["error"]["message"]
+
     def test_upstream_slow(self, rig: Rig) -> None:
         rig.upstream.delay = 1.5  # the rig's read timeout is 1 s
         r = _post(

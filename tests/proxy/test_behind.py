@@ -70,6 +70,52 @@ class TestWriteBehind:
         assert not behind.failed("c")
         assert [m.text for m in store.load("c").messages] == ["another writer's"]
 
+    def test_later_writes_go_in_order_with_the_appends(self) -> None:
+        store = MemoryStore()
+        behind = WriteBehind(store)
+        seen: list[int] = []
+        behind.append("c", [Message.user("a")], expected_version=0)
+        behind.later("c", lambda s: seen.append(s.version("c")))
+        behind.append("c", [Message.user("b")], expected_version=1)
+        behind.later("c", lambda s: s.update_meta("c", {"k": 1}))
+        assert behind.queued("c")
+        assert behind.pending("c") == 2
+        assert seen == []
+        assert store.info("c") is None
+        behind.commit("c")
+        assert seen == [1]  # after the first append, before the second
+        assert store.version("c") == 2
+        info = store.info("c")
+        assert info is not None
+        assert info.meta == {"k": 1}
+        assert not behind.queued("c")
+
+    def test_a_read_writes_what_is_queued_first(self) -> None:
+        store = MemoryStore()
+        behind = WriteBehind(store)
+        behind.append("c", [Message.user("a")], expected_version=0)
+        behind.later("c", lambda s: s.update_meta("c", {"k": 2}))
+        info = behind.info("c")
+        assert info is not None
+        assert info.meta == {"k": 2}
+
+    def test_a_later_write_that_fails_drops_the_queue(self) -> None:
+        store = MemoryStore()
+        behind = WriteBehind(store)
+
+        def refused(_: object) -> None:
+            raise StoreError("refused")
+
+        behind.later("c", refused)
+        behind.append("c", [Message.user("a")], expected_version=0)
+        with pytest.raises(StoreError, match="refused"):
+            behind.commit("c")
+        assert not behind.queued("c")
+        assert behind.failed("c")
+        assert store.version("c") == 0
+        # The queue starts afresh: a batch from version 0 is taken again.
+        assert behind.append("c", [Message.user("a")], expected_version=0) == 1
+
 
 class TestFitterWriteBehind:
     def test_the_plan_carries_the_commit(self, tmp_path: Path) -> None:
@@ -87,6 +133,31 @@ class TestFitterWriteBehind:
             assert store.load("c").messages == _sent(3)
             again = _plan(fitter, 3)  # the same request: nothing new to write
             assert again.commit is None
+        finally:
+            store.close()
+
+    def test_a_compaction_is_saved_with_the_commit(self, tmp_path: Path) -> None:
+        """The view and state a compacting turn saves wait for the commit too,
+        and are in the store once it returns."""
+        store = open_store(f"sqlite:///{tmp_path / 'p.db'}")
+        try:
+            fitter = Fitter(FitterConfig(window=3_000), store, write_behind=True)
+            turn, plan = 1, _plan(fitter, 1)
+            while not plan.compactions:
+                if plan.commit is not None:
+                    plan.commit()
+                turn += 1
+                plan = _plan(fitter, turn)
+            before = store.load_view("c")
+            assert plan.commit is not None
+            plan.commit()
+            view = store.load_view("c")
+            assert view is not None
+            assert view != before
+            assert view.version == len(_sent(turn))
+            assert plan.rewritten
+            sent = json.loads(plan.body)["messages"]
+            assert len(sent) == len(view.messages)
         finally:
             store.close()
 

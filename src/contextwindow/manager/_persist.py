@@ -24,7 +24,7 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -136,21 +136,35 @@ class Persistence:
         report: Mapping[str, Any],
     ) -> None:
         """Save the view, made from the log at this manager's version."""
-        # Another worker may have saved a view of a later version: it wins.
-        with contextlib.suppress(ConflictError):
-            self.store.save_view(
-                self.conversation_id,
-                view,
-                version=self.version,
-                sources=sources or None,
-                report=report,
-            )
+        cid, version, view = self.conversation_id, self.version, tuple(view)
+
+        def write(store: Store) -> None:
+            # Another worker may have saved a view of a later version: it wins.
+            with contextlib.suppress(ConflictError):
+                store.save_view(
+                    cid, view, version=version, sources=sources or None, report=report
+                )
+
+        self._write(write)
 
     def save_state(self, state: Mapping[str, Any]) -> None:
         """Keep the manager's state in the metadata, when it changed."""
         if state != self._saved_state:
-            self.store.update_meta(self.conversation_id, {STATE_KEY: dict(state)})
+            cid, meta = self.conversation_id, {STATE_KEY: dict(state)}
+            self._write(lambda store: store.update_meta(cid, meta))
             self._saved_state = dict(state)
+
+    def _write(self, write: Callable[[Store], object]) -> None:
+        """``write(store)``, now or queued with the store's appends.
+
+        A store that queues its appends (the proxy's ``WriteBehind``) takes
+        the write with them, through its ``later``.
+        """
+        later = getattr(self.store, "later", None)
+        if later is not None:
+            later(self.conversation_id, write)
+        else:
+            write(self.store)
 
 
 def _ours(

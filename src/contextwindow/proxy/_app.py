@@ -9,12 +9,14 @@ Contract:
   OpenAI's). ``GET /healthz`` answers ``{"status": "ok"}``, ``GET /metrics``
   Prometheus text.
 - The upstream's answer streams back as it comes, chunk by chunk (server-sent
-  events included), with its status and headers; the store's write of the
-  request's new messages runs meanwhile, and the response ends once it is
-  in (so a client's next request finds it on any replica); the body is
-  read on the
-  way only for the input tokens it reports (``usage``), which calibrate the
-  model's counts (``Fitter.observe_usage``).
+  events included), with its status and headers; an answer of known length
+  up to ``WHOLE_BYTES`` that is not a stream of events (a JSON reply) is
+  read whole first and sent in one piece, so one broken off comes back as
+  a 502. The plan and the store's writes for the request run in one worker
+  thread, the writes while the upstream answers, and the response ends once
+  they are in (so a client's next request finds them on any replica). The
+  body is read on the way only for the input tokens it reports (``usage``),
+  which calibrate the model's counts (``Fitter.observe_usage``).
 - The client's headers go upstream unchanged (``Authorization`` and
   ``x-api-key`` among them), but for hop-by-hop ones, the proxy's own key
   (``x-contextwindow-key``) and ``x-conversation-id``. No header value is
@@ -40,16 +42,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
-import anyio
-import anyio.to_thread
+import orjson
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -106,6 +108,9 @@ SECRET_HEADERS = (
     "api-key",
     "x-goog-api-key",
 )
+PLAN_THREADS = 16
+"""Threads that plan requests and write their appends (the plans hold the
+interpreter's lock while they count; the writes wait on the store)."""
 _USAGE = re.compile(
     rb'"(prompt_tokens|input_tokens|cache_read_input_tokens|'
     rb'cache_creation_input_tokens)"\s*:\s*(\d+)'
@@ -145,6 +150,8 @@ class _Proxy:
         self.store: Store | None = None
         self.fitter = Fitter(config.fitting, None)
         self.active = 0
+        self.pool: ThreadPoolExecutor | None = None
+        """Where plans and their store writes run (while the app is up)."""
 
     @contextlib.asynccontextmanager  # pyright: ignore[reportDeprecated]  # the stub's deprecation, not Python's
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -156,11 +163,14 @@ class _Proxy:
             connect_timeout=cfg.connect_timeout, read_timeout=cfg.read_timeout
         )
         self.client = client
+        self.pool = ThreadPoolExecutor(PLAN_THREADS, "contextwindow-proxy")
         try:
             yield
         finally:
             self.client = None
             await client.aclose()
+            self.pool.shutdown(wait=True)
+            self.pool = None
             if isinstance(cfg.store, str) and store is not None:
                 store.close()
 
@@ -212,9 +222,10 @@ class _Proxy:
             raise
         info: dict[str, Any] = {"method": request.method, "path": path}
         plan: Plan | None = None
+        written: asyncio.Future[None] | None = None
         if api is not None and request.method == "POST":
             try:
-                plan = await self._plan(request, api, raw, info)
+                plan, written = await self._plan(request, api, raw, info)
             except BudgetError as exc:
                 release()
                 self.metrics.error("context_length")
@@ -229,7 +240,7 @@ class _Proxy:
         body = plan.body if plan is not None else raw
         try:
             return await self._forward(
-                request, upstream, body, plan, info, start, raw, release
+                request, upstream, body, plan, written, info, start, raw, release
             )
         except BaseException:
             release()
@@ -264,29 +275,41 @@ class _Proxy:
 
     async def _plan(
         self, request: Request, api: Api, raw: bytes, info: dict[str, Any]
-    ) -> Plan | None:
+    ) -> tuple[Plan | None, asyncio.Future[None] | None]:
+        """The plan, and its store write running in the same thread after it."""
         try:
             parsed = parse_body(raw)
         except ValueError:
-            return None
+            return None, None
         if not isinstance(parsed, dict):
-            return None
+            return None, None
         body = cast("dict[str, Any]", parsed)
         info["model"] = body.get("model")
         info["stream"] = bool(body.get("stream"))
         cid = request.headers.get("x-conversation-id") or None
+        loop = asyncio.get_running_loop()
+        planned: asyncio.Future[Plan] = loop.create_future()
+        written: asyncio.Future[None] = loop.create_future()
+        loop.run_in_executor(
+            self.pool,
+            _plan_then_write,
+            loop,
+            partial(self.fitter.plan, api, raw, body, cid),
+            planned,
+            written,
+        )
         try:
-            plan = await anyio.to_thread.run_sync(self.fitter.plan, api, raw, body, cid)
+            plan = await planned
         except PassThrough as exc:
             info["passed"] = str(exc)[:200]
-            return None
+            return None, None
         except BudgetError:
             raise
         except ContextWindowError as exc:
             # A store or strategy failure: the request goes as it came.
             self.metrics.error("fitting")
             info["fitting_error"] = type(exc).__name__
-            return None
+            return None, None
         info.update(
             conversation=plan.conversation,
             tokens_in=plan.tokens_in,
@@ -294,7 +317,7 @@ class _Proxy:
             rewritten=plan.rewritten,
             compactions=plan.compactions,
         )
-        return plan
+        return plan, written
 
     async def _forward(
         self,
@@ -302,6 +325,7 @@ class _Proxy:
         upstream: Upstream,
         body: bytes,
         plan: Plan | None,
+        written: asyncio.Future[None] | None,
         info: dict[str, Any],
         start: float,
         raw: bytes,
@@ -319,52 +343,19 @@ class _Proxy:
         if plan is not None:
             headers = [(k, v) for k, v in headers if k != b"accept-encoding"]
             headers.append((b"accept-encoding", b"identity"))
-        committed = _Commit(plan, self.metrics, info)
+        committed = _Commit(written, self.metrics, info)
         sent = time.perf_counter()
         try:
             resp = await self._send(request.method, url, headers, body)
-        except UpstreamTimeout:
-            await committed.wait()
-            return self._failed(
-                upstream,
-                504,
-                "did not answer in time",
-                info,
-                start,
-                request,
-                raw,
-                release,
-            )
         except UpstreamError as exc:
             await committed.wait()
+            status, what = _unanswered(exc)
             return self._failed(
-                upstream,
-                502,
-                f"cannot be reached ({type(exc).__name__})",
-                info,
-                start,
-                request,
-                raw,
-                release,
+                upstream, status, what, info, start, request, raw, release
             )
         waited = time.perf_counter() - sent
         self.metrics.upstream(waited)
-        out_headers = [
-            (k.lower(), v) for k, v in resp.headers if k.lower() not in HOP_BY_HOP
-        ]
-        if plan is not None:
-            out_headers += [
-                (b"x-contextwindow-tokens-in", b"%d" % plan.tokens_in),
-                (b"x-contextwindow-tokens-forwarded", b"%d" % plan.tokens_forwarded),
-                (
-                    b"x-contextwindow-compacted",
-                    b"%d" % (plan.tokens_in - plan.tokens_forwarded),
-                ),
-            ]
-            if plan.conversation is not None:
-                out_headers.append(
-                    (b"x-contextwindow-conversation", plan.conversation.encode())
-                )
+        out_headers = _answer_headers(resp, plan)
         info["status"] = resp.status_code
         info["upstream_ms"] = round(waited * 1000, 2)
         scan = plan is not None
@@ -387,6 +378,21 @@ class _Proxy:
             )
             self._log(info | {"ms": _ms(start)}, request, raw)
 
+        if _whole(resp.headers):
+            # A JSON answer of known length: read whole and sent in one piece
+            # (its client waits for all of it anyway).
+            content = await _read_whole(resp)
+            await committed.wait()
+            if isinstance(content, UpstreamError):
+                await resp.aclose()
+                status, what = _broken(content)
+                return self._failed(
+                    upstream, status, what, info, start, request, raw, release
+                )
+            if scan:
+                self._observed(plan, info, _usage(content))
+            return _Whole(content, resp.status_code, out_headers, finish)
+
         async def chunks() -> AsyncIterator[bytes]:
             usage: dict[bytes, int] = {}
             tail = b""
@@ -407,15 +413,21 @@ class _Proxy:
                 self.metrics.error("upstream_failed")
             finally:
                 await committed.wait()
-                if usage and plan is not None:
-                    reported = sum(usage.values())
-                    info["usage_input_tokens"] = reported
-                    self.metrics.usage(reported, plan.tokens_forwarded)
-                    with contextlib.suppress(ContextWindowError):
-                        self.fitter.observe_usage(plan, reported)
+                self._observed(plan, info, usage)
                 await finish()
 
         return _Streamed(chunks(), resp.status_code, out_headers, finish)
+
+    def _observed(
+        self, plan: Plan | None, info: dict[str, Any], usage: Mapping[bytes, int]
+    ) -> None:
+        """Feed the input tokens the upstream reported to metrics and calibration."""
+        if usage and plan is not None:
+            reported = sum(usage.values())
+            info["usage_input_tokens"] = reported
+            self.metrics.usage(reported, plan.tokens_forwarded)
+            with contextlib.suppress(ContextWindowError):
+                self.fitter.observe_usage(plan, reported)
 
     async def _send(
         self, method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes
@@ -470,18 +482,102 @@ class _Proxy:
             if self.config.api_key:
                 secrets.append(self.config.api_key)
             record["body"] = scrub(raw.decode("utf-8", "replace"), secrets)
-        log.info(json.dumps(record, ensure_ascii=False, default=str))
+        log.info(orjson.dumps(record, default=str).decode())
+
+
+async def _read_whole(resp: UpstreamResponse) -> bytes | UpstreamError:
+    """The answer's body, or what broke it."""
+    try:
+        return b"".join([chunk async for chunk in resp.aiter_raw()])
+    except UpstreamError as exc:
+        return exc
+
+
+def _unanswered(exc: UpstreamError) -> tuple[int, str]:
+    """The status and words for a request that ``exc`` left unanswered."""
+    if isinstance(exc, UpstreamTimeout):
+        return 504, "did not answer in time"
+    return 502, f"cannot be reached ({type(exc).__name__})"
+
+
+def _answer_headers(
+    resp: UpstreamResponse, plan: Plan | None
+) -> list[tuple[bytes, bytes]]:
+    """The upstream answer's headers for the client, with the plan's figures."""
+    out = [(k.lower(), v) for k, v in resp.headers if k.lower() not in HOP_BY_HOP]
+    if plan is not None:
+        out += [
+            (b"x-contextwindow-tokens-in", b"%d" % plan.tokens_in),
+            (b"x-contextwindow-tokens-forwarded", b"%d" % plan.tokens_forwarded),
+            (
+                b"x-contextwindow-compacted",
+                b"%d" % (plan.tokens_in - plan.tokens_forwarded),
+            ),
+        ]
+        if plan.conversation is not None:
+            out.append((b"x-contextwindow-conversation", plan.conversation.encode()))
+    return out
+
+
+def _broken(exc: UpstreamError) -> tuple[int, str]:
+    """The status and words for an answer broken off by ``exc``."""
+    if isinstance(exc, UpstreamTimeout):
+        return 504, "did not finish its answer in time"
+    return 502, f"broke its answer ({type(exc).__name__})"
+
+
+def _usage(content: bytes) -> dict[bytes, int]:
+    """The token counts an answer reports (``usage``)."""
+    return {m.group(1): int(m.group(2)) for m in _USAGE.finditer(content)}
+
+
+def _plan_then_write(
+    loop: asyncio.AbstractEventLoop,
+    plan: Callable[[], Plan],
+    planned: asyncio.Future[Plan],
+    written: asyncio.Future[None],
+) -> None:
+    """Plan, then write, in a worker thread.
+
+    The plan goes to the loop at once; its store write (``Plan.commit``)
+    follows in the same thread, while the upstream answers.
+    """
+    try:
+        made = plan()
+    except BaseException as exc:  # the loop raises it where the plan is awaited
+        loop.call_soon_threadsafe(_settle, planned, None, exc)
+        loop.call_soon_threadsafe(_settle, written, None, None)
+        return
+    loop.call_soon_threadsafe(_settle, planned, made, None)
+    failed: BaseException | None = None
+    if made.commit is not None:
+        try:
+            made.commit()
+        except Exception as exc:
+            failed = exc
+    loop.call_soon_threadsafe(_settle, written, None, failed)
+
+
+def _settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if future.done():  # its awaiter went (a client that disconnected)
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(value)
 
 
 class _Commit:
-    """A plan's store write, run in a thread while the upstream answers."""
+    """A plan's store write, running in the plan's thread while the upstream answers."""
 
-    def __init__(self, plan: Plan | None, metrics: Metrics, info: dict[str, Any]):
+    def __init__(
+        self,
+        running: asyncio.Future[None] | None,
+        metrics: Metrics,
+        info: dict[str, Any],
+    ):
         self.metrics, self.info = metrics, info
-        self.running: asyncio.Future[None] | None = None
-        if plan is not None and plan.commit is not None:
-            loop = asyncio.get_running_loop()
-            self.running = loop.run_in_executor(None, plan.commit)
+        self.running = running
 
     async def wait(self) -> None:
         """Until the write is in (the response ends only after it)."""
@@ -508,6 +604,41 @@ class _Streamed(StreamingResponse):
     ) -> None:
         super().__init__(content, status_code=status, background=BackgroundTask(finish))
         self.raw_headers = headers
+
+
+class _Whole(Response):
+    """An answer read whole, sent with its raw header pairs and length."""
+
+    def __init__(
+        self,
+        content: bytes,
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        finish: Any,
+    ) -> None:
+        super().__init__(content, status_code=status, background=BackgroundTask(finish))
+        self.raw_headers = [*headers, (b"content-length", b"%d" % len(content))]
+
+
+WHOLE_BYTES = 1 << 20
+"""The largest answer of known length read whole before it is sent on."""
+
+
+def _whole(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether an answer with these headers is read whole.
+
+    One of known length, at most ``WHOLE_BYTES``, that is not a stream of events.
+    """
+    size = None
+    for k, v in headers:
+        name = k.lower()
+        if name == b"content-length":
+            size = v
+        elif name == b"transfer-encoding" or (
+            name == b"content-type" and b"event-stream" in v
+        ):
+            return False
+    return size is not None and size.isdigit() and int(size) <= WHOLE_BYTES
 
 
 class _TooLarge(Exception):

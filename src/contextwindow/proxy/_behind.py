@@ -13,8 +13,12 @@ Contract:
   returned, so a client's next request, on any replica, finds the log
   moved; an fsync costs the response the part of it the upstream did not
   already take.
+- ``later(cid, write)`` queues any other write (``write(store)``, called by
+  ``commit`` after the batches queued before it): the manager's view and
+  state go this way (``manager._persist``), so a request that compacts
+  waits for no disk either.
 - Any other call on a conversation (``version``, ``load``, ``save_view``,
-  ...) commits its queued batches first, so every reader, this replica
+  ...) commits its queued batches and writes first, so every reader, this replica
   included, sees the appends in order. A commit that fails (a conflict with
   another writer, a store down) drops the conversation's queued batches
   (the store has none of them, so none is written twice) and marks it:
@@ -39,7 +43,7 @@ Example:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +76,9 @@ class WriteBehind:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._lock = threading.Lock()
-        self._queued: dict[str, list[_Batch]] = {}
+        self._queued: dict[str, list[_Batch | Callable[[Store], object]]] = {}
+        self._ends: dict[str, int] = {}
+        """The version each conversation's queued batches end at."""
         self._failed: set[str] = set()
         self._committing: dict[str, threading.Lock] = {}
 
@@ -93,15 +99,28 @@ class WriteBehind:
         )
         with self._lock:
             queue = self._queued.setdefault(conversation_id, [])
-            if queue and queue[-1].end != expected_version:
-                raise ConflictError(expected_version, queue[-1].end)
+            end = self._ends.get(conversation_id)
+            if end is not None and end != expected_version:
+                raise ConflictError(expected_version, end)
             queue.append(batch)
+            self._ends[conversation_id] = batch.end
         return batch.end
+
+    def later(self, conversation_id: str, write: Callable[[Store], object]) -> None:
+        """Queue ``write(store)`` for ``conversation_id``'s next commit."""
+        with self._lock:
+            self._queued.setdefault(conversation_id, []).append(write)
+
+    def queued(self, conversation_id: str) -> bool:
+        """Whether anything is queued for ``conversation_id``."""
+        with self._lock:
+            return bool(self._queued.get(conversation_id))
 
     def pending(self, conversation_id: str) -> int:
         """Messages queued for ``conversation_id``."""
         with self._lock:
-            return sum(len(b.messages) for b in self._queued.get(conversation_id, ()))
+            queue = self._queued.get(conversation_id, ())
+            return sum(len(b.messages) for b in queue if isinstance(b, _Batch))
 
     def failed(self, conversation_id: str) -> bool:
         """Whether a commit of ``conversation_id`` failed since last asked."""
@@ -112,7 +131,7 @@ class WriteBehind:
             return False
 
     def commit(self, conversation_id: str) -> None:
-        """Write the batches queued for ``conversation_id``, in order.
+        """Write what is queued for ``conversation_id``, in order.
 
         Raises:
             ConflictError: Another writer moved the log; the queue is dropped.
@@ -127,25 +146,32 @@ class WriteBehind:
                 with self._lock:
                     queue = self._queued.get(conversation_id)
                     if not queue:
-                        self._queued.pop(conversation_id, None)
-                        self._committing.pop(conversation_id, None)
+                        self._forget(conversation_id)
                         return
                     batch = queue[0]
                 try:
-                    self.store.append(
-                        conversation_id,
-                        batch.messages,
-                        expected_version=batch.expected,
-                        tokens=batch.tokens,
-                    )
+                    if isinstance(batch, _Batch):
+                        self.store.append(
+                            conversation_id,
+                            batch.messages,
+                            expected_version=batch.expected,
+                            tokens=batch.tokens,
+                        )
+                    else:
+                        batch(self.store)
                 except BaseException:
                     with self._lock:
-                        self._queued.pop(conversation_id, None)
-                        self._committing.pop(conversation_id, None)
+                        self._forget(conversation_id)
                         self._failed.add(conversation_id)
                     raise
                 with self._lock:
                     queue.pop(0)
+
+    def _forget(self, conversation_id: str) -> None:
+        """Drop the queue of ``conversation_id`` (under ``_lock``)."""
+        self._queued.pop(conversation_id, None)
+        self._ends.pop(conversation_id, None)
+        self._committing.pop(conversation_id, None)
 
     def _settled(self, conversation_id: str) -> None:
         """Commit what is queued; a failure is left to ``failed`` to report."""
@@ -214,6 +240,7 @@ class WriteBehind:
     def delete(self, conversation_id: str) -> bool:
         with self._lock:
             self._queued.pop(conversation_id, None)
+            self._ends.pop(conversation_id, None)
         return self.store.delete(conversation_id)
 
     def close(self) -> None:

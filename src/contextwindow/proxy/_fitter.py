@@ -23,11 +23,12 @@ Contract:
   version is compared with the one this replica left: when another replica
   moved it, the conversation is read back first, so replicas sharing a store
   lose and duplicate nothing. Apart from that one read, a request costs the
-  store the append of its new messages. With ``write_behind`` (the app's
-  choice) that append is queued (``_behind.WriteBehind``) and the plan
-  carries its ``commit``, which the app runs while the upstream answers and
-  waits for before its response ends: the store's sync overlaps the
-  upstream's answer instead of coming before the request is sent.
+  store the append of its new messages (and, when it compacted, the new
+  view and the manager's state). With ``write_behind`` (the app's choice)
+  those writes are queued (``_behind.WriteBehind``) and the plan carries
+  their ``commit``, which the app runs while the upstream answers and waits
+  for before its response ends: the store's syncs overlap the upstream's
+  answer instead of coming before the request is sent.
 - A request whose history leaves the stored one (the client edited or
   regenerated a turn) is a fork: a conversation of its own, named by the
   conversation and the first message that differs (``_fork_id``), so its
@@ -381,7 +382,7 @@ class Fitter:
         tokens_in = counted + req.extra
         done = sum(1 for c in prepared.compactions if c.applied)
         commit = None
-        if self._behind is not None and self._behind.pending(cid):
+        if self._behind is not None and self._behind.queued(cid):
             commit = partial(self._behind.commit, cid)
         if prepared.conversation == manager.history and tokens_in <= prepared.budget:
             return Plan(
