@@ -93,6 +93,33 @@ class TestStaleReads:
         assert [c.index for c in fitted.report.changes] == [6]
         assert "superseded by Edit at message 7" in fitted.messages[6].text
 
+    def test_marker_names_the_paths_only_the_read_held(self) -> None:
+        """Paths the stale read named and the superseding text does not (an
+        edit took them out; a later read no longer shows them) are named;
+        the file's own path, paths still there and other names are not."""
+        old = "\n".join(
+            f"import {n} from 'lib/{n}.ts'  // run_task {i}"
+            for i, n in enumerate(("cache", "queue", "store") * 12)
+        )
+        new = old.replace("lib/queue.ts", "lib/jobs.ts")
+        conv = [
+            Message.user("fix"),
+            *call("r1", "Read", old, file_path="src/app.ts"),
+            *call("w1", "Write", "ok", file_path="src/app.ts", content=new),
+            *call("r2", "Read", old, file_path="src/b.ts"),
+            *call("r3", "Read", new, file_path="src/b.ts"),
+            Message.user("done?"),
+        ]
+        fitted = StaleReads()(conv, budget())
+        assert [c.index for c in fitted.report.changes] == [2, 6]
+        by_write, by_read = fitted.messages[2].text, fitted.messages[6].text
+        for marker in (by_write, by_read):
+            assert ", naming lib/queue.ts; recall " in marker
+            assert "lib/cache.ts" not in marker
+            assert "run_task" not in marker
+        conv[8] = Message.tool("r3", old)  # the later read shows them all
+        assert "naming" not in StaleReads()(conv, budget()).messages[6].text
+
     def test_configurable_tools(self) -> None:
         """Other tools are known by name and path argument."""
         tools = {"fetch_doc": FileTool("read", "doc")}

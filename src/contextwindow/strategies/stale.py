@@ -13,8 +13,11 @@ Contract:
 - A read is stale when a later call writes the same path, or reads it whole,
   or reads the same part of it again. Its result becomes one line naming the
   path, its lines, a short hash of what was read, which later message (and
-  tool) superseded it, and the original's handle (``context_recall`` brings
-  it back). Errors, pinned messages and results that would not shrink stay.
+  tool) superseded it, the paths the read named that the superseding text
+  does not (an edit took them out, a later read of part of the file left
+  them out: ``digest``, within a quarter of the read's tokens, 600 at most),
+  and the original's handle (``context_recall`` brings it back).
+  Errors, pinned messages and results that would not shrink stay.
 - Like every stage it works oldest first and stops once the conversation
   fits; the decision for a read depends only on the calls after it, so a
   memo per message stays valid while nothing after it changes. Each changed
@@ -35,6 +38,18 @@ Example:
     [stale read of src/app.py: 40 lines, sha bd8ce531;
     superseded by Read at message 3;
     recall 505ea0963f]
+    >>> def write(i, text):
+    ...     args = json.dumps({"file_path": "src/app.py", "content": text})
+    ...     return [Message.assistant(tool_calls=[ToolCall(f"w{i}", "Write", args)]),
+    ...             Message.tool(f"w{i}", "done")]
+    >>> old = "CONFIG = 'etc/app.toml'\nLOG = 'var/app.log'\n" * 20
+    >>> conv = [Message.user("fix it"), *read(1)[:1], Message.tool("r1", old),
+    ...         *write(2, "CONFIG = 'etc/app.toml'\n")]
+    >>> fitted = StaleReads()(conv, Budget(0, TokenCounter(FakeTokenizer())))
+    >>> print(fitted.messages[2].text.replace("; ", ";\n"))
+    [stale read of src/app.py: 40 lines, sha deadbe34;
+    superseded by Write at message 3, naming var/app.log;
+    recall 8418520ee0]
     >>> [(c.kind, c.index) for c in fitted.report.changes]
     [('stale', 2)]
 """
@@ -42,14 +57,22 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from contextwindow._args import check_str, check_strs, shown
 from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.messages import Message, ToolResult, units
 from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import Budget, Fitted
+from contextwindow.strategies.digest import (
+    Counted,
+    digest,
+    digest_tokens,
+    names,
+    path_tokens,
+)
 from contextwindow.strategies.files import (
     DEFAULT_FILE_TOOLS,
     SHELL_TOOLS,
@@ -57,6 +80,7 @@ from contextwindow.strategies.files import (
     FileTool,
     file_actions,
 )
+from contextwindow.tokens.base import Tokenizer
 
 __all__ = [
     "DEFAULT_FILE_TOOLS",
@@ -66,6 +90,18 @@ __all__ = [
     "StaleReads",
     "file_actions",
 ]
+
+
+def _strings(value: object) -> Iterator[str]:
+    """The strings in a call's arguments (what a write brings)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in cast("Mapping[str, object]", value).values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in cast("list[object]", value):
+            yield from _strings(v)
 
 
 def _supersedes(later: FileAction, read: FileAction) -> bool:
@@ -85,7 +121,8 @@ class StaleReads:
         shell: Tools whose ``command`` is read for plain reads and patches.
         marker: The line put in place of a stale read: ``{path}``,
             ``{lines}``, ``{sha}``, ``{by}`` (the superseding tool),
-            ``{index}`` (its message), ``{handle}``.
+            ``{index}`` (its message), ``{naming}`` (``", naming ..."``:
+            the paths only the read named, or nothing), ``{handle}``.
 
     Raises:
         ContextWindowError: A marker using other fields.
@@ -97,7 +134,7 @@ class StaleReads:
     """Shell tools whose commands are read."""
     marker: str = (
         "[stale read of {path}: {lines} lines, sha {sha}; "
-        "superseded by {by} at message {index}; recall {handle}]"
+        "superseded by {by} at message {index}{naming}; recall {handle}]"
     )
     """The line put in place of a stale read."""
 
@@ -111,13 +148,20 @@ class StaleReads:
             )
         object.__setattr__(self, "shell", check_strs(self.shell, "shell"))
         check_str(self.marker, "marker")
-        sample = {"path": "a", "lines": "1", "sha": "0", "by": "Read", "index": "1"}
+        sample = {
+            "path": "a",
+            "lines": "1",
+            "sha": "0",
+            "by": "Read",
+            "index": "1",
+            "naming": "",
+        }
         try:
             self.marker.format(handle="0123456789", **sample)
         except (KeyError, IndexError, ValueError, AttributeError) as exc:
             raise ContextWindowError(
                 f"marker {self.marker!r} may use only {{path}}, {{lines}}, {{sha}}, "
-                f"{{by}}, {{index}} and {{handle}}: {exc!r}"
+                f"{{by}}, {{index}}, {{naming}} and {{handle}}: {exc!r}"
             ) from exc
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
@@ -128,11 +172,10 @@ class StaleReads:
         read that became stale.
         """
         key = (StaleReads, tuple(self.tools.items()), self.shell, self.marker)
-        return rewrite_results(
-            messages, budget, "StaleReads", "stale", _Superseded(self), key
-        )
+        policy = _Superseded(self, Counted(budget.counter.text))
+        return rewrite_results(messages, budget, "StaleReads", "stale", policy, key)
 
-    def rewrite(self, reads: _Reads) -> Rewrite:
+    def rewrite(self, reads: _Reads, tokenizer: Tokenizer) -> Rewrite:
         """The rewrite marking what ``reads`` found stale."""
         stale = reads.stale
 
@@ -140,18 +183,42 @@ class StaleReads:
             found = stale.get(position)
             if found is None or result.is_error:
                 return None
-            action, by, index = found
+            action, by, index, later = found
             text = result.text
+            size = tokenizer.count(text)
+            named = digest(
+                text,
+                0,
+                tokenizer,
+                kept=_Names(later, action.path),
+                paths=path_tokens(size) + digest_tokens(size),
+            )
             return self.marker.format(
                 path=action.path,
                 lines=f"{text.rstrip(chr(10)).count(chr(10)) + 1:,}",
                 sha=hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:8],
                 by=by,
                 index=index,
+                naming=f", naming {named}" if named else "",
                 handle=origin.handle,
             )
 
         return rewrite
+
+
+class _Names:
+    """The names a superseding text holds, found when first asked (a container)."""
+
+    __slots__ = ("_found", "_path", "_text")
+
+    def __init__(self, text: str, path: str) -> None:
+        self._text, self._path = text, path
+        self._found: set[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        if self._found is None:
+            self._found = {*names(self._text), self._path}
+        return name in self._found
 
 
 @dataclass(slots=True)
@@ -166,8 +233,9 @@ class _Reads:
     """Messages read."""
     results: int
     """Result positions counted."""
-    stale: dict[int, tuple[FileAction, str, int]]
-    """Result position -> (its read, the superseding tool, that call's message)."""
+    stale: dict[int, tuple[FileAction, str, int, str]]
+    """Result position -> (its read, the superseding tool, that call's message,
+    the text it brought: a read's result, a write's string arguments)."""
     open: dict[str, list[tuple[FileAction, int, int]]]
     """Per path, the reads not superseded yet: (read, result position, message)."""
 
@@ -183,10 +251,11 @@ class _Reads:
 class _Superseded:
     """StaleReads' rule as a ``_rescan.Policy``."""
 
-    __slots__ = ("strategy",)
+    __slots__ = ("strategy", "tokenizer")
 
-    def __init__(self, strategy: StaleReads) -> None:
+    def __init__(self, strategy: StaleReads, tokenizer: Tokenizer) -> None:
         self.strategy = strategy
+        self.tokenizer = tokenizer
 
     def _add(self, reads: _Reads, messages: Sequence[Message]) -> int:
         """Read ``messages[reads.messages:]``; the first position newly stale."""
@@ -204,17 +273,24 @@ class _Superseded:
             at_unit = u.start + start
             calls = messages[at_unit].tool_calls
             where: dict[str, int] = {}
+            got: dict[str, str] = {}
             for k in range(at_unit + 1, u.stop + start):
                 for j, r in enumerate(messages[k].tool_results):
                     where.setdefault(r.call_id, positions[k] + j)
+                    got.setdefault(r.call_id, r.text)
             for c in calls:
                 for a in file_actions(c, tools, shell):
                     pending = reads.open.get(a.path)
                     if pending:
+                        brought = (
+                            got.get(c.id, "")
+                            if a.action == "read"
+                            else "\n".join(_strings(c.input))
+                        )
                         left: list[tuple[FileAction, int, int]] = []
                         for read, at, index in pending:
                             if index < at_unit and _supersedes(a, read):
-                                reads.stale[at] = (read, c.name, at_unit)
+                                reads.stale[at] = (read, c.name, at_unit, brought)
                                 since = min(since, at)
                             else:
                                 left.append((read, at, index))
@@ -234,7 +310,7 @@ class _Superseded:
     ) -> tuple[Rewrite, object]:
         reads = _Reads(0, 0, {}, {})
         self._add(reads, messages)
-        return self.strategy.rewrite(reads), reads
+        return self.strategy.rewrite(reads, self.tokenizer), reads
 
     def resume(
         self,
@@ -253,4 +329,4 @@ class _Superseded:
             return None  # a unit may span the old end: a full scan
         reads = kept.copy()
         since = self._add(reads, messages)
-        return self.strategy.rewrite(reads), since, reads
+        return self.strategy.rewrite(reads, self.tokenizer), since, reads
