@@ -44,6 +44,7 @@ import contextlib
 import hmac
 import logging
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -111,6 +112,8 @@ SECRET_HEADERS = (
 PLAN_THREADS = 16
 """Threads that plan requests and write their appends (the plans hold the
 interpreter's lock while they count; the writes wait on the store)."""
+SEND_WAIT = 0.05
+"""Seconds a plan's write waits for the loop to send the request first."""
 _USAGE = re.compile(
     rb'"(prompt_tokens|input_tokens|cache_read_input_tokens|'
     rb'cache_creation_input_tokens)"\s*:\s*(\d+)'
@@ -290,6 +293,7 @@ class _Proxy:
         loop = asyncio.get_running_loop()
         planned: asyncio.Future[Plan] = loop.create_future()
         written: asyncio.Future[None] = loop.create_future()
+        sending = threading.Event()
         loop.run_in_executor(
             self.pool,
             _plan_then_write,
@@ -297,9 +301,14 @@ class _Proxy:
             partial(self.fitter.plan, api, raw, body, cid),
             planned,
             written,
+            sending,
         )
         try:
-            plan = await planned
+            try:
+                plan = await planned
+            finally:
+                # Set once this task next waits: the request is on its way.
+                loop.call_soon(sending.set)
         except PassThrough as exc:
             info["passed"] = str(exc)[:200]
             return None, None
@@ -536,11 +545,15 @@ def _plan_then_write(
     plan: Callable[[], Plan],
     planned: asyncio.Future[Plan],
     written: asyncio.Future[None],
+    sending: threading.Event,
 ) -> None:
     """Plan, then write, in a worker thread.
 
     The plan goes to the loop at once; its store write (``Plan.commit``)
-    follows in the same thread, while the upstream answers.
+    follows in the same thread once the loop has sent the request on
+    (``sending``; ``SEND_WAIT`` seconds at most), so the write's Python work
+    does not hold the interpreter while the loop sends, and its sync
+    overlaps the upstream's answer.
     """
     try:
         made = plan()
@@ -551,6 +564,7 @@ def _plan_then_write(
     loop.call_soon_threadsafe(_settle, planned, made, None)
     failed: BaseException | None = None
     if made.commit is not None:
+        sending.wait(SEND_WAIT)
         try:
             made.commit()
         except Exception as exc:
