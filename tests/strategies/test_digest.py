@@ -6,10 +6,14 @@ from hypothesis import strategies as st
 from contextwindow.strategies.digest import (
     DIGEST_MAX_TOKENS,
     DIGEST_MIN_TOKENS,
+    PATH_MAX_TOKENS,
     digest,
     digest_tokens,
+    is_listing,
     line_span,
     names,
+    path_room,
+    path_tokens,
 )
 from contextwindow.strategies.tool_results import held, truncate
 from contextwindow.testing import FakeTokenizer
@@ -83,3 +87,29 @@ class TestMarkers:
         text = held(READ, O200K)
         assert text.startswith(", lines 1-400, naming step_1, ")
         assert O200K.count(text) <= DIGEST_MAX_TOKENS + 10
+
+    def test_a_cleared_listing_names_all_its_paths(self) -> None:
+        """A listing (a Glob's paths) is its paths: its placeholder names them
+        all, up to PATH_MAX_TOKENS; a text that only mentions paths gets the
+        quarter of its tokens paths get elsewhere."""
+        root = "/home/USER/projects/app/priv/repo/migrations"
+        paths = [f"{root}/2026021{i:04d}_add_table_{i}.exs" for i in range(12)]
+        listing = "\n".join(paths)
+        size = O200K.count(listing)
+        assert is_listing(listing)
+        assert path_room(listing, size) == min(size, PATH_MAX_TOKENS)
+        assert path_room(listing, size) > path_tokens(size)
+        text = held(listing, O200K)
+        assert all(p in text for p in paths)
+        prose = "\n".join(
+            f"{p} was read: its migration {i} adds a table with two indexes, "
+            "which the schema tests check against the models, and a constraint"
+            for i, p in enumerate(paths)
+        )
+        assert not is_listing(prose)
+        assert path_room(prose, O200K.count(prose)) == path_tokens(O200K.count(prose))
+        assert not all(p in held(prose, O200K) for p in paths)
+        huge = "\n".join(f"{root}/x{i}/step_{i}.exs" for i in range(2_000))
+        assert (
+            O200K.count(held(huge, O200K)) <= PATH_MAX_TOKENS + DIGEST_MAX_TOKENS + 10
+        )

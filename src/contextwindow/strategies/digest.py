@@ -20,7 +20,10 @@ Contract:
   ``DIGEST_MAX_TOKENS``, so a marker stays small beside what it replaced.
   Paths may take more (``path_tokens``: up to ``PATH_SHARE`` of the original,
   ``PATH_MAX_TOKENS`` at most): the fact a model most often needs again, and
-  short beside the output that named it (a listing, a search).
+  short beside the output that named it. A listing (``is_listing``: paths
+  are at least ``LISTING_SHARE`` of its characters: a ``Glob``, a ``find``,
+  a search's file list) is little but its paths: ``path_room`` gives them
+  the whole ``PATH_MAX_TOKENS`` (or the original's size, when smaller).
 
 Example:
     >>> from contextwindow.testing import FakeTokenizer
@@ -50,13 +53,18 @@ __all__ = [
     "Counted",
     "digest",
     "digest_tokens",
+    "is_listing",
     "line_span",
     "names",
+    "path_room",
 ]
 
+_PATHS = r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b"
+"""A file path: a folder and a name with an extension."""
+
 NAMED = re.compile(
-    r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b"  # paths
-    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
+    _PATHS  # paths
+    + r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # CamelCase
     r"|\b[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*\b"  # Module.function
     r"|(?<![\w.])\d{3,}(?![\w.])(?![ \t]*→)(?!\t)"  # numbers, not line numbers
@@ -82,6 +90,13 @@ PATH_SHARE = 0.25
 
 PATH_MAX_TOKENS = 600
 """Paths take no more, however large the original."""
+
+LISTING_SHARE = 0.5
+"""A text whose paths take at least this share of its characters is a listing
+(chosen on the Claude Code sessions of ``benchmarks/fact_retention.py``: from
+0.3 to 0.7 the same results are listings, and keep the same facts)."""
+
+_PATH = re.compile(_PATHS)
 
 
 def names(text: str) -> list[str]:
@@ -187,6 +202,37 @@ def digest(
         out.pop()
         joined = ", ".join(out)
     return joined
+
+
+def is_listing(text: str) -> bool:
+    r"""Whether ``text`` is little but paths (``LISTING_SHARE`` of its characters).
+
+    Example:
+        >>> is_listing("src/a.py\nsrc/b.py\ntests/test_a.py\n")
+        True
+        >>> is_listing("def run():\n    return open('src/a.py').read()\n" * 3)
+        False
+    """
+    if not text:
+        return False
+    found = sum(len(m) for m in dict.fromkeys(_PATH.findall(text)))
+    return found >= LISTING_SHARE * len(text)
+
+
+def path_room(text: str, tokens: int) -> int:
+    r"""The tokens the paths of ``text`` (``tokens`` long) may take besides its digest.
+
+    ``path_tokens(tokens)``, but a listing's paths may take up to
+    ``PATH_MAX_TOKENS`` (the original's size, when smaller): a listing is
+    its paths.
+
+    Example:
+        >>> path_room("src/a.py\nsrc/b.py\n", 8), path_tokens(8)
+        (8, 0)
+    """
+    if is_listing(text):
+        return min(tokens, PATH_MAX_TOKENS)
+    return path_tokens(tokens)
 
 
 def path_tokens(tokens: int) -> int:

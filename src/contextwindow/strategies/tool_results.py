@@ -37,6 +37,7 @@ from contextwindow.strategies.digest import (
     digest,
     digest_tokens,
     line_span,
+    path_room,
     path_tokens,
     span_text,
 )
@@ -573,7 +574,7 @@ def held(text: str, tokenizer: Tokenizer, tokens: int | None = None) -> str:
     """
     span = span_text(line_span(text))
     size = tokenizer.count(text) if tokens is None else tokens
-    named = digest(text, digest_tokens(size), tokenizer, paths=path_tokens(size))
+    named = digest(text, digest_tokens(size), tokenizer, paths=path_room(text, size))
     return (f", {span}" if span else "") + (f", naming {named}" if named else "")
 
 
