@@ -387,7 +387,7 @@ class _Proxy:
             )
             self._log(info | {"ms": _ms(start)}, request, raw)
 
-        if _whole(resp.headers):
+        if _whole(request.method, resp.status_code, resp.headers):
             # A JSON answer of known length: read whole and sent in one piece
             # (its client waits for all of it anyway).
             content = await _read_whole(resp)
@@ -638,11 +638,15 @@ WHOLE_BYTES = 1 << 20
 """The largest answer of known length read whole before it is sent on."""
 
 
-def _whole(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether an answer with these headers is read whole.
+def _whole(method: str, status: int, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether an answer is read whole before it is sent on.
 
-    One of known length, at most ``WHOLE_BYTES``, that is not a stream of events.
+    One with a body of known length, at most ``WHOLE_BYTES``, that is not a
+    stream of events (an answer to ``HEAD``, a 204 or a 304 has no body: its
+    length header says another answer's, and goes as it came).
     """
+    if method == "HEAD" or status in (204, 304):
+        return False
     size = None
     for k, v in headers:
         name = k.lower()
