@@ -13,10 +13,11 @@ Contract:
 - A read is stale when a later call writes the same path, or reads it whole,
   or reads the same part of it again. Its result becomes one line naming the
   path, its lines, a short hash of what was read, which later message (and
-  tool) superseded it, the paths the read named that the superseding text
-  does not (an edit took them out, a later read of part of the file left
-  them out: ``digest``, within a quarter of the read's tokens, 600 at most),
-  and the original's handle (``context_recall`` brings it back).
+  tool) superseded it, the paths the read named that the superseding call
+  does not show (a later read or a ``Write`` shows the new version, so the
+  paths it lacks; an ``Edit`` shows only its strings, so most of them:
+  ``digest``, within a quarter of the read's tokens, 600 at most), and the
+  original's handle (``context_recall`` brings it back).
   Errors, pinned messages and results that would not shrink stay.
 - Like every stage it works oldest first and stops once the conversation
   fits; the decision for a read depends only on the calls after it, so a
