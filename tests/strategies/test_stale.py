@@ -119,6 +119,22 @@ class TestStaleReads:
             assert "run_task" not in marker
         conv[8] = Message.tool("r3", old)  # the later read shows them all
         assert "naming" not in StaleReads()(conv, budget()).messages[6].text
+        # An edit shows only its strings: the paths it does not name are named.
+        edited = [
+            *conv[:3],
+            *call(
+                "e1",
+                "Edit",
+                "ok",
+                file_path="src/app.ts",
+                old_string="lib/queue.ts",
+                new_string="lib/jobs.ts",
+            ),
+        ]
+        marker = StaleReads()(edited, budget()).messages[2].text
+        assert "superseded by Edit" in marker
+        assert "lib/cache.ts" in marker
+        assert "lib/queue.ts" not in marker
 
     def test_configurable_tools(self) -> None:
         """Other tools are known by name and path argument."""
