@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/fit_speed.py [--turns 20] [--profile]
+    python benchmarks/fit_speed.py [--turns 20] [--profile] [--only NAME]
 
 Builds a 10,000-message conversation with tool calls from the tau-bench
 trajectories: one system prompt, then every trajectory's user, assistant,
@@ -29,10 +29,12 @@ user turn. The conversation then is fitted again:
   cookbook's framing over the same tokenizer, each message counted once);
 - peer, naive: the same with the counter recounting every message.
 
-Every row is the median of ``--turns`` re-fits after one appended tool
-exchange (and, beside it, over the mixed turns), ours and the peers timed in
-the same turns, interleaved, so machine load hits both alike. The cold fit
-(a fresh counter) is shown too.
+``--only NAME`` runs the rows whose name starts with ``NAME`` alone with the
+peer (``--only DropOldest``), so no other strategy's garbage is collected
+during their fits. Every row is the median of ``--turns`` re-fits after one
+appended tool exchange (and, beside it, over the mixed turns), ours and the
+peers timed in the same turns, interleaved, so machine load hits both alike.
+The cold fit (a fresh counter) is shown too.
 """
 
 from __future__ import annotations
@@ -245,6 +247,11 @@ def main() -> None:
         "SelectRelevant (BM25)": SelectRelevant(),
         "Summarize (extractive)": Summarize(),
     }
+    if "--only" in sys.argv:
+        # One strategy's row alone (with the peer): no other strategy's
+        # garbage is collected during its fits.
+        only = sys.argv[sys.argv.index("--only") + 1]
+        strategies = {k: v for k, v in strategies.items() if k.startswith(only)}
     grown = {name: list(conv) for name in strategies}
     counters = {name: TokenCounter(tok) for name in strategies}
     cold: dict[str, float] = {}
@@ -327,7 +334,7 @@ def main() -> None:
         "goal (each under 2 ms and >= 5x the memoised peer): "
         + ("met" if goal else "NOT met")
     )
-    if "--profile" in sys.argv:
+    if "--profile" in sys.argv and "default pipeline" in strategies:
         name = "default pipeline"
         profile(lambda: _turn(grown[name], source, counters[name], limit))
 
