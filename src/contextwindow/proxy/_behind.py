@@ -77,8 +77,6 @@ class WriteBehind:
         self.store = store
         self._lock = threading.Lock()
         self._queued: dict[str, list[_Batch | Callable[[Store], object]]] = {}
-        self._ends: dict[str, int] = {}
-        """The version each conversation's queued batches end at."""
         self._failed: set[str] = set()
         self._committing: dict[str, threading.Lock] = {}
 
@@ -99,11 +97,10 @@ class WriteBehind:
         )
         with self._lock:
             queue = self._queued.setdefault(conversation_id, [])
-            end = self._ends.get(conversation_id)
+            end = next((b.end for b in reversed(queue) if isinstance(b, _Batch)), None)
             if end is not None and end != expected_version:
                 raise ConflictError(expected_version, end)
             queue.append(batch)
-            self._ends[conversation_id] = batch.end
         return batch.end
 
     def later(self, conversation_id: str, write: Callable[[Store], object]) -> None:
@@ -170,7 +167,6 @@ class WriteBehind:
     def _forget(self, conversation_id: str) -> None:
         """Drop the queue of ``conversation_id`` (under ``_lock``)."""
         self._queued.pop(conversation_id, None)
-        self._ends.pop(conversation_id, None)
         self._committing.pop(conversation_id, None)
 
     def _settled(self, conversation_id: str) -> None:
@@ -240,7 +236,6 @@ class WriteBehind:
     def delete(self, conversation_id: str) -> bool:
         with self._lock:
             self._queued.pop(conversation_id, None)
-            self._ends.pop(conversation_id, None)
         return self.store.delete(conversation_id)
 
     def close(self) -> None:

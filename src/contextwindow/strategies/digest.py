@@ -20,8 +20,8 @@ Contract:
   ``DIGEST_MAX_TOKENS``, so a marker stays small beside what it replaced.
   Paths may take more (``path_tokens``: up to ``PATH_SHARE`` of the original,
   ``PATH_MAX_TOKENS`` at most): the fact a model most often needs again, and
-  short beside the output that named it. A listing (``is_listing``: paths
-  are at least ``LISTING_SHARE`` of its characters: a ``Glob``, a ``find``,
+  short beside the output that named it. A listing (``is_listing``: its
+  distinct paths take ``LISTING_SHARE`` of its characters: a ``Glob``, a ``find``,
   a search's file list) is little but its paths: ``path_room`` gives them
   the whole ``PATH_MAX_TOKENS`` (or the original's size, when smaller).
 
@@ -205,7 +205,9 @@ def digest(
 
 
 def is_listing(text: str) -> bool:
-    r"""Whether ``text`` is little but paths (``LISTING_SHARE`` of its characters).
+    r"""Whether ``text`` is little but paths.
+
+    Its distinct paths take at least ``LISTING_SHARE`` of its characters.
 
     Example:
         >>> is_listing("src/a.py\nsrc/b.py\ntests/test_a.py\n")
