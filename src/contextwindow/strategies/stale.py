@@ -71,7 +71,6 @@ from contextwindow.strategies.digest import (
     Counted,
     digest,
     digest_tokens,
-    names,
     path_tokens,
 )
 from contextwindow.strategies.files import (
@@ -191,7 +190,7 @@ class StaleReads:
                 text,
                 0,
                 tokenizer,
-                kept=_Names(later, action.path),
+                kept=f"{action.path}\n{later}",
                 paths=path_tokens(size) + digest_tokens(size),
             )
             return self.marker.format(
@@ -205,21 +204,6 @@ class StaleReads:
             )
 
         return rewrite
-
-
-class _Names:
-    """The names a superseding text holds, found when first asked (a container)."""
-
-    __slots__ = ("_found", "_path", "_text")
-
-    def __init__(self, text: str, path: str) -> None:
-        self._text, self._path = text, path
-        self._found: set[str] | None = None
-
-    def __contains__(self, name: object) -> bool:
-        if self._found is None:
-            self._found = {*names(self._text), self._path}
-        return name in self._found
 
 
 @dataclass(slots=True)
