@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,49 @@ class TestWriteBehind:
         assert store.version("c") == 0
         # The queue starts afresh: a batch from version 0 is taken again.
         assert behind.append("c", [Message.user("a")], expected_version=0) == 1
+
+    def test_committers_of_one_conversation_write_each_batch_once(self) -> None:
+        """Threads that each append and commit (as the proxy's requests do),
+        against a store slow enough for them to overlap: every batch goes in
+        once, in order, and no commit fails."""
+        for _ in range(3):
+            texts, errors = _append_and_commit(workers=8, each=40)
+            assert errors == []
+            assert len(texts) == 320
+            assert len(set(texts)) == 320
+            for w in range(8):
+                mine = [t for t in texts if t.startswith(f"{w}-")]
+                assert mine == [f"{w}-{i}" for i in range(40)]
+
+
+def _append_and_commit(workers: int, each: int) -> tuple[list[str], list[Exception]]:
+    """``workers`` threads, each appending ``each`` messages and committing
+    after each; the log's texts, and what the commits raised."""
+    store = MemoryStore()
+    # No fault: each append only waits a little first.
+    behind = WriteBehind(FaultyStore(store, lambda name: time.sleep(0.0003)))
+    lock = threading.Lock()
+    version = [0]
+    errors: list[Exception] = []
+
+    def worker(w: int) -> None:
+        for i in range(each):
+            with lock:
+                version[0] = behind.append(
+                    "c", [Message.user(f"{w}-{i}")], expected_version=version[0]
+                )
+            try:
+                behind.commit("c")
+            except Exception as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    behind.commit("c")
+    return [m.text for m in store.load("c").messages], errors
 
 
 class TestFitterWriteBehind:

@@ -78,7 +78,9 @@ class WriteBehind:
         self._lock = threading.Lock()
         self._queued: dict[str, list[_Batch | Callable[[Store], object]]] = {}
         self._failed: set[str] = set()
-        self._committing: dict[str, threading.Lock] = {}
+        self._committing: dict[str, tuple[threading.Lock, int]] = {}
+        """Per conversation being committed: its gate, and the committers
+        holding or awaiting it."""
 
     # -- the queue ---------------------------------------------------------------
 
@@ -137,37 +139,50 @@ class WriteBehind:
         with self._lock:
             if conversation_id not in self._queued:
                 return
-            gate = self._committing.setdefault(conversation_id, threading.Lock())
-        with gate:  # one committer per conversation, so batches go in order
-            while True:
-                with self._lock:
-                    queue = self._queued.get(conversation_id)
-                    if not queue:
-                        self._forget(conversation_id)
-                        return
-                    batch = queue[0]
-                try:
-                    if isinstance(batch, _Batch):
-                        self.store.append(
-                            conversation_id,
-                            batch.messages,
-                            expected_version=batch.expected,
-                            tokens=batch.tokens,
-                        )
-                    else:
-                        batch(self.store)
-                except BaseException:
-                    with self._lock:
-                        self._forget(conversation_id)
-                        self._failed.add(conversation_id)
-                    raise
-                with self._lock:
-                    queue.pop(0)
+            # One gate per conversation while anyone holds or awaits it: a
+            # gate dropped while another committer waits on it would let a
+            # third in beside that one, and both write the same batch.
+            gate, users = self._committing.get(conversation_id, (None, 0))
+            if gate is None:
+                gate = threading.Lock()
+            self._committing[conversation_id] = (gate, users + 1)
+        try:
+            with gate:  # one committer per conversation, so batches go in order
+                self._drain(conversation_id)
+        finally:
+            with self._lock:
+                gate, users = self._committing[conversation_id]
+                if users == 1:
+                    del self._committing[conversation_id]
+                else:
+                    self._committing[conversation_id] = (gate, users - 1)
 
-    def _forget(self, conversation_id: str) -> None:
-        """Drop the queue of ``conversation_id`` (under ``_lock``)."""
-        self._queued.pop(conversation_id, None)
-        self._committing.pop(conversation_id, None)
+    def _drain(self, conversation_id: str) -> None:
+        """Write the queue of ``conversation_id`` (its gate held)."""
+        while True:
+            with self._lock:
+                queue = self._queued.get(conversation_id)
+                if not queue:
+                    self._queued.pop(conversation_id, None)
+                    return
+                batch = queue[0]
+            try:
+                if isinstance(batch, _Batch):
+                    self.store.append(
+                        conversation_id,
+                        batch.messages,
+                        expected_version=batch.expected,
+                        tokens=batch.tokens,
+                    )
+                else:
+                    batch(self.store)
+            except BaseException:
+                with self._lock:
+                    self._queued.pop(conversation_id, None)
+                    self._failed.add(conversation_id)
+                raise
+            with self._lock:
+                queue.pop(0)
 
     def _settled(self, conversation_id: str) -> None:
         """Commit what is queued; a failure is left to ``failed`` to report."""
