@@ -4,6 +4,9 @@ Usage::
 
     python benchmarks/fit_speed.py [--turns 20] [--profile] [--only NAME]
 
+``--profile`` profiles the default pipeline's re-fits (or, with ``--only``, those
+of the one strategy it names).
+
 Builds a 10,000-message conversation with tool calls from the tau-bench
 trajectories: one system prompt, then every trajectory's user, assistant,
 tool-call and tool messages, concatenated; a second pass with re-labelled texts
@@ -334,9 +337,14 @@ def main() -> None:
         "goal (each under 2 ms and >= 5x the memoised peer): "
         + ("met" if goal else "NOT met")
     )
-    if "--profile" in sys.argv and "default pipeline" in strategies:
-        name = "default pipeline"
-        profile(lambda: _turn(grown[name], source, counters[name], limit))
+    if "--profile" in sys.argv:
+        # The default pipeline's re-fit, or the one strategy --only names.
+        name = "default pipeline" if "default pipeline" in strategies else ""
+        name = name or next(iter(strategies))
+        print(f"\nprofiled: {name}")
+        profile(
+            lambda: _turn(grown[name], source, counters[name], limit, strategies[name])
+        )
 
 
 def _record(row: dict[str, list[float]], kind: str, seconds: float) -> None:
@@ -346,10 +354,14 @@ def _record(row: dict[str, list[float]], kind: str, seconds: float) -> None:
 
 
 def _turn(
-    conv: list[Message], source: Iterator[Turn], counter: TokenCounter, limit: int
+    conv: list[Message],
+    source: Iterator[Turn],
+    counter: TokenCounter,
+    limit: int,
+    strategy: Strategy | None,
 ) -> None:
     conv.extend(next(source)[1])
-    fit(conv, limit=limit, tokenizer=counter)
+    fit(conv, limit=limit, strategy=strategy, tokenizer=counter)
 
 
 def profile(fn: Callable[[], object], runs: int = 5) -> None:
