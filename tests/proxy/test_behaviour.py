@@ -103,6 +103,11 @@ class TestErrors:
             )
             assert r.status_code == 502
             assert r.json()["error"]["code"] == "upstream_unreachable"
+            # It says where and why: the host and port, and the system's reason.
+            port = dead.rsplit(":", 1)[1]
+            said = r.json()["error"]["message"]
+            assert f"cannot connect to 127.0.0.1:{port}" in said, said
+            assert "refused" in said.lower() or "failed" in said.lower(), said
 
     def test_connection_closed_by_the_upstream_is_tried_again(
         self, make_rig: MakeRig

@@ -503,10 +503,25 @@ async def _read_whole(resp: UpstreamResponse) -> bytes | UpstreamError:
 
 
 def _unanswered(exc: UpstreamError) -> tuple[int, str]:
-    """The status and words for a request that ``exc`` left unanswered."""
+    """The status and words for a request that ``exc`` left unanswered.
+
+    The words say why, as the client library put it (the host and port, and
+    the system's reason: refused, no such name, unreachable); never a header
+    or a body.
+
+    Example:
+        >>> from contextwindow.proxy._http import ConnectError
+        >>> _unanswered(ConnectError("cannot connect to h:443: refused"))
+        (502, 'cannot be reached (ConnectError: cannot connect to h:443: refused)')
+    """
     if isinstance(exc, UpstreamTimeout):
         return 504, "did not answer in time"
-    return 502, f"cannot be reached ({type(exc).__name__})"
+    why = str(exc)
+    kind = type(exc).__name__
+    return (
+        502,
+        f"cannot be reached ({kind}: {why})" if why else f"cannot be reached ({kind})",
+    )
 
 
 def _answer_headers(
