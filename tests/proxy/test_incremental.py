@@ -163,6 +163,55 @@ class TestFitter:
         finally:
             store.close()
 
+    def test_the_same_tools_are_read_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An agent sends the same tools with every turn: they are read (and
+        counted) for the first request only; tools that change are read again,
+        and the requests' token counts are those of a fresh read."""
+        import contextwindow.proxy._fitter as fitter_module
+
+        read: list[object] = []
+        coerce = fitter_module.coerce_tools
+
+        def counted(tools: object) -> Any:
+            read.append(tools)
+            return coerce(tools)
+
+        monkeypatch.setattr(fitter_module, "coerce_tools", counted)
+
+        def tool(name: str, words: int) -> dict[str, Any]:
+            schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+            return {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": "look it up " * words,
+                    "parameters": schema,
+                },
+            }
+
+        store = open_store(f"sqlite:///{tmp_path / 'p.db'}")
+        try:
+            fitter = Fitter(FitterConfig(window=3_000), store)
+            tools = [tool("search", 50), tool("fetch", 80)]
+            plans = [
+                self._plan(fitter, self._chat(t) | {"tools": tools}, "c")
+                for t in range(1, 5)
+            ]
+            assert len(read) == 1
+            changed = [tool("search", 50), tool("fetch", 90)]
+            plans.append(self._plan(fitter, self._chat(5) | {"tools": changed}, "c"))
+            assert len(read) == 2
+            for t, plan in enumerate(plans, 1):
+                body = self._chat(t) | {"tools": tools if t < 5 else changed}
+                alone = Fitter(FitterConfig(window=3_000), None)
+                raw = json.dumps(body).encode()
+                want = alone.plan(APIS["/v1/chat/completions"], raw, json.loads(raw))
+                assert plan.tokens_in == want.tokens_in, t
+        finally:
+            store.close()
+
     def test_a_fork_is_a_conversation_of_its_own(self, tmp_path: Path) -> None:
         """A history that leaves the known one at some turn is kept as its own
         conversation (named by the fork), which its next turns continue; the

@@ -505,6 +505,45 @@ class TestTokenCounter:
         assert counter.text("tail") == 1
         assert tok.calls == []
 
+    @pytest.mark.parametrize("provider", ["openai", "anthropic"])
+    def test_the_same_tools_are_counted_once(self, provider: Provider) -> None:
+        """Tools sent again (equal schemas, new objects) reach the tokenizer once;
+        a schema changed in place after it was counted is counted anew."""
+        tok = CountingTokenizer()
+        counter = TokenCounter(tok, provider)
+        fresh = TokenCounter(CountingTokenizer(), provider)
+
+        def tools() -> tuple[ToolSpec, ...]:
+            return (
+                spec(
+                    "search",
+                    "Find pages",
+                    type="object",
+                    properties={
+                        "q": {"type": "string", "description": "words to look for"}
+                    },
+                ),
+                spec("ls", "List a folder", type="object"),
+            )
+
+        first = counter.tools(tools())
+        assert first == fresh.tools(tools()) > 0
+        tok.calls.clear()
+        again = tools()
+        assert counter.tools(again) == first
+        assert counter.messages([Message.user("hi")], tools=again) == fresh.messages(
+            [Message.user("hi")], tools=tools()
+        )
+        assert all(
+            "Find pages" not in c and "List a folder" not in c for c in tok.calls
+        )
+        # In place: the same objects, a longer description in the schema.
+        props = again[0].parameters["properties"]
+        props["q"]["description"] = "words to look for " + "and more words " * 20
+        grown = counter.tools(again)
+        assert grown == TokenCounter(CountingTokenizer(), provider).tools(again)
+        assert grown > first
+
     def test_breakdown_sums_to_message(self) -> None:
         """The breakdown's values sum to the message count."""
         counter = TokenCounter(O200K)

@@ -100,6 +100,9 @@ MAX_FORKS = 8
 MAX_MANAGERS = 1024
 """Conversations a process keeps in memory (the store keeps them all)."""
 
+TOOL_READS = 8
+"""Tool lists of recent requests kept read (``Fitter._tools``)."""
+
 
 class PassThrough(Exception):
     """The body is not one the proxy fits: forward it as it came."""
@@ -189,6 +192,9 @@ class Fitter:
         self._counters: dict[tuple[str, str], TokenCounter] = {}
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._calibrations: dict[tuple[str, str, str], Calibration] = {}
+        self._tool_reads: list[
+            tuple[TokenCounter, Any, Any, tuple[ToolSpec, ...], int]
+        ] = []
 
     # -- the model ---------------------------------------------------------------
 
@@ -270,19 +276,35 @@ class Fitter:
     def _tools(
         self, body: Mapping[str, Any], counter: TokenCounter
     ) -> tuple[tuple[ToolSpec, ...], int]:
-        """The request's tools, and tokens counted outside the conversation."""
-        extra = 0
+        """The request's tools, and tokens counted outside the conversation.
+
+        An agent sends the same tools (and instructions) with every request:
+        those of the last ``TOOL_READS`` requests are kept with what they
+        read as, and a request whose tools equal one of them (compared as
+        JSON, at C speed) takes its specs, the very objects, unread.
+        """
         instructions = body.get("instructions")
-        if isinstance(instructions, str):
-            extra += counter.tokenizer.count(instructions)
         tools = body.get("tools") or ()
+        with self._lock:
+            for i, (c, t, ins, specs, extra) in enumerate(self._tool_reads):
+                if c is counter and ins == instructions and t == tools:
+                    if i:
+                        self._tool_reads.insert(0, self._tool_reads.pop(i))
+                    return specs, extra
+        extra = 0
+        if isinstance(instructions, str):
+            extra += counter.text(instructions)
         try:
             specs = coerce_tools(tools)
         except ContextWindowError:
             # Server-side tools and shapes the edge does not read are
             # counted as their JSON text.
             specs = ()
-            extra += counter.tokenizer.count(json.dumps(tools))
+            extra += counter.text(json.dumps(tools))
+        with self._lock:
+            # The body's own objects: nothing else holds them, nothing changes them.
+            self._tool_reads.insert(0, (counter, tools, instructions, specs, extra))
+            del self._tool_reads[TOOL_READS:]
         return specs, extra
 
     def _alone(self, req: _Request, messages: list[Message], counted: int) -> Plan:

@@ -28,6 +28,7 @@ Contract:
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -167,6 +168,7 @@ class TokenCounter:
         "_provider",
         "_texts",
         "_tok",
+        "_tools",
     )
 
     def __init__(
@@ -193,6 +195,10 @@ class TokenCounter:
         self._texts: LRU[str, int] = LRU(cache_size)
         self._last: list[tuple[Sequence[Message], tuple[int, ...]]] = []
         self._memo = Memo()
+        # The tools last counted (a copy: a schema changed in place must not
+        # match), and their tokens: an agent sends the same tools with every
+        # request, and their schemas often take thousands of tokens.
+        self._tools: tuple[tuple[ToolSpec, ...], int] | None = None
 
     @property
     def memo(self) -> Memo:
@@ -221,6 +227,7 @@ class TokenCounter:
         self._by_id.clear()
         self._texts.clear()
         self._last = []
+        self._tools = None
         self._memo.clear()
 
     def learn(self, msg: Message, tokens: int) -> None:
@@ -511,6 +518,11 @@ class TokenCounter:
         if not specs:
             return 0
         specs = _specs(specs)
+        last = self._tools
+        if last is not None and specs == last[0]:  # at C speed: dicts and strings
+            return last[1]
+        # Each schema's text is counted through the text cache: the same
+        # tools read again from the next request cost their rendering alone.
         if self._framing is _ANTHROPIC:
             total = ANTHROPIC_TOOLS_OVERHEAD
             for spec in specs:
@@ -519,11 +531,11 @@ class TokenCounter:
                     "description": spec.description,
                     "input_schema": dict(spec.parameters),
                 }
-                total += self._tok.count(
-                    json.dumps(schema, ensure_ascii=False, default=str)
-                )
-            return total
-        return self._tok.count(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
+                total += self.text(json.dumps(schema, ensure_ascii=False, default=str))
+        else:
+            total = self.text(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
+        self._tools = (copy.deepcopy(tuple(specs)), total)
+        return total
 
 
 def _starts_with(seq: Sequence[Any], last: Sequence[Any]) -> bool:
