@@ -21,6 +21,9 @@ through a proxy on SQLite (its default, each append synced to disk, while
 the upstream answers) and one on ``memory://``, to tell the disk's share
 from the proxy's own; ``--baseline SRC`` adds a proxy run from another
 source tree (``SRC`` holding ``contextwindow``: an older version) on SQLite.
+The same turns go once more with ``TOOLS`` (eighteen tool schemas of a coding
+agent's size) in every request, through proxies with a 40,000-token window
+(``TOOLS_WINDOW``), which they pass at turn 43.
 
 Replay: the five Claude Code main sessions, each turn the history so far as
 an Anthropic request (``max_tokens`` 8,192), with a 64,000-token window,
@@ -249,12 +252,16 @@ def latency(
         process(up_args, up),
         our_proxy(up, f"sqlite:///{tmp}/p.db", 6_000) as on_disk,
         our_proxy(up, "memory://", 6_000) as in_memory,
+        our_proxy(up, f"sqlite:///{tmp}/t.db", TOOLS_WINDOW) as with_tools,
         ExitStack() as stack,
     ):
-        before = None
+        before = before_tools = None
         if baseline is not None:
             before = stack.enter_context(
                 our_proxy(up, f"sqlite:///{tmp}/b.db", 6_000, baseline)
+            )
+            before_tools = stack.enter_context(
+                our_proxy(up, f"sqlite:///{tmp}/bt.db", TOOLS_WINDOW, baseline)
             )
         print(
             f"{'request':<44}{'clients':>8}{'direct p50':>11}{'p99':>7}"
@@ -286,12 +293,62 @@ def latency(
                 ],
                 conv_jobs("d", False, convs),
             )
+            row(
+                f"turns 46-50, {len(TOOLS)} tools, fitted (40k)",
+                concurrency,
+                up,
+                [
+                    (", SQLite", with_tools, conv_jobs("t", True, convs, TOOLS)),
+                    *(
+                        [
+                            (
+                                ", --baseline",
+                                before_tools,
+                                conv_jobs("bt", True, convs, TOOLS),
+                            )
+                        ]
+                        if before_tools is not None
+                        else []
+                    ),
+                ],
+                conv_jobs("dt", False, convs, TOOLS),
+            )
+
+
+def _tool(i: int) -> dict[str, Any]:
+    """A tool of the size of a coding agent's (about 1,000 tokens of schema)."""
+    about = "explains what it takes and when to use it. " * 6
+    props = {
+        f"arg{j}": {"type": "string", "description": f"Argument {j}: {about}"}
+        for j in range(8)
+    }
+    return {
+        "type": "function",
+        "function": {
+            "name": f"tool_{i}",
+            "description": f"Use this tool to do thing {i}. " * 40,
+            "parameters": {"type": "object", "properties": props, "required": ["arg0"]},
+        },
+    }
+
+
+TOOLS = [_tool(i) for i in range(18)]
+"""Eighteen tools, 16,810 tokens as OpenAI renders them (o200k): a coding
+agent sends about as many with every request."""
+TOOLS_WINDOW = 40_000
+"""The window of the conversations sent with ``TOOLS``: they pass it (less the
+reply's 500 tokens) at turn 43."""
 
 
 def conv_jobs(
-    prefix: str, with_header: bool, convs: int, turns: int = 50
+    prefix: str,
+    with_header: bool,
+    convs: int,
+    tools: list[dict[str, Any]] | None = None,
+    turns: int = 50,
 ) -> list[list[tuple[bytes, dict[str, str], bool]]]:
-    """``convs`` conversations of ``turns`` turns, the last five timed."""
+    """``convs`` conversations of ``turns`` turns, the last five timed (each
+    request with ``tools``, when given)."""
     ctype = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
     jobs = []
     for k in range(convs):
@@ -302,9 +359,11 @@ def conv_jobs(
         for t in range(1, turns + 1):
             msgs = chat(t, 40)[:-1]
             msgs[1] = {"role": "user", "content": f"conversation {k}: step 0"}
-            body = json.dumps(
-                {"model": "gpt-4o", "max_tokens": 500, "messages": msgs}
-            ).encode()
+            doc: dict[str, Any] = {"model": "gpt-4o", "max_tokens": 500}
+            doc["messages"] = msgs
+            if tools:
+                doc["tools"] = tools
+            body = json.dumps(doc).encode()
             seq.append((body, h, t > turns - 5))
         jobs.append(seq)
     return jobs
