@@ -1,5 +1,5 @@
 """Shared by the benchmarks: data discovery, a walker over every message text,
-and ``best_of`` timing.
+``best_of`` timing, and ``TOOLS`` (tool schemas of a coding agent's size).
 
 The data folder is ``$CONTEXTWINDOW_DATA``, or ``<repo>/../shared/data`` by
 default. It is read in place, never copied.
@@ -149,3 +149,26 @@ def best_of(fn: Callable[[], Any], n: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def _tool(i: int) -> dict[str, Any]:
+    """A tool of the size of a coding agent's (about 1,000 tokens of schema)."""
+    about = "explains what it takes and when to use it. " * 6
+    props = {
+        f"arg{j}": {"type": "string", "description": f"Argument {j}: {about}"}
+        for j in range(8)
+    }
+    return {
+        "type": "function",
+        "function": {
+            "name": f"tool_{i}",
+            "description": f"Use this tool to do thing {i}. " * 40,
+            "parameters": {"type": "object", "properties": props, "required": ["arg0"]},
+        },
+    }
+
+
+TOOLS = [_tool(i) for i in range(18)]
+"""Eighteen tools, 16,810 tokens as OpenAI renders them (o200k): a coding
+agent sends about as many with every request (``proxy_latency.py``,
+``fit_speed.py --tools``)."""

@@ -2,10 +2,13 @@
 
 Usage::
 
-    python benchmarks/fit_speed.py [--turns 20] [--profile] [--only NAME]
+    python benchmarks/fit_speed.py [--turns 20] [--profile] [--only NAME] [--tools]
 
 ``--profile`` profiles the default pipeline's re-fits (or, with ``--only``, those
-of the one strategy it names).
+of the one strategy it names). ``--tools`` gives every fit of ours the
+eighteen tool schemas of ``_data.TOOLS`` (as dicts, 16,810 tokens) and a budget
+larger by their tokens; the peer, which takes no tools, keeps the
+conversation's budget.
 
 Builds a 10,000-message conversation with tool calls from the tau-bench
 trajectories: one system prompt, then every trajectory's user, assistant,
@@ -52,7 +55,7 @@ from collections.abc import Callable, Iterator, Sequence
 from statistics import median
 from typing import Any
 
-from _data import best_of, data_dir
+from _data import TOOLS, best_of, data_dir
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -221,12 +224,25 @@ def main() -> None:
     conv = conversation()
     total = TokenCounter(tok).messages(conv)
     limit = int(total * SHARE)
+    # --tools: every fit of ours is given the tool schemas, as dicts (as an
+    # agent holds them), and a budget larger by their tokens; the peer, which
+    # takes no tools, keeps the conversation's budget.
+    tools = TOOLS if "--tools" in sys.argv else []
+    peer_limit = limit
+    if tools:
+        limit += TokenCounter(tok).tools(tools)
     calls = sum(len(m.tool_calls) for m in conv)
     print(
         f"conversation: {len(conv):,} messages, {calls:,} tool calls, "
         f"{total:,} tokens (o200k, OpenAI framing)"
     )
-    print(f"budget: {limit:,} tokens ({SHARE:.0%}); median of {n_turns} turns\n")
+    print(f"budget: {peer_limit:,} tokens ({SHARE:.0%}); median of {n_turns} turns")
+    if tools:
+        print(
+            f"with {len(TOOLS)} tools ({limit - peer_limit:,} tokens) given to every "
+            f"fit of ours, its budget larger by as much"
+        )
+    print()
 
     lc = to_langchain(conv)
     naive = cookbook_counter(tok)
@@ -237,7 +253,7 @@ def main() -> None:
             trim_messages(
                 msgs,
                 strategy="last",
-                max_tokens=limit,
+                max_tokens=peer_limit,
                 token_counter=counter,
                 include_system=True,
                 start_on="human",
@@ -260,7 +276,7 @@ def main() -> None:
     cold: dict[str, float] = {}
     for name, strategy in strategies.items():
         t0 = time.perf_counter()
-        fit(conv, limit=limit, strategy=strategy, tokenizer=counters[name])
+        fit(conv, limit=limit, strategy=strategy, tokenizer=counters[name], tools=tools)
         cold[name] = time.perf_counter() - t0
     t0 = time.perf_counter()
     trim(lc, careful)  # counts every message once: the careful peer's cold fit
@@ -283,7 +299,13 @@ def main() -> None:
         for name, strategy in strategies.items():
             grown[name].extend(new)
             t0, c0 = time.perf_counter(), time.process_time()
-            fit(grown[name], limit=limit, strategy=strategy, tokenizer=counters[name])
+            fit(
+                grown[name],
+                limit=limit,
+                strategy=strategy,
+                tokenizer=counters[name],
+                tools=tools,
+            )
             _record(times[name], kind, time.perf_counter() - t0)
             _record(cpu[name], kind, time.process_time() - c0)
         t0, c0 = time.perf_counter(), time.process_time()
@@ -343,7 +365,9 @@ def main() -> None:
         name = name or next(iter(strategies))
         print(f"\nprofiled: {name}")
         profile(
-            lambda: _turn(grown[name], source, counters[name], limit, strategies[name])
+            lambda: _turn(
+                grown[name], source, counters[name], limit, strategies[name], tools
+            )
         )
 
 
@@ -359,9 +383,10 @@ def _turn(
     counter: TokenCounter,
     limit: int,
     strategy: Strategy | None,
+    tools: list[dict[str, Any]],
 ) -> None:
     conv.extend(next(source)[1])
-    fit(conv, limit=limit, strategy=strategy, tokenizer=counter)
+    fit(conv, limit=limit, strategy=strategy, tokenizer=counter, tools=tools)
 
 
 def profile(fn: Callable[[], object], runs: int = 5) -> None:

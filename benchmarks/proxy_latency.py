@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
-from _data import ROOT, data_dir
+from _data import ROOT, TOOLS, data_dir
 
 sys.path.insert(0, str(ROOT))  # the recording upstream of the proxy's tests
 from tests.proxy._upstream import (
@@ -315,26 +315,6 @@ def latency(
             )
 
 
-def _tool(i: int) -> dict[str, Any]:
-    """A tool of the size of a coding agent's (about 1,000 tokens of schema)."""
-    about = "explains what it takes and when to use it. " * 6
-    props = {
-        f"arg{j}": {"type": "string", "description": f"Argument {j}: {about}"}
-        for j in range(8)
-    }
-    return {
-        "type": "function",
-        "function": {
-            "name": f"tool_{i}",
-            "description": f"Use this tool to do thing {i}. " * 40,
-            "parameters": {"type": "object", "properties": props, "required": ["arg0"]},
-        },
-    }
-
-
-TOOLS = [_tool(i) for i in range(18)]
-"""Eighteen tools, 16,810 tokens as OpenAI renders them (o200k): a coding
-agent sends about as many with every request."""
 TOOLS_WINDOW = 40_000
 """The window of the conversations sent with ``TOOLS``: they pass it (less the
 reply's 500 tokens) at turn 43."""

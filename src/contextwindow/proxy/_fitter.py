@@ -37,6 +37,10 @@ Contract:
   original's compaction of the shared prefix), then extended like any
   conversation. Past ``MAX_FORKS`` forks of forks a request is fitted on
   its own.
+- Tools: an agent sends the same ones with every request. Those of the
+  last ``TOOL_READS`` requests are kept read; a request whose tools equal
+  one of them (as JSON) takes the same specs, which the counter then finds
+  counted.
 - The input tokens the upstream reports calibrate the model's counts
   (``observe_usage``): an approximate tokenizer's budget is the calibrated
   one from the next request on, for every conversation of the model.
@@ -286,11 +290,14 @@ class Fitter:
         instructions = body.get("instructions")
         tools = body.get("tools") or ()
         with self._lock:
-            for i, (c, t, ins, specs, extra) in enumerate(self._tool_reads):
-                if c is counter and ins == instructions and t == tools:
-                    if i:
-                        self._tool_reads.insert(0, self._tool_reads.pop(i))
-                    return specs, extra
+            kept = list(self._tool_reads)
+        for read in kept:  # compared outside the lock
+            c, t, ins, specs, extra = read
+            if c is counter and ins == instructions and t == tools:
+                with self._lock:  # the newest first
+                    reads = self._tool_reads
+                    self._tool_reads = [read, *(r for r in reads if r is not read)]
+                return specs, extra
         extra = 0
         if isinstance(instructions, str):
             extra += counter.text(instructions)
