@@ -196,6 +196,41 @@ class TestCounter:
         assert tok.calls == []
         assert fitted.report.tokens_after == counter.messages(conv)
 
+    def test_the_same_tools_are_read_once(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Tools given again to a fit with the same counter (equal dicts, new
+        objects) are not read again; a schema changed in place is read, and
+        counted, anew."""
+        import contextwindow.fitting as fitting
+
+        read: list[object] = []
+        coerce = fitting.coerce_tools
+
+        def counted(tools: object) -> object:
+            read.append(tools)
+            return coerce(tools)
+
+        monkeypatch.setattr(fitting, "coerce_tools", counted)
+
+        def tools() -> list[dict[str, object]]:
+            schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+            return [{"name": "search", "description": "look", "input_schema": schema}]
+
+        counter = TokenCounter(FakeTokenizer())
+        conv = chat()
+        first = fit(conv, limit=1000, tokenizer=counter, tools=tools())
+        given = tools()
+        again = fit(conv, limit=1000, tokenizer=counter, tools=given)
+        assert len(read) == 1
+        assert again.report.tokens_before == first.report.tokens_before
+        given[0]["description"] = "look it up " * 30
+        grown = fit(conv, limit=1000, tokenizer=counter, tools=given)
+        assert len(read) == 2
+        fresh = fit(conv, limit=1000, tokenizer=FakeTokenizer(), tools=given)
+        assert grown.report.tokens_before == fresh.report.tokens_before
+        assert grown.report.tokens_before > first.report.tokens_before
+
     def test_counter_for_another_provider(self) -> None:
         """A counter counting for another provider than asked is an error."""
         counter = TokenCounter(FakeTokenizer(), "openai")

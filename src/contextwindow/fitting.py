@@ -44,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
@@ -211,7 +212,7 @@ def fit(
         )
     counter = _counter(tokenizer, info, provider)
     read, last, shared = _read(messages, counter)
-    specs = coerce_tools(tools)
+    specs = _tool_specs(tools, counter)
     budget = Budget(limit - reserve, counter, specs, markers, query)
     if last is not None:
         note_shared(budget, read.messages, last, shared)
@@ -221,6 +222,31 @@ def fit(
     if read.shape.kind == "neutral":
         return fitted
     return replace(fitted, shape=read.shape)
+
+
+_TOOLS_KEY = ("contextwindow.fit", "tools")
+"""The memo entry holding the tools of the last fit and what they read as."""
+
+
+def _tool_specs(tools: Iterable[Any], counter: TokenCounter) -> tuple[ToolSpec, ...]:
+    """``coerce_tools(tools)``, the last fit's read taken when they are equal.
+
+    An agent passes the same tools to every fit, often thousands of tokens of
+    schemas: the counter's memo keeps a copy of the last ones given (so one
+    changed in place is read again) beside the specs they read as, and tools
+    equal to that copy (compared at C speed) take those specs unread.
+    """
+    listed = tools if isinstance(tools, list | tuple) else list(tools)
+    kept = counter.memo.get(_TOOLS_KEY)
+    if isinstance(kept, tuple):
+        given, specs = cast("tuple[Any, tuple[ToolSpec, ...]]", kept)
+        with suppress(Exception):  # an object that cannot be compared: read it
+            if given == listed:
+                return specs
+    specs = coerce_tools(listed)
+    with suppress(Exception):  # an object that cannot be copied is read each time
+        counter.memo.put(_TOOLS_KEY, (copy.deepcopy(listed), specs))
+    return specs
 
 
 _FALLBACK = DropOldest()
