@@ -298,16 +298,18 @@ class Fitter:
                     reads = self._tool_reads
                     self._tool_reads = [read, *(r for r in reads if r is not read)]
                 return specs, extra
+        # Counted by the tokenizer, which keeps nothing: this counter is
+        # shared by every conversation's requests, and the read is kept.
         extra = 0
         if isinstance(instructions, str):
-            extra += counter.text(instructions)
+            extra += counter.tokenizer.count(instructions)
         try:
             specs = coerce_tools(tools)
         except ContextWindowError:
             # Server-side tools and shapes the edge does not read are
             # counted as their JSON text.
             specs = ()
-            extra += counter.text(json.dumps(tools))
+            extra += counter.tokenizer.count(json.dumps(tools))
         with self._lock:
             # The body's own objects: nothing else holds them, nothing changes them.
             self._tool_reads.insert(0, (counter, tools, instructions, specs, extra))
