@@ -9,6 +9,7 @@ from contextwindow.errors import (
     ArgumentValueError,
     BudgetError,
     ContextWindowError,
+    InvalidMessageError,
     UnknownModelWarning,
 )
 from contextwindow.fitting import DEFAULT_STRATEGY, fit, provider_of
@@ -230,6 +231,20 @@ class TestCounter:
         fresh = fit(conv, limit=1000, tokenizer=FakeTokenizer(), tools=given)
         assert grown.report.tokens_before == fresh.report.tokens_before
         assert grown.report.tokens_before > first.report.tokens_before
+
+    @pytest.mark.parametrize(
+        ("tools", "shown"),
+        [(None, "null"), ("ls", "string"), ({"name": "ls"}, "object"), (5, "number")],
+    )
+    def test_tools_that_are_no_list(self, tools: object, shown: str) -> None:
+        """Tools given as something else than a list get the error naming them,
+        with a counter that read tools before too."""
+        counter = TokenCounter(FakeTokenizer())
+        fit(chat(), limit=1000, tokenizer=counter, tools=[])
+        want = f"tools: expected a list of tools, got {shown}"
+        for _ in range(2):
+            with pytest.raises(InvalidMessageError, match=want):
+                fit(chat(), limit=1000, tokenizer=counter, tools=tools)  # type: ignore[arg-type]  # the point of the test
 
     def test_counter_for_another_provider(self) -> None:
         """A counter counting for another provider than asked is an error."""

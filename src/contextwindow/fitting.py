@@ -45,7 +45,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from typing import Any, cast
@@ -236,7 +236,12 @@ def _tool_specs(tools: Iterable[Any], counter: TokenCounter) -> tuple[ToolSpec, 
     changed in place is read again) beside the specs they read as, and tools
     equal to that copy (compared at C speed) take those specs unread.
     """
-    listed = tools if isinstance(tools, list | tuple) else list(tools)
+    if isinstance(tools, Iterator):  # read once: kept as the list it yields
+        listed: Any = list(cast("Iterator[Any]", tools))
+    elif isinstance(tools, list | tuple):
+        listed = tools
+    else:  # one spec, or no list at all: read as given (its error names it)
+        return coerce_tools(tools)
     kept = counter.memo.get(_TOOLS_KEY)
     if isinstance(kept, tuple):
         given, specs = cast("tuple[Any, tuple[ToolSpec, ...]]", kept)
