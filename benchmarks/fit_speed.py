@@ -361,8 +361,8 @@ def main() -> None:
     )
     if "--profile" in sys.argv:
         # The default pipeline's re-fit, or the one strategy --only names.
-        name = "default pipeline" if "default pipeline" in strategies else ""
-        name = name or next(iter(strategies))
+        default = "default pipeline"
+        name = default if default in strategies else next(iter(strategies))
         print(f"\nprofiled: {name}")
         profile(
             lambda: _turn(
