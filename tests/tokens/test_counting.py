@@ -544,6 +544,18 @@ class TestTokenCounter:
         assert grown == TokenCounter(CountingTokenizer(), provider).tools(again)
         assert grown > first
 
+    def test_tools_holding_what_cannot_be_copied(self) -> None:
+        """A schema value that cannot be copied (a lock) is counted as before, as
+        its text, each time."""
+        import threading
+
+        lock = threading.Lock()
+        tools = (spec("a", "d", type="object", x=lock),)
+        counter = TokenCounter(CountingTokenizer(), "anthropic")
+        first = counter.tools(tools)
+        assert first == counter.tools(tools) > 0
+        assert any(str(lock) in c for c in counter.tokenizer.calls)  # type: ignore[attr-defined]  # the test's tokenizer
+
     def test_breakdown_sums_to_message(self) -> None:
         """The breakdown's values sum to the message count."""
         counter = TokenCounter(O200K)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -519,8 +520,9 @@ class TokenCounter:
             return 0
         specs = _specs(specs)
         last = self._tools
-        if last is not None and specs == last[0]:  # at C speed: dicts and strings
-            return last[1]
+        with suppress(Exception):  # a schema value that cannot be compared
+            if last is not None and specs == last[0]:  # at C speed: dicts, strings
+                return last[1]
         # Each schema's text is counted through the text cache: the same
         # tools read again from the next request cost their rendering alone.
         if self._framing is _ANTHROPIC:
@@ -534,7 +536,10 @@ class TokenCounter:
                 total += self.text(json.dumps(schema, ensure_ascii=False, default=str))
         else:
             total = self.text(render_openai_tools(specs)) + OPENAI_TOOLS_OVERHEAD
-        self._tools = (copy.deepcopy(tuple(specs)), total)
+        try:
+            self._tools = (copy.deepcopy(tuple(specs)), total)
+        except Exception:  # a schema value that cannot be copied: counted each time
+            self._tools = None
         return total
 
 
