@@ -46,6 +46,28 @@ class TestMessage:
         assert hash(a) == hash(b)
         assert Message.user("hi") != Message.user("ho")
 
+    def test_the_hash_kept_is_the_content_hash(self) -> None:
+        """A message keeps its hash; a copy, a pickle or a replace computes its own."""
+        import copy
+        import pickle
+
+        m = Message.assistant("x", tool_calls=[_call("c1")], name="ada", pinned=True)
+        want = hash((m.role, m.parts, m.name, m.agent, m.pinned))
+        assert hash(m) == want
+        assert m._hash == want  # kept  # pyright: ignore[reportPrivateUsage]
+        assert hash(m) == want
+        back = pickle.loads(pickle.dumps(m))
+        assert not hasattr(back, "_hash")  # a hash of strings is the run's own
+        assert back == m
+        assert hash(back) == want
+        assert hash(copy.deepcopy(m)) == want
+        other = dataclasses.replace(m, name="bob")
+        assert other != m
+        assert hash(other) != want
+        assert [f.name for f in dataclasses.fields(m)] == [
+            "role", "parts", "name", "agent", "pinned", "id", "meta"
+        ]  # fmt: skip
+
     def test_constructors(self) -> None:
         """The role constructors build the expected parts."""
         call = _call("c1")

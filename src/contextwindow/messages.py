@@ -349,8 +349,19 @@ class ToolSpec:
             )
 
 
+class _HashKept:
+    """A slot for a message's hash, computed once.
+
+    Not a field: it is never compared, copied or pickled (the hash of a
+    string differs between runs).
+    """
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(_HashKept):
     """One message of a conversation, in no provider's shape.
 
     Example:
@@ -404,6 +415,17 @@ class Message:
             check_str(self.id, "id")
         if type(self.meta) is not dict and not isinstance(self.meta, Mapping):
             raise ArgumentTypeError("meta", shown(self.meta), "a mapping")
+
+    def __hash__(self) -> int:
+        # A counter looks each message up by content again on every count:
+        # the hash of every part, once.
+        try:
+            return self._hash
+        except AttributeError:
+            pass
+        found = hash((self.role, self.parts, self.name, self.agent, self.pinned))
+        object.__setattr__(self, "_hash", found)
+        return found
 
     # -- constructors -------------------------------------------------------
 
@@ -831,10 +853,13 @@ def _scan(
 
 
 _KEPT_UNITS = 1 << 15
-"""Positions whose one-message and complete-exchange units are kept built
-(and the most complete exchanges kept)."""
-_ONE: dict[tuple[UnitKind, int], Unit] = {}
-_EXCHANGES: dict[tuple[int, int], Unit] = {}
+"""Positions whose one-message and complete-exchange units are kept built."""
+_KEPT_SPAN = 4
+"""The longest complete exchange (messages) whose unit ``_exchange`` keeps."""
+# Kept by kind (or by length, for exchanges), then by position: a list slot
+# each, no key to build or hold.
+_ONE: dict[UnitKind, list[Unit | None]] = {}
+_EXCHANGES: list[list[Unit | None]] = [[] for _ in range(_KEPT_SPAN + 1)]
 
 
 def _one(kind: UnitKind, i: int) -> Unit:
@@ -844,28 +869,39 @@ def _one(kind: UnitKind, i: int) -> Unit:
     a conversation is grouped again after each change: the units of the
     first ``_KEPT_UNITS`` positions are built once.
     """
-    found = _ONE.get((kind, i))
-    if found is None:
-        found = Unit(kind, i, i + 1)
-        if i < _KEPT_UNITS:
-            _ONE[kind, i] = found
+    row = _ONE.get(kind)
+    if row is None:
+        row = _ONE[kind] = []
+    if i < len(row):
+        found = row[i]
+        if found is not None:
+            return found
+    found = Unit(kind, i, i + 1)
+    _keep(row, i, found)
     return found
 
 
 def _exchange(i: int, j: int) -> Unit:
     """``Unit("tool_exchange", i, j)`` of a complete exchange, kept as ``_one``'s."""
-    found = _EXCHANGES.get((i, j))
-    if found is None:
-        found = Unit("tool_exchange", i, j)
-        if j < _KEPT_UNITS and j - i <= _KEPT_SPAN:
-            if len(_EXCHANGES) >= _KEPT_UNITS:
-                _EXCHANGES.clear()  # many shapes met: start again
-            _EXCHANGES[i, j] = found
+    d = j - i
+    row = _EXCHANGES[d] if d <= _KEPT_SPAN else None
+    if row is not None and i < len(row):
+        found = row[i]
+        if found is not None:
+            return found
+    found = Unit("tool_exchange", i, j)
+    if row is not None:
+        _keep(row, i, found)
     return found
 
 
-_KEPT_SPAN = 4
-"""The longest complete exchange (messages) whose unit ``_exchange`` keeps."""
+def _keep(row: list[Unit | None], i: int, unit: Unit) -> None:
+    """Keep ``unit`` at position ``i`` of ``row`` (within ``_KEPT_UNITS``)."""
+    if i >= _KEPT_UNITS:
+        return
+    if i >= len(row):
+        row.extend([None] * (i + 1 - len(row)))
+    row[i] = unit
 
 
 def _take_results(msg: Message, slots: list[str | None]) -> int:

@@ -139,6 +139,50 @@ def test_refit_equals_fit_from_scratch(
     assert for_each(pool, check) > 0
 
 
+REWRITING = (
+    "default",
+    "TruncateToolResults",
+    "ClearToolResults",
+    "ClearToolResults-0",
+    "ClearToolResults-nocollapse",
+    "Deduplicate",
+    "CompactLossless",
+    "TruncateToolInputs",
+    "Pipeline",
+)
+"""The strategies whose scans one memo entry keeps for any limit."""
+
+
+@pytest.mark.parametrize("name", REWRITING)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_refit_equals_fit_from_scratch_as_the_limit_moves(
+    convs: list[list[Message]], name: str, provider: Provider
+) -> None:
+    """A warm counter asked for another limit at each step (a manager's
+    thresholds, a stage trying larger budgets) still gives a fit from scratch:
+    a scan kept for one limit resumes for a larger or smaller one."""
+
+    def check(conv: list[Message], rng: random.Random) -> None:
+        if len(conv) < 2:
+            return
+        grown = conv + reissued(conv, "again-")
+        whole = TokenCounter(FakeTokenizer(), provider).messages(grown)
+        warm = TokenCounter(FakeTokenizer(), provider)
+        for n in range(1, len(grown) + 1):
+            step = grown[:n]
+            # Twice at each step: the limits of the last step and this one.
+            for _ in range(2):
+                limit = int(whole * rng.choice((0.1, 0.2, 0.3, 0.5, 0.8)))
+                kw = {"strategy": STRATEGIES[name]()}
+                cold = TokenCounter(FakeTokenizer(), provider)
+                got = outcome(step, warm, limit, **kw)
+                want = outcome(step, cold, limit, **kw)
+                assert got == want, f"step {n} of {len(grown)}, limit {limit}"
+
+    pool = convs[:: max(1, len(convs) // SAMPLE)]
+    assert for_each(pool, check) > 0
+
+
 def file_session(seed: int, turns: int = 40) -> list[Message]:
     """An agent reading and editing a few files, again and again."""
     rng = random.Random(seed)

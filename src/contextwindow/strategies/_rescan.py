@@ -291,7 +291,7 @@ def rewrite_results(
     else:
         chosen = _Once(policy)  # pyright: ignore[reportArgumentType]  # no resume: a Rewrite
         key = None
-    memo_key = ("contextwindow.rewrite", key, budget.settings)
+    memo_key = ("contextwindow.rewrite", key, budget.rules)
     state = budget.memo.get(memo_key) if key is not None else None
     fitted: Fitted | None = None
     last = state if isinstance(state, _Scanned) else None
@@ -422,17 +422,20 @@ def _resume(
         if (f in finals) != (f in state.finals):
             start = min(start, f)
     start = min(start, len(messages))
+    total = budget.count(messages)
+    # Each decision before ``start`` was taken while over budget; it is
+    # taken again when the conversation is still over once it is made. A
+    # conversation that counts fewer tokens now (a later stage's input made
+    # smaller further on), or a larger limit, keeps the decisions after
+    # which it is still over, and the scan resumes at the first other one.
+    j = bisect_left(state.indices, start)
+    if j and total - state.saved[j - 1] <= budget.limit:
+        j = bisect_left(state.saved, total - budget.limit)
+        start = min(start, state.indices[j])
     if start < len(messages):  # to the start of the unit, where validity is checked
         start = unit_start(messages, start)
-    total = budget.count(messages)
     j = bisect_left(state.indices, start)
     before = state.saved[j - 1] if j else 0
-    # Each decision before ``start`` was taken while over budget. A
-    # conversation that counts fewer tokens now (a later stage's input made
-    # smaller further on) is still over at each of them when it is over
-    # with all their savings made: else the scan may stop sooner.
-    if total < state.total and total - before <= budget.limit:
-        return None, None
     if not shares(budget, messages, old, start):
         return None, None
     position = bisect_left(where, start)

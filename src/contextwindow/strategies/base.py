@@ -180,7 +180,12 @@ class Budget:
     @property
     def settings(self) -> tuple[object, ...]:
         """What, besides the conversation, a strategy's decisions depend on."""
-        return (self.limit, self.tools, self.protected, self.query)
+        return (self.limit, *self.rules)
+
+    @property
+    def rules(self) -> tuple[object, ...]:
+        """``settings`` but the limit: for a memo entry any limit can resume."""
+        return (self.tools, self.protected, self.query)
 
     def count(self, messages: Sequence[Message]) -> int:
         """Tokens of a request holding ``messages`` (and the tools).

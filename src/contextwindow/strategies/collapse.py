@@ -67,6 +67,7 @@ Example:
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -377,7 +378,11 @@ def plain_line(line: str) -> str:
 
 
 class _Tables:
-    """What ``collapse_runs`` knows of each unit of one conversation."""
+    """What ``collapse_runs`` knows of each unit of one conversation.
+
+    As machine numbers (``array``, ``bytearray``): a few bytes a unit, not an
+    object and a pointer, since the memo keeps them between calls.
+    """
 
     __slots__ = (
         "cost",
@@ -396,12 +401,12 @@ class _Tables:
         self,
         messages: Sequence[Message],
         us: tuple[Unit, ...],
-        cost: list[int],
-        cut: list[bool],
-        joins: list[bool],
-        marked: list[int],
-        cutsum: list[int],
-        runs: list[tuple[int, int, tuple[int, int] | None]],
+        cost: array[int],
+        cut: bytearray,
+        joins: bytearray,
+        marked: array[int],
+        cutsum: array[int],
+        runs: array[int],
         finals: tuple[int, ...],
         lines: list[int],
     ) -> None:
@@ -420,8 +425,8 @@ class _Tables:
         self.cutsum = cutsum
         """Tokens of the cut units before each unit (running sum)."""
         self.runs = runs
-        """Each run of joined units: first, last, and its trimmed bounds
-        (``None``: it holds no cut unit)."""
+        """Each run of joined units, four numbers a run: first, last, and
+        its trimmed bounds (-1, -1: it holds no cut unit)."""
         self.finals = finals
 
 
@@ -460,10 +465,11 @@ def _tables(
         assert isinstance(old, _Tables)
         cost, cut, joins = old.cost[:start], old.cut[:start], old.joins[:start]
         marked = old.marked[:start]
-        runs = [r for r in old.runs if r[1] < start - 1]
+        runs = old.runs[: _RUN * _runs_before(old.runs, start - 1)]
         lines = old.lines[: bisect_left(old.lines, us[start - 1].stop)]
     else:
-        cost, cut, joins, marked, runs, lines = [], [], [], [], [], []
+        cost, marked, runs = array("q"), array("q"), array("q")
+        cut, joins, lines = bytearray(), bytearray(), []
     # What a unit is depends on its messages alone, but for the final ones:
     # a run of units met before at other places (the oldest units gone, runs
     # collapsed before them, messages appended after) is known, moved.
@@ -495,7 +501,8 @@ def _tables(
         if line:
             lines.append(u.start)
         i += 1
-    cutsum = [0, *accumulate(marked)]
+    cutsum = array("q", [0])
+    cutsum.extend(accumulate(marked))
     _add_runs(runs, joins, cut)
     found = _Tables(messages, us, cost, cut, joins, marked, cutsum, runs, finals, lines)
     budget.memo.put(key, found)
@@ -542,23 +549,40 @@ _start = attrgetter("start")
 """A unit's first message (``bisect``'s key)."""
 
 
-def _add_runs(
-    runs: list[tuple[int, int, tuple[int, int] | None]],
-    joins: Sequence[bool],
-    cut: Sequence[bool],
-) -> None:
+_RUN = 4
+"""Numbers a run takes in ``_Tables.runs``."""
+
+
+def _runs_before(runs: array[int], last: int) -> int:
+    """How many of ``runs`` (in order) end before unit ``last``."""
+    k = len(runs) // _RUN
+    while k and runs[_RUN * k - 3] >= last:
+        k -= 1
+    return k
+
+
+def _trimmed(runs: array[int]) -> list[tuple[int, int]]:
+    """Each run's trimmed bounds, of the runs holding a cut unit."""
+    return [
+        (runs[i + 2], runs[i + 3])
+        for i in range(0, len(runs), _RUN)
+        if runs[i + 2] >= 0
+    ]
+
+
+def _add_runs(runs: array[int], joins: bytearray, cut: bytearray) -> None:
     """Add the runs of joined units, from the end of the last one in ``runs``."""
     a = -1
     n = len(joins)
-    for i in range(runs[-1][1] + 1 if runs else 0, n):
+    for i in range(runs[-3] + 1 if runs else 0, n):
         if joins[i]:
             if a < 0:
                 a = i
         elif a >= 0:
-            runs.append((a, i - 1, _trim(a, i - 1, cut)))
+            runs.extend((a, i - 1, *_trim(a, i - 1, cut)))
             a = -1
     if a >= 0:
-        runs.append((a, n - 1, _trim(a, n - 1, cut)))
+        runs.extend((a, n - 1, *_trim(a, n - 1, cut)))
 
 
 def _facts(
@@ -595,13 +619,13 @@ def _stop(u: Unit) -> int:
     return u.stop
 
 
-def _trim(a: int, b: int, cut: Sequence[bool]) -> tuple[int, int] | None:
-    """A run's bounds without the text units at its edges (``None``: no cut unit)."""
+def _trim(a: int, b: int, cut: bytearray) -> tuple[int, int]:
+    """A run's bounds without the text units at its edges (-1, -1: no cut unit)."""
     while a <= b and not cut[a]:
         a += 1
     while b >= a and not cut[b]:
         b -= 1
-    return (a, b) if a <= b else None
+    return (a, b) if a <= b else (-1, -1)
 
 
 def collapse_runs(
@@ -632,7 +656,7 @@ def collapse_runs(
     window = 0  # the first message of what the budget holds
     older = 0  # the runs before it, all collapsed
     left = cutsum[-1]
-    runs = [r[2] for r in t.runs if r[2] is not None]
+    runs = _trimmed(t.runs)
     if total > budget.limit:
         held = _held(messages, budget, us, runs)
         if held is not None:  # else nothing of note fits: collapse from the oldest
@@ -643,7 +667,7 @@ def collapse_runs(
             window = us[start].start
     # The lines made last time, by their runs' first message and length
     # (wherever the run stands now: the oldest units dropped move it).
-    key = ("contextwindow.collapse.lines", memo, budget.settings)
+    key = ("contextwindow.collapse.lines", memo, budget.rules)
     known = budget.memo.get(key)
     lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
         known if isinstance(known, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
@@ -772,7 +796,7 @@ def _plainer(
     change_at = {c.index: j for j, c in enumerate(changes)}
     before = tables.lines[bisect_left(tables.lines, window) :]
     at = sorted({*before, *(b for b in new if b >= window)})
-    key = ("contextwindow.collapse.shorter", stage, budget.settings)
+    key = ("contextwindow.collapse.shorter", stage, budget.rules)
     found = budget.memo.get(key)
     known: dict[tuple[int, str], tuple[Message, Message]] = (
         found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
@@ -872,7 +896,7 @@ def _same(
 def _collapsed(
     messages: Sequence[Message],
     run: Sequence[Unit],
-    cut: Sequence[bool],
+    cut: Sequence[int],
     before: int,
     budget: Budget,
     stage: str,

@@ -160,7 +160,6 @@ class TokenCounter:
     """
 
     __slots__ = (
-        "_by_id",
         "_cache",
         "_framing",
         "_grows",
@@ -189,10 +188,6 @@ class TokenCounter:
         self._provider: Provider = provider
         self._framing = framing
         self._cache: LRU[Message, int] = LRU(cache_size)
-        # The same message object is looked up again on every re-count; by
-        # identity that costs one int hash instead of hashing the content (a
-        # Python call per part). Entries hold the message, so ids stay unique.
-        self._by_id: LRU[int, tuple[Message, int]] = LRU(cache_size)
         self._texts: LRU[str, int] = LRU(cache_size)
         self._last: list[tuple[Sequence[Message], tuple[int, ...]]] = []
         self._memo = Memo()
@@ -225,7 +220,6 @@ class TokenCounter:
     def clear(self) -> None:
         """Forget every cached count."""
         self._cache.clear()
-        self._by_id.clear()
         self._texts.clear()
         self._last = []
         self._tools = None
@@ -262,10 +256,7 @@ class TokenCounter:
             >>> counter.message(Message.user("hi", name="ada"))  # 3+1 + 1 + 1+1
             7
         """
-        hit = self._by_id.get(id(msg))
-        if hit is not None and hit[0] is msg:
-            return hit[1]
-        cache = self._cache
+        cache = self._cache  # by content; a message keeps its hash
         try:
             n = cache.get(msg)
         except TypeError:  # a part holds something unhashable (a list)
@@ -273,7 +264,6 @@ class TokenCounter:
         if n is None:
             n = sum(self.breakdown(msg).values())
             cache.put(msg, n)
-        self._by_id.put(id(msg), (msg, n))
         return n
 
     def messages(
@@ -337,7 +327,7 @@ class TokenCounter:
         if self._grows and 2 * n > self._cache.size:
             # Room for the sequence and as many rewritten messages (a
             # strategy's output: tool results cut, cleared, summarised).
-            for cache in (self._cache, self._by_id, self._texts):
+            for cache in (self._cache, self._texts):
                 cache.grow(2 * n)
         base: tuple[int, ...] | None = None
         k = 0
