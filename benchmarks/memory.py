@@ -15,7 +15,9 @@ fresh), budget 25 % of its tokens, exact counts (o200k_base). Measured with
   allocated after it (the counter's caches and memo, and the output);
 - the re-fit after one appended tool exchange, with that counter;
 - a ``ContextManager`` (window: the same budget): ``push_many`` of the whole
-  conversation, then ``prepare``;
+  conversation, then ``prepare``; the model table it looks ``gpt-4o`` up
+  in, read once per process whatever the conversation, is read before and
+  shown apart;
 - the peer: LangChain's ``trim_messages(strategy="last")`` with the counter
   memoised per message, on the conversation converted to LangChain messages
   (the conversion's own size shown apart).
@@ -35,6 +37,7 @@ from fit_speed import conversation, memoised_counter, to_langchain, turns
 from langchain_core.messages import trim_messages
 
 from contextwindow import ContextManager, fit
+from contextwindow.models import get_model
 from contextwindow.strategies import DropOldest
 from contextwindow.tokens import BPETokenizer, TokenCounter
 
@@ -129,7 +132,11 @@ def main() -> None:
         include_system=True,
         start_on="human",
     )
+    # The model table a manager looks its model up in is read once per
+    # process, whatever the conversation: measured apart, before the rest.
     tracemalloc.start()
+    _, table, _ = measure(lambda: get_model("gpt-4o"))
+    print(f"the model table, read once per process: {table / MIB:.1f} MiB\n")
     for size in sizes:
         one_size(size, tok)
     tracemalloc.stop()
