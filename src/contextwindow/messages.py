@@ -350,13 +350,14 @@ class ToolSpec:
 
 
 class _HashKept:
-    """A slot for a message's hash, computed once.
+    """A slot for a message's hash, computed once, and one for weak references.
 
-    Not a field: it is never compared, copied or pickled (the hash of a
-    string differs between runs).
+    Not fields: they are never compared, copied or pickled (the hash of a
+    string differs between runs). A weak reference lets a cache keep what it
+    read of a message no longer than the message lives.
     """
 
-    __slots__ = ("_hash",)
+    __slots__ = ("__weakref__", "_hash")
     _hash: int
 
 

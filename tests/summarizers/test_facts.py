@@ -27,6 +27,27 @@ def bash(cid: str, command: str, **kw: Any) -> Message:
 
 
 class TestExtractFacts:
+    def test_each_message_is_read_once_while_it_lives(self) -> None:
+        """A message's facts are kept while it lives, by content, and are
+        what reading it again gives; ids still come from each message."""
+        import gc
+
+        from contextwindow.summarizers import _extract
+
+        text = "We decided to keep /srv/app.db at port 5432."
+        first = Message.user(text, id="u1")
+        want = tuple(_extract._facts(first))  # pyright: ignore[reportPrivateUsage]
+        got = _extract.facts_in(first)
+        assert got == want
+        assert ("path", "/srv/app.db") in got
+        twin = Message.user(text, id="u2")  # the same content
+        assert _extract.facts_in(twin) is got
+        record = extract_facts([first, twin])
+        assert [f.sources for f in record if f.text == "/srv/app.db"] == [("u1", "u2")]
+        del first, twin
+        gc.collect()
+        assert all(m.text != text for m in _extract._KNOWN)  # pyright: ignore[reportPrivateUsage]
+
     def test_paths_from_text_calls_and_results(self) -> None:
         """Paths come from prose, file arguments and tool output; not fractions."""
         conv = [

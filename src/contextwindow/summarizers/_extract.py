@@ -7,8 +7,10 @@ rules (which parts are read for which kinds) are in ``facts``' contract.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
+from weakref import WeakKeyDictionary
 
 from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 from contextwindow.summarizers._patterns import (
@@ -44,8 +46,30 @@ MAX_ERRORS_PER_RESULT = 3
 """Error lines read from one tool result."""
 
 
-def facts_in(m: Message) -> Iterator[tuple[FactKind, str]]:
+_KNOWN: WeakKeyDictionary[Message, tuple[tuple[FactKind, str], ...]] = (
+    WeakKeyDictionary()
+)
+"""The facts of each message read while it lives (by content: they depend on
+its role and parts alone). A summary made again as the cut moves reads the
+whole older history again; each message is read once."""
+_KNOWN_LOCK = threading.Lock()
+
+
+def facts_in(m: Message) -> tuple[tuple[FactKind, str], ...]:
     """Every fact in one message as ``(kind, text)``, in order, repeats included."""
+    try:
+        with _KNOWN_LOCK:
+            found = _KNOWN.get(m)
+    except TypeError:  # a part holding something unhashable
+        return tuple(_facts(m))
+    if found is None:
+        found = tuple(_facts(m))
+        with _KNOWN_LOCK:
+            _KNOWN[m] = found
+    return found
+
+
+def _facts(m: Message) -> Iterator[tuple[FactKind, str]]:
     for part in m.parts:
         if isinstance(part, Text) and m.role in ("user", "assistant"):
             yield from _text_facts(part.text, m.role)
