@@ -259,6 +259,36 @@ class Change:
         """Tokens saved (negative when a repair added a message)."""
         return self.tokens_before - self.tokens_after
 
+    def with_index(self, index: int) -> Change:
+        """This change at another index.
+
+        As ``replace`` makes it, without its cost: a change is moved for
+        every run of a long conversation.
+        """
+        return Change(
+            self.kind,
+            self.stage,
+            self.ids,
+            index,
+            self.tokens_before,
+            self.tokens_after,
+            self.what,
+            self.units,
+        )
+
+    def with_after(self, tokens_after: int) -> Change:
+        """This change leaving ``tokens_after`` tokens (as ``with_index``)."""
+        return Change(
+            self.kind,
+            self.stage,
+            self.ids,
+            self.index,
+            self.tokens_before,
+            tokens_after,
+            self.what,
+            self.units,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The change as JSON-ready data.
 
@@ -1170,7 +1200,7 @@ def relocate(
             changes.append(c)
             continue
         k = index(c)
-        changes.append(c if k == c.index else replace(c, index=k))
+        changes.append(c if k == c.index else c.with_index(k))
     return replace(report, changes=tuple(changes))
 
 
