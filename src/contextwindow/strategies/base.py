@@ -259,32 +259,25 @@ class Change:
         """Tokens saved (negative when a repair added a message)."""
         return self.tokens_before - self.tokens_after
 
-    def with_index(self, index: int) -> Change:
-        """This change at another index.
+    def at(self, index: int, tokens_after: int | None = None) -> Change:
+        """This change at ``index`` (and leaving ``tokens_after``, when given).
 
         As ``replace`` makes it, without its cost: a change is moved for
         every run of a long conversation.
+
+        Example:
+            >>> c = Change("dropped", "DropOldest", ("m3",), 3, 120, 0, "user message")
+            >>> c.at(1) == replace(c, index=1), c.at(3, 20).saved
+            (True, 100)
         """
+        after = self.tokens_after if tokens_after is None else tokens_after
         return Change(
             self.kind,
             self.stage,
             self.ids,
             index,
             self.tokens_before,
-            self.tokens_after,
-            self.what,
-            self.units,
-        )
-
-    def with_after(self, tokens_after: int) -> Change:
-        """This change leaving ``tokens_after`` tokens (as ``with_index``)."""
-        return Change(
-            self.kind,
-            self.stage,
-            self.ids,
-            self.index,
-            self.tokens_before,
-            tokens_after,
+            after,
             self.what,
             self.units,
         )
@@ -1200,7 +1193,7 @@ def relocate(
             changes.append(c)
             continue
         k = index(c)
-        changes.append(c if k == c.index else c.with_index(k))
+        changes.append(c if k == c.index else c.at(k))
     return replace(report, changes=tuple(changes))
 
 

@@ -689,7 +689,7 @@ def collapse_runs(
         ):
             span, change, line = hit
             if change.index != span_at[0]:
-                change = change.with_index(span_at[0])
+                change = change.at(span_at[0])
         else:
             span = tuple(messages[span_at[0] : span_at[1]])
             change, line = _collapsed(
@@ -833,7 +833,7 @@ def _plainer(
                 begin, stop, _ = done[k]
                 done[k] = (begin, stop, fewer)
                 j = change_at[begin]
-                changes[j] = changes[j].with_after(after)
+                changes[j] = changes[j].at(changes[j].index, after)
                 continue
             new[i] = len(done)
             done.append((i, i + 1, fewer))
