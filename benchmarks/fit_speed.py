@@ -40,7 +40,8 @@ peer (``--only DropOldest``), so no other strategy's garbage is collected
 during their fits. Every row is the median of ``--turns`` re-fits after one
 appended tool exchange (and, beside it, over the mixed turns), ours and the
 peers timed in the same turns, interleaved, so machine load hits both alike.
-The cold fit (a fresh counter) is shown too.
+The cold fit (a fresh counter) is shown too, and the mean and the slowest
+re-fit over every turn (where a strategy redoing work now and then shows).
 """
 
 from __future__ import annotations
@@ -337,6 +338,16 @@ def main() -> None:
             f"{peer * 1e3:>9.2f} ({peer_all * 1e3:>5.2f})"
             f"{peer / t:>7.1f}x{naive_tool * 1e3:>12.0f}{naive_tool / t:>7.0f}x"
             f"{cold[name] * 1e3:>10.0f}"
+        )
+    print(
+        f"\nevery one of the {k} turns: mean and slowest re-fit (a strategy that "
+        "redoes work now and then, a summary made again, shows here):"
+    )
+    print(f"{'':<26}{'mean ms':>10}{'slowest ms':>12}")
+    for name in (*strategies, "trim (memoised)"):
+        every = times[name]["all"]
+        print(
+            f"{name:<26}{sum(every) / len(every) * 1e3:>10.2f}{max(every) * 1e3:>12.1f}"
         )
     peer_cpu = median(cpu["trim (memoised)"]["tool"])
     print(
