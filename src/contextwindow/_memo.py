@@ -21,11 +21,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import threading
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+from weakref import WeakKeyDictionary
 
 from contextwindow._lru import LRU
 
-__all__ = ["DEFAULT_MEMO_ENTRIES", "Memo"]
+__all__ = ["DEFAULT_MEMO_ENTRIES", "Memo", "WhileAlive"]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 DEFAULT_MEMO_ENTRIES = 32
 """Entries a memo holds: a few per stage of a few pipelines and budgets."""
@@ -73,3 +79,56 @@ class Memo:
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+class WhileAlive(Generic[K, V]):
+    """What was computed from an object, kept while the object lives.
+
+    Keyed by equality (an equal object finds it), held by a weak reference:
+    an entry goes with the last object it was computed for, so nothing
+    bounds it but what the caller keeps alive. For a pure function of the
+    key only. Thread-safe.
+
+    Example:
+        >>> from contextwindow.messages import Message
+        >>> read = WhileAlive[Message, int]()
+        >>> m = Message.user("four words right here")
+        >>> read.get(m, lambda m: len(m.text.split())), len(read)
+        (4, 1)
+        >>> del m
+        >>> len(read)
+        0
+    """
+
+    __slots__ = ("_data", "_lock")
+
+    def __init__(self) -> None:
+        self._data: WeakKeyDictionary[K, V] = WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, compute: Callable[[K], V]) -> V:
+        """``compute(key)``, computed once while ``key`` (or one equal) lives.
+
+        A key that cannot be hashed or weakly referenced is computed each time.
+        """
+        try:
+            with self._lock:
+                found = self._data.get(key)
+        except TypeError:
+            return compute(key)
+        if found is None:
+            found = compute(key)
+            with self._lock:
+                self._data[key] = found
+        return found
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether something is kept for ``key`` (or an object equal to it)."""
+        try:
+            with self._lock:
+                return key in self._data
+        except TypeError:
+            return False

@@ -125,3 +125,33 @@ class TestExtractiveSummarizer:
         assert (
             ExtractiveSummarizer().summarize([Message.user("ok")], max_tokens=0) == ""
         )
+
+
+def test_each_message_is_split_once_while_it_lives() -> None:
+    """A message's sentences are read once while it lives, and a summary made
+    again from the same history (or an equal one) is the same summary."""
+    import gc
+
+    from contextwindow.summarizers import extractive
+
+    text = "We moved the cache to Redis. The tests in tests/store pass again."
+    conv = [
+        Message.user("Why is the store slow?"),
+        Message.assistant(text),
+        Message.user("Keep the SQLite path as the default."),
+    ]
+    summarizer = ExtractiveSummarizer()
+    first = summarizer.summarize(conv, max_tokens=60)
+    assert Message.assistant(text) in extractive._SENTENCES  # pyright: ignore[reportPrivateUsage]
+    assert summarizer.summarize(conv, max_tokens=60) == first
+    again = [Message(m.role, m.parts) for m in conv]  # equal, new ids
+    assert summarizer.summarize(again, max_tokens=60) == first
+    kept = extractive._SENTENCES.get(conv[1], extractive._read)  # pyright: ignore[reportPrivateUsage]
+    assert kept == extractive._read(conv[1])  # pyright: ignore[reportPrivateUsage]
+    assert [t for t, _ in kept] == [
+        "We moved the cache to Redis.",
+        "The tests in tests/store pass again.",
+    ]
+    del conv, again, kept
+    gc.collect()
+    assert Message.assistant(text) not in extractive._SENTENCES  # pyright: ignore[reportPrivateUsage]

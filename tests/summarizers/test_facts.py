@@ -40,13 +40,14 @@ class TestExtractFacts:
         got = _extract.facts_in(first)
         assert got == want
         assert ("path", "/srv/app.db") in got
+        assert Message.user(text) in _extract._KNOWN  # pyright: ignore[reportPrivateUsage]
         twin = Message.user(text, id="u2")  # the same content
         assert _extract.facts_in(twin) is got
         record = extract_facts([first, twin])
         assert [f.sources for f in record if f.text == "/srv/app.db"] == [("u1", "u2")]
         del first, twin
         gc.collect()
-        assert all(m.text != text for m in _extract._KNOWN)  # pyright: ignore[reportPrivateUsage]
+        assert Message.user(text) not in _extract._KNOWN  # pyright: ignore[reportPrivateUsage]
 
     def test_paths_from_text_calls_and_results(self) -> None:
         """Paths come from prose, file arguments and tool output; not fractions."""

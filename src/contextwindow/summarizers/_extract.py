@@ -7,11 +7,10 @@ rules (which parts are read for which kinds) are in ``facts``' contract.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
-from weakref import WeakKeyDictionary
 
+from contextwindow._memo import WhileAlive
 from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 from contextwindow.summarizers._patterns import (
     CODE_FENCE,
@@ -46,27 +45,19 @@ MAX_ERRORS_PER_RESULT = 3
 """Error lines read from one tool result."""
 
 
-_KNOWN: WeakKeyDictionary[Message, tuple[tuple[FactKind, str], ...]] = (
-    WeakKeyDictionary()
-)
+_KNOWN = WhileAlive[Message, "tuple[tuple[FactKind, str], ...]"]()
 """The facts of each message read while it lives (by content: they depend on
 its role and parts alone). A summary made again as the cut moves reads the
 whole older history again; each message is read once."""
-_KNOWN_LOCK = threading.Lock()
 
 
 def facts_in(m: Message) -> tuple[tuple[FactKind, str], ...]:
     """Every fact in one message as ``(kind, text)``, in order, repeats included."""
-    try:
-        with _KNOWN_LOCK:
-            found = _KNOWN.get(m)
-    except TypeError:  # a part holding something unhashable
-        return tuple(_facts(m))
-    if found is None:
-        found = tuple(_facts(m))
-        with _KNOWN_LOCK:
-            _KNOWN[m] = found
-    return found
+    return _KNOWN.get(m, _read)
+
+
+def _read(m: Message) -> tuple[tuple[FactKind, str], ...]:
+    return tuple(_facts(m))
 
 
 def _facts(m: Message) -> Iterator[tuple[FactKind, str]]:

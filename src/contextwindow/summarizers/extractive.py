@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextwindow._args import as_tokenizer, check_number
+from contextwindow._memo import WhileAlive
 from contextwindow.messages import Message, Text
 from contextwindow.summarizers._patterns import CODE_FENCE, sentences, words
 from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
@@ -145,19 +146,36 @@ def _candidates(messages: Sequence[Message], previous: str | None) -> list[_Sent
             continue
         speaker = m.name or m.role
         bonus = 1.2 if m.role == "user" else 1.0
-        for part in m.parts:
-            if not isinstance(part, Text):
-                continue
-            for s in sentences(CODE_FENCE.sub(" ", part.text)):
-                out.append(_sentence(turn, speaker, s, bonus))
+        for text, terms in _SENTENCES.get(m, _read):
+            out.append(_Sentence(turn, speaker, text, terms, bonus))
     return out
 
 
+_SENTENCES = WhileAlive[Message, "tuple[tuple[str, tuple[str, ...]], ...]"]()
+"""Each message's sentences with their words, read while it lives: a summary
+made again as the cut moves reads the older history again."""
+
+
+def _read(m: Message) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The sentences of ``m``'s text parts, each with its words."""
+    return tuple(
+        _shaped(s)
+        for part in m.parts
+        if isinstance(part, Text)
+        for s in sentences(CODE_FENCE.sub(" ", part.text))
+    )
+
+
 def _sentence(turn: int, speaker: str, text: str, bonus: float) -> _Sentence:
+    return _Sentence(turn, speaker, *_shaped(text), bonus)
+
+
+def _shaped(text: str) -> tuple[str, tuple[str, ...]]:
+    """A sentence with its whitespace collapsed and cut, and its words."""
     text = " ".join(text.split())
     if len(text) > MAX_SENTENCE_CHARS:
         text = text[: MAX_SENTENCE_CHARS - 1].rsplit(" ", 1)[0] + "…"
-    return _Sentence(turn, speaker, text, tuple(words(text)), bonus)
+    return text, tuple(words(text))
 
 
 def _choose(found: Sequence[_Sentence], room: int, tok: Tokenizer) -> str:
