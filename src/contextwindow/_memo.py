@@ -10,6 +10,11 @@ correctness: a missing or evicted entry only means working from scratch. A
 key that cannot be hashed keeps nothing. Not thread-safe, like the
 ``TokenCounter`` that carries it.
 
+``WhileAlive`` keeps what a pure function computed from an object for as
+long as that object (or an equal one it was computed for) lives: unbounded
+but for what callers keep alive, thread-safe, process-wide (the
+summarizers keep what they read of each message there).
+
 Example:
     >>> memo = Memo(max_entries=2)
     >>> memo.put("a", 1); memo.put("b", 2); memo.get("a")
