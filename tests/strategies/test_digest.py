@@ -30,6 +30,12 @@ class TestNames:
         """Read's and cat -n's line numbers are left out; other numbers stay."""
         assert names("   120→port = 8080\n   121\tx") == ["8080"]
 
+    def test_json_keys_come_after_values(self) -> None:
+        """A JSON object's keys are its schema: its values are named first."""
+        text = '{"user_id": "sofia_kim_7287", "price": 444, "zip_code": "12345"}'
+        assert names(text) == ["sofia_kim_7287", "444", "12345", "user_id", "zip_code"]
+        assert names("user_id = 444") == ["user_id", "444"]
+
     def test_line_span(self) -> None:
         """Numbered output gives its first and last line; other text none."""
         assert line_span(READ) == (1, 400)
@@ -81,6 +87,27 @@ class TestMarkers:
         assert "-" in marker
         assert "step_20," in marker  # a name from the middle, in the order met
         assert O200K.count(out) < O200K.count(READ) // 4
+
+    def test_a_cut_line_names_no_piece_of_a_name(self) -> None:
+        """One long line (compact JSON) is cut between names, not inside one,
+        so the marker's digest names no fragment (``ilable_seats``)."""
+        rows = [
+            f'{{"flight_number":"HAT{i:03d}","available_seats":{i * 3},'
+            f'"price":{100 + i}}}'
+            for i in range(60)
+        ]
+        text = "[" + ",".join(rows) + "]"
+        for keep in range(20, 120, 7):
+            out = truncate(text, keep, O200K, handle="0123456789")
+            assert out is not None
+            head, marker, tail = out.split("\n")
+            assert text.startswith(head)
+            assert text.endswith(tail)
+            cut = text[len(head) : len(text) - len(tail)]
+            assert not (head[-1:].isalnum() and cut[:1].isalnum())
+            assert not (cut[-1:].isalnum() and tail[:1].isalnum())
+            named = marker.split(", naming ", 1)[1].split("; recall ", 1)[0]
+            assert set(named.split(", ")) <= set(names(text))
 
     def test_cleared_read(self) -> None:
         """A cleared Read's placeholder gives its lines and names."""

@@ -5,7 +5,8 @@ Contract:
 - ``names(text)`` finds the facts a model may need again from a tool's
   output: file paths, code identifiers (``snake_case``, ``CamelCase``,
   ``Module.function``) and numbers of 3+ digits; paths first, then each kind
-  in the order met. The line numbers of numbered output (Claude Code's
+  in the order met, a JSON object's keys last (``"user_id":`` is the schema;
+  the values are what the output said). The line numbers of numbered output (Claude Code's
   ``Read``: ``   120→``; ``cat -n``: ``   120\t``) are not names: what they
   said is the span of lines (``line_span``), which a marker states as
   ``lines 120-340`` so the model can read them again.
@@ -98,6 +99,9 @@ LISTING_SHARE = 0.5
 
 _PATH = re.compile(_PATHS)
 
+_KEY = re.compile(r'"\s*:')
+"""What follows a JSON object's key: a name met so is its schema, not a value."""
+
 
 def names(text: str) -> list[str]:
     """Paths, code identifiers and 3+-digit numbers in ``text``: paths first.
@@ -107,9 +111,15 @@ def names(text: str) -> list[str]:
         ['lib/a.ex', 'Repo.all', '8080']
     """
     seen: dict[str, int] = {}
+    keys: set[str] = set()
     for m in NAMED.finditer(text):
-        seen.setdefault(m.group(0), len(seen))
-    return sorted(seen, key=lambda n: ("/" not in n, n[0].isdigit(), seen[n]))
+        name = m.group(0)
+        seen.setdefault(name, len(seen))
+        if _KEY.match(text, m.end()) and text[m.start() - 1 : m.start()] == '"':
+            keys.add(name)
+    return sorted(
+        seen, key=lambda n: ("/" not in n, n in keys, n[0].isdigit(), seen[n])
+    )
 
 
 def line_span(text: str) -> tuple[int, int] | None:

@@ -581,7 +581,34 @@ def held(text: str, tokenizer: Tokenizer, tokens: int | None = None) -> str:
 # -- truncation --------------------------------------------------------------------
 
 NEAR_LINE_END = 0.25
-"""A cut moves to a line end when one lies within this share of the kept span."""
+"""A cut moves to a line end when one lies within this share of the kept span
+(else to the end of a word, a path or a number, when one lies as near)."""
+
+NEAR_WORD_CHARS = 24
+"""A cut may always move this far to a word's end (within half the span)."""
+
+_BREAKS = (
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    ",",
+    ";",
+    '"',
+    "'",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    "<",
+    ">",
+    "=",
+)
+"""Characters that end a word, a path or a number (``_BREAK``)."""
+
+_BREAK = re.compile("[" + re.escape("".join(_BREAKS)) + "]")
 
 
 def truncate(
@@ -648,8 +675,23 @@ def _prefix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> s
     head = text[:size]
     nl = head.rfind("\n")
     if nl >= 0 and nl >= size * (1 - NEAR_LINE_END):
-        head = head[:nl]
+        return head[:nl]
+    if size < len(text) and not _BREAK.match(text, size):
+        # Not inside a word, a path or a number: a piece of one would pass
+        # for another name, and the digest would name the piece.
+        last = max(map(head.rfind, _BREAKS))
+        if last >= size - _near(size):
+            head = head[: last + 1]
     return head
+
+
+def _near(size: int) -> int:
+    """How far a cut of a span of ``size`` characters may move to a word's end.
+
+    ``NEAR_LINE_END`` of the span, at least ``NEAR_WORD_CHARS`` (a short
+    span's share is shorter than a name), at most half of it.
+    """
+    return min(size // 2, max(int(size * NEAR_LINE_END), NEAR_WORD_CHARS))
 
 
 def _suffix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> str:
@@ -660,5 +702,9 @@ def _suffix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> s
     tail = text[len(text) - size :]
     nl = tail.find("\n")
     if 0 <= nl <= size * NEAR_LINE_END:
-        tail = tail[nl + 1 :]
+        return tail[nl + 1 :]
+    if size < len(text) and not _BREAK.match(text, len(text) - size - 1):
+        found = _BREAK.search(tail, 0, _near(size) + 1)
+        if found is not None:
+            tail = tail[found.start() :]
     return tail
