@@ -214,7 +214,7 @@ class _Context:
             >>> def compress(ctx):
             ...     return ctx.compress_tool_results(2, 10), ctx.tokens_used
             >>> call_handler(compress)
-            (6, 450)
+            (6, 444)
         """
         strategy = TruncateToolResults(keep_recent=keep_recent, max_tokens=truncate_to)
         why = f"compress_tool_results at {self._threshold:g}%"
@@ -335,7 +335,7 @@ class ThresholdContext(_Context):
         345
         >>> prepared = m.prepare()
         >>> (prepared.thresholds, prepared.compactions[0].trigger, prepared.tokens)
-        ((60,), 'handler', 220)
+        ((60,), 'handler', 218)
         >>> len(m.history)  # the history keeps every message as it was
         6
     """
