@@ -6,10 +6,10 @@ Contract:
   output: file paths, code identifiers (``snake_case``, ``CamelCase``,
   ``Module.function``) and numbers of 3+ digits; paths first, then each kind
   in the order met, a JSON object's keys last (``"user_id":`` is the schema;
-  the values are what the output said). The line numbers of numbered output (Claude Code's
-  ``Read``: ``   120→``; ``cat -n``: ``   120\t``) are not names: what they
-  said is the span of lines (``line_span``), which a marker states as
-  ``lines 120-340`` so the model can read them again.
+  the values are what the output said). The line numbers of numbered output
+  (Claude Code's ``Read``: ``   120→``; ``cat -n``: ``   120\t``) are not
+  names: what they said is the span of lines (``line_span``), which a marker
+  states as ``lines 120-340`` so the model can read them again.
 - ``digest(text, max_tokens, tokenizer, kept=...)`` is the comma-joined
   names of ``text`` not in ``kept`` (what the marker's text keeps anyway),
   in that order, as many as fit ``max_tokens`` (each name counted with its
