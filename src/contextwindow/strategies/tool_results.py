@@ -587,28 +587,8 @@ NEAR_LINE_END = 0.25
 NEAR_WORD_CHARS = 24
 """A cut may always move this far to a word's end (within half the span)."""
 
-_BREAKS = (
-    " ",
-    "\t",
-    "\n",
-    "\r",
-    ",",
-    ";",
-    '"',
-    "'",
-    "{",
-    "}",
-    "[",
-    "]",
-    "(",
-    ")",
-    "<",
-    ">",
-    "=",
-)
-"""Characters that end a word, a path or a number (``_BREAK``)."""
-
-_BREAK = re.compile("[" + re.escape("".join(_BREAKS)) + "]")
+_BREAK = re.compile(r"""[ \t\n\r,;"'{}\[\]()<>=]""")
+"""A character that ends a word, a path or a number."""
 
 
 def truncate(
@@ -679,9 +659,9 @@ def _prefix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> s
     if size < len(text) and not _BREAK.match(text, size):
         # Not inside a word, a path or a number: a piece of one would pass
         # for another name, and the digest would name the piece.
-        last = max(map(head.rfind, _BREAKS))
-        if last >= size - _near(size):
-            head = head[: last + 1]
+        ends = [m.end() for m in _BREAK.finditer(head, size - _near(size))]
+        if ends:
+            head = head[: ends[-1]]
     return head
 
 
