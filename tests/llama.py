@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 import httpx
 import pytest
@@ -71,6 +72,15 @@ def free_port() -> int:
         return port
 
 
+def _exited(proc: subprocess.Popen[bytes], log: IO[bytes]) -> NoReturn:
+    """Fail, naming how the server ended (a signal by name) and its log's end."""
+    code = proc.returncode
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    log.seek(0)
+    tail = log.read().decode(errors="replace")[-2000:]
+    pytest.fail(f"llama.cpp server ended ({how}); its output ends:\n{tail}")
+
+
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[LlamaServer]:
     """A llama.cpp server with SmolLM2-135M on loopback, for this session."""
@@ -108,9 +118,7 @@ def llama_server() -> Iterator[LlamaServer]:
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if proc.poll() is not None:
-                log.seek(0)
-                tail = log.read().decode(errors="replace")[-2000:]
-                pytest.fail(f"llama.cpp server exited ({proc.returncode}): {tail}")
+                _exited(proc, log)
             try:
                 r = httpx.get(
                     f"{base}/models",
@@ -124,13 +132,22 @@ def llama_server() -> Iterator[LlamaServer]:
             if time.monotonic() > deadline:
                 pytest.fail(f"llama.cpp server did not answer in {STARTUP_SECONDS} s")
             time.sleep(0.25)
-        # The first answer pages the model in; pay for it here, once.
-        httpx.post(
-            f"{base}/chat/completions",
-            headers={"authorization": f"Bearer {key}"},
-            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1},
-            timeout=STARTUP_SECONDS,
-        )
+        # The first answer pages the model in; pay for it here, once. A build
+        # that crashes on its first batch (a CPU feature it was compiled
+        # for) fails here, with how the server ended and what it printed.
+        try:
+            httpx.post(
+                f"{base}/chat/completions",
+                headers={"authorization": f"Bearer {key}"},
+                json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1},
+                timeout=STARTUP_SECONDS,
+            ).raise_for_status()
+        except httpx.HTTPError as exc:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"llama.cpp server's first completion failed: {exc}")
+            _exited(proc, log)
         old = os.environ.get(KEY_ENV)
         os.environ[KEY_ENV] = key
         try:
