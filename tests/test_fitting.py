@@ -13,6 +13,7 @@ from contextwindow.errors import (
     UnknownModelWarning,
 )
 from contextwindow.fitting import DEFAULT_STRATEGY, fit, provider_of
+from contextwindow.formats._coerce import coerce_tools
 from contextwindow.messages import PROVIDERS, Message, Provider, ToolCall, ToolSpec
 from contextwindow.models import get_model
 from contextwindow.strategies import (
@@ -206,7 +207,7 @@ class TestCounter:
         import contextwindow.fitting as fitting
 
         read: list[object] = []
-        coerce = fitting.coerce_tools
+        coerce = coerce_tools  # the one the module imports
 
         def counted(tools: object) -> object:
             read.append(tools)

@@ -237,7 +237,7 @@ def _tool_specs(tools: Iterable[Any], counter: TokenCounter) -> tuple[ToolSpec, 
     equal to that copy (compared at C speed) take those specs unread.
     """
     if isinstance(tools, Iterator):  # read once: kept as the list it yields
-        listed: Any = list(cast("Iterator[Any]", tools))
+        listed: Any = list(tools)
     elif isinstance(tools, list | tuple):
         listed = tools
     else:  # one spec, or no list at all: read as given (its error names it)

@@ -574,9 +574,10 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
         >>> [(u.kind, u.start, u.stop) for u in units(conv)]
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
-    if isinstance(messages, list):
-        seq: list[Any] = messages
-    elif isinstance(messages, tuple):
+    seq: list[Any] | tuple[Any, ...]
+    if type(messages) is list or type(messages) is tuple:
+        seq = messages  # a tuple cannot change: taken, and kept, as it is
+    elif isinstance(messages, (list, tuple)):
         seq = list(messages)
     else:  # a body, a generator: read at the edge
         seq = list(_neutral(messages))
@@ -591,7 +592,7 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     # same message objects is checked at C speed.
     for last, found in recent:
         k = len(last)
-        if k and n >= k and seq[k - 1] is last[-1] and seq[:k] == last:
+        if k and n >= k and seq[k - 1] is last[-1] and _starts_with(seq, last):
             if n == k:
                 return found
             if not _all_messages(seq, k):
@@ -624,9 +625,23 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     if n >= _MIN_SHARED:  # a short one is cheaper to scan than to look up
         with _recent_lock:
             # A copy: a caller's list changed in place later must not match.
-            _recent.insert(0, (seq if seq is not messages else list(seq), result))
+            kept = seq if seq is not messages or type(seq) is tuple else list(seq)
+            _recent.insert(0, (kept, result))
             del _recent[_RECENT:]
     return result
+
+
+def _starts_with(seq: Sequence[Any], last: Sequence[Any]) -> bool:
+    """Whether ``seq`` starts with ``last`` (by ``==``; a list or a tuple each).
+
+    Compared whole, without a slice, when they are as long and of one type.
+    """
+    if len(seq) == len(last) and type(seq) is type(last):
+        return seq == last
+    head = seq[: len(last)]
+    if type(head) is not type(last):  # a list never equals a tuple
+        head = list(head) if type(last) is list else tuple(head)
+    return head == last
 
 
 _RECENT = 16
@@ -637,12 +652,12 @@ _MIN_SHARED = 64
 
 
 def _longest_shared(
-    seq: list[Message], recent: Sequence[tuple[list[Message], tuple[Unit, ...]]]
-) -> tuple[int, list[Message], tuple[Unit, ...]]:
+    seq: Sequence[Message], recent: Sequence[tuple[Sequence[Message], tuple[Unit, ...]]]
+) -> tuple[int, Sequence[Message], tuple[Unit, ...]]:
     """The remembered sequence sharing the longest prefix with ``seq``."""
-    best: tuple[int, list[Message], tuple[Unit, ...]] = (0, [], ())
+    best: tuple[int, Sequence[Message], tuple[Unit, ...]] = (0, [], ())
     for last, found in recent:
-        if last and seq[:1] == last[:1]:
+        if last and seq and seq[0] == last[0]:
             k = common_prefix(seq, last)
             if k > best[0]:
                 best = (k, last, found)
@@ -656,10 +671,10 @@ _TRIED = 4
 
 
 def _scan_known(
-    seq: list[Message],
+    seq: Sequence[Message],
     start: int,
     out: list[Unit],
-    recent: Sequence[tuple[list[Message], tuple[Unit, ...]]],
+    recent: Sequence[tuple[Sequence[Message], tuple[Unit, ...]]],
 ) -> None:
     """``_scan(seq, start, out)``, taking the units of runs met before.
 
@@ -670,7 +685,7 @@ def _scan_known(
     moved, as far as the run decides them.
     """
     n = len(seq)
-    best: tuple[int, list[Message], tuple[Unit, ...], list[tuple[int, int, int]]]
+    best: tuple[int, Sequence[Message], tuple[Unit, ...], list[tuple[int, int, int]]]
     best = (0, [], (), [])
     for last, found in recent[:_TRIED]:
         if len(last) >= _MIN_SHARED and found:
@@ -738,7 +753,7 @@ def _units_before(found: Sequence[Unit], k: int) -> int:
     return lo
 
 
-_recent: list[tuple[list[Message], tuple[Unit, ...]]] = []
+_recent: list[tuple[Sequence[Message], tuple[Unit, ...]]] = []
 _recent_lock = threading.Lock()
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.proxy._upstream import Recorder, anthropic_turn, openai_turn, running
 
 from contextwindow import Message, TokenCounter
-from contextwindow.formats._coerce import coerce_messages
+from contextwindow.formats._coerce import coerce_messages, coerce_tools
 from contextwindow.formats.anthropic import to_anthropic
 from contextwindow.formats.openai_chat import to_openai
 from contextwindow.formats.openai_responses import to_responses
@@ -172,7 +172,7 @@ class TestFitter:
         import contextwindow.proxy._fitter as fitter_module
 
         read: list[object] = []
-        coerce = fitter_module.coerce_tools
+        coerce = coerce_tools  # the one the module imports
 
         def counted(tools: object) -> Any:
             read.append(tools)

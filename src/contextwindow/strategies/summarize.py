@@ -241,6 +241,7 @@ class Summarize:
                 rolled + prefix[n],
                 view,
                 floor,
+                run,
                 budget,
             )
             if fitted is not None:
@@ -279,6 +280,7 @@ class Summarize:
         before: int,
         view: _Layout,
         floor: int,
+        run: Sequence[int],
         budget: Budget,
     ) -> Fitted | None:
         """The first attempt's fit when it replaces what ``cut`` replaced.
@@ -286,7 +288,10 @@ class Summarize:
         ``None`` when it may not (then the attempts run). The very messages
         replaced, so the same summary, the same output up to the cut, the
         same change; only the refusal and the fit are checked again, and
-        the output's validity from ``start`` on (see ``finish``).
+        the output's validity from ``start`` on (see ``finish``). Without
+        tools a request's tokens are its messages' and the reply's, so the
+        output's follow from the input's (``run``: its running totals) less
+        the messages before the cut, plus the head: not counted again.
         """
         if (
             n >= len(candidates)
@@ -309,8 +314,20 @@ class Summarize:
         if floor <= budget.limit < after_floor:
             return None  # refused: the attempts say what happens instead
         out = [*cut.head, *messages[cut.stop :]]
+        counted: int | None = None
+        saved: int | None = None
+        if not budget.tools:  # with tools, OpenAI's count reads the first system turn
+            counted = budget.count(messages)
+            saved = run[cut.stop] - sum(map(budget.counter.message, cut.head))
         fitted = finish(
-            "Summarize", messages, out, cut.made.change, budget, start=start
+            "Summarize",
+            messages,
+            out,
+            cut.made.change,
+            budget,
+            start=start,
+            counted=counted,
+            saved=saved,
         )
         return fitted if fitted.report.fits else None
 
