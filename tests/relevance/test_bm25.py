@@ -5,10 +5,17 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.relevance import BM25Scorer, TermCache, terms
-from contextwindow.relevance.bm25 import _spread, _window_sums
+from contextwindow.relevance.bm25 import (
+    _spread,
+    _spread_dense,
+    _spread_sparse,
+    _window_sums,
+)
 
 
 def bm25(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -157,6 +164,36 @@ def test_window_sums() -> None:
     assert _window_sums([0], 0, 2) == []
     assert _spread([0, 1, 2, 3], [1, 2, 3, 4], 1, 4) == ([0, 1, 2, 3], [3, 6, 9, 7])
     assert _spread([1], [5], 10, 3) == ([0, 1, 2], [5, 5, 5])
+
+
+@given(
+    st.integers(1, 60).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.dictionaries(st.integers(0, n - 1), st.integers(1, 5)),
+            st.integers(1, 10),
+            st.integers(0, n),
+        )
+    )
+)
+def test_both_ways_of_spreading_count_each_window(
+    case: tuple[int, dict[int, int], int, int],
+) -> None:
+    """The loop and the running sums give each window's count, by definition:
+    the term's count in the documents ``width`` either side, where not 0,
+    for the documents from ``first`` on."""
+    n, postings, width, first = case
+    where = sorted(postings)
+    tf = [postings[p] for p in where]
+    expected: tuple[list[int], list[int]] = ([], [])
+    for i in range(first, n):
+        c = sum(f for p, f in postings.items() if abs(p - i) <= width)
+        if c:
+            expected[0].append(i)
+            expected[1].append(c)
+    assert _spread_dense(where, tf, width, n, first) == expected
+    assert _spread_sparse(where, tf, width, n, first) == expected
+    assert _spread(where, tf, width, n, first) == expected
 
 
 def test_kept_window_counts_never_change_a_score() -> None:
