@@ -35,6 +35,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -708,15 +709,14 @@ def _scan_known(
                     break
                 _scan(seq, at, out, 1)
                 at = out[-1].stop
-            for u in found[k:]:
-                # A unit's end is decided by the message after it: in the run
-                # too, unless both sequences end with the unit.
-                if u.stop + d >= end and not (
-                    u.stop + d == end == n and u.stop == len(last)
-                ):
-                    break
-                out.append(_moved(u, d))
-                at = u.stop + d
+            # A unit's end is decided by the message after it: in the run
+            # too, unless both sequences end with the unit.
+            j = bisect_left(found, end - d, lo=k, key=_stop)
+            if j < len(found) and found[j].stop + d == end == n == len(last) + d:
+                j += 1
+            if j > k:
+                out.extend(found[k:j] if not d else map(_moved, found[k:j], repeat(d)))
+                at = found[j - 1].stop + d
         if at < n:
             _scan(seq, at, out)
         return
@@ -725,6 +725,8 @@ def _scan_known(
 
 _start = attrgetter("start")
 """A unit's first message (``bisect``'s key)."""
+_stop = attrgetter("stop")
+"""The message after a unit (``bisect``'s key)."""
 
 
 def _moved(u: Unit, d: int) -> Unit:

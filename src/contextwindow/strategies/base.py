@@ -741,7 +741,9 @@ def finish(
             (see ``validity.problems``): only the rest is checked.
         counted: The request tokens of ``before``, when the caller knows
             them; those of the output then follow from the changes (they
-            always add up), and nothing is counted again.
+            add up: a message's tokens do not depend on its neighbours), and
+            nothing is counted again; with tools, only while the first system
+            message stands (OpenAI's count of tools reads it).
         saved: With ``counted``: what ``changes`` save in all, when the
             caller knows it (else it is summed).
         kept: ``after`` is whole units of ``before``, in order, and
@@ -803,6 +805,11 @@ def finish(
         # same messages, the same tokens.
         same = after is before and not valid.problems
         tokens_after = tokens_before if same else budget.count(out)
+    elif budget.tools and _first_system(out) is not _first_system(before):
+        # With tools, OpenAI's count reads the first system turn: the
+        # changes add up only while it stands.
+        tokens_before = counted
+        tokens_after = budget.count(out)
     else:
         tokens_before = counted
         if saved is None:
@@ -812,6 +819,11 @@ def finish(
     report = Report(tokens_before, tokens_after, budget.limit, tuple(found), (stage,))
     budget.know(out, tokens_after)
     return Fitted(out, report)
+
+
+def _first_system(messages: Sequence[Message]) -> Message | None:
+    """The first system message of ``messages`` (``None``: none)."""
+    return next((m for m in messages if m.role == "system"), None)
 
 
 _VALID_KEY = ("contextwindow.finish", "valid")

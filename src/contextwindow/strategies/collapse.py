@@ -649,7 +649,7 @@ def collapse_runs(
         again: Whether this is the second pass over a conversation the first
             made fit (its own memo, so that each pass resumes).
     """
-    total = budget.count(messages)
+    total = counted = budget.count(messages)
     memo = stage + " again" if again else stage
     t = _tables(messages, budget, memo, edits)
     us, cost, cut, cutsum = t.us, t.cost, t.cut, t.cutsum
@@ -727,7 +727,8 @@ def collapse_runs(
     out.extend(messages[at:])
     # Whole units, and lines that are assistant turns of non-blank text alone,
     # valid wherever a unit may stand: only the first-turn rule can break.
-    fitted = finish(stage, messages, out, changes, budget, kept=True)
+    # Each change counts the messages it replaced and what stands for them.
+    fitted = finish(stage, messages, out, changes, budget, kept=True, counted=counted)
     if not window or again or fitted.report.tokens_after > budget.limit:
         return fitted
     # It was over, and the lines made it fit: all of it is sent, so the share
@@ -791,44 +792,32 @@ def _plainer(
     change. A line made shorter before is that same message again (the
     budget's memo keeps them for the lines of the last call).
     """
-    text = budget.counter.text
     new = {begin: k for k, (begin, _, _) in enumerate(done)}
     change_at = {c.index: j for j, c in enumerate(changes)}
     before = tables.lines[bisect_left(tables.lines, window) :]
     at = sorted({*before, *(b for b in new if b >= window)})
     key = ("contextwindow.collapse.shorter", stage, budget.rules)
     found = budget.memo.get(key)
-    known: dict[tuple[int, str], tuple[Message, Message]] = (
+    known: dict[tuple[int, bool], _Shorter] = (
         found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
     )
-    made: dict[tuple[int, str], tuple[Message, Message]] = {}
+    made: dict[tuple[int, bool], _Shorter] = {}
     budget.memo.put(key, made)
-    for shorter in (plain_line, bare_line):
+    for bare in (False, True):
         for i in at:
             if left <= max(max_share * total, FLOOR_TOKENS):
                 return
             k = new.get(i)
             m = done[k][2] if k is not None else messages[i]
-            line = line_of(m)
-            if line is None:
+            hit = known.get((id(m), bare))
+            if hit is None or hit[0] is not m:
+                hit = _shorter(m, bare, budget)
+            made[id(m), bare] = hit
+            _, fewer, less, after = hit
+            if fewer is None:
                 continue
-            short = shorter(line)
-            if short == line:
-                continue
-            hit = known.get((id(m), short))
-            if hit is not None and hit[0] is m:
-                fewer = hit[1]
-            else:
-                last = m.parts[-1]
-                assert isinstance(last, Text)
-                fewer = replace(
-                    m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + short))
-                )
-            made[id(m), short] = (m, fewer)
-            less = text(line) - text(short)
             left -= less
             total -= less
-            after = budget.counter.message(fewer)
             if k is not None:
                 begin, stop, _ = done[k]
                 done[k] = (begin, stop, fewer)
@@ -850,6 +839,26 @@ def _plainer(
                     1,
                 )
             )
+
+
+_Shorter = tuple[Message, Message | None, int, int]
+"""A line's message, it made shorter (``None``: it cannot be), the tokens
+its line lost and the shorter message's tokens."""
+
+
+def _shorter(m: Message, bare: bool, budget: Budget) -> _Shorter:
+    """``m`` with its run's line made shorter: ``bare_line``, else ``plain_line``."""
+    line = line_of(m)
+    if line is None:
+        return (m, None, 0, 0)
+    short = (bare_line if bare else plain_line)(line)
+    if short == line:
+        return (m, None, 0, 0)
+    last = m.parts[-1]
+    assert isinstance(last, Text)
+    fewer = replace(m, parts=(*m.parts[:-1], Text(last.text[: -len(line)] + short)))
+    text = budget.counter.text
+    return (m, fewer, text(line) - text(short), budget.counter.message(fewer))
 
 
 SHORTER = "a run's line made shorter"

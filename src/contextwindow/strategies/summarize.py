@@ -288,10 +288,10 @@ class Summarize:
         ``None`` when it may not (then the attempts run). The very messages
         replaced, so the same summary, the same output up to the cut, the
         same change; only the refusal and the fit are checked again, and
-        the output's validity from ``start`` on (see ``finish``). Without
-        tools a request's tokens are its messages' and the reply's, so the
-        output's follow from the input's (``run``: its running totals) less
-        the messages before the cut, plus the head: not counted again.
+        the output's validity from ``start`` on (see ``finish``). A request's
+        tokens add up by message, so the output's follow from the input's
+        (``run``: its running totals) less the messages before the cut, plus
+        the head: not counted again.
         """
         if (
             n >= len(candidates)
@@ -314,11 +314,7 @@ class Summarize:
         if floor <= budget.limit < after_floor:
             return None  # refused: the attempts say what happens instead
         out = [*cut.head, *messages[cut.stop :]]
-        counted: int | None = None
-        saved: int | None = None
-        if not budget.tools:  # with tools, OpenAI's count reads the first system turn
-            counted = budget.count(messages)
-            saved = run[cut.stop] - sum(map(budget.counter.message, cut.head))
+        saved = run[cut.stop] - sum(map(budget.counter.message, cut.head))
         fitted = finish(
             "Summarize",
             messages,
@@ -326,7 +322,7 @@ class Summarize:
             cut.made.change,
             budget,
             start=start,
-            counted=counted,
+            counted=budget.count(messages),
             saved=saved,
         )
         return fitted if fitted.report.fits else None
