@@ -343,6 +343,27 @@ class TestFinish:
         assert (r.changes, r.stages) == ((dropped,), ("S",))
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
 
+    @pytest.mark.parametrize("tools", [(), (ToolSpec("ping", "Ping a host"),)])
+    def test_a_given_count_follows_from_the_changes(
+        self, tools: tuple[ToolSpec, ...]
+    ) -> None:
+        """With ``counted``, the output's tokens are those a fresh count gives:
+        from the changes, or counted again when tools are sent and the first
+        system message changed (OpenAI's count of tools reads it)."""
+        counter = TokenCounter(BPETokenizer("o200k_base"))
+        b = Budget(1000, counter, tools)
+        conv = [
+            Message.system("You are terse and careful."),
+            Message.user("one two three"),
+            Message.assistant("four"),
+        ]
+        for out, gone in ((conv[1:], 0), (conv[:1] + conv[2:], 1)):
+            m = conv[gone]
+            dropped = Change("dropped", "S", (m.id,), gone, counter.message(m), 0, "")
+            counted = counter.messages(conv, tools=tools)
+            fitted = finish("S", conv, out, [dropped], b, counted=counted)
+            assert fitted.report.tokens_after == counter.messages(out, tools=tools)
+
     def test_repairs_reported(self) -> None:
         """Repairs are changes of the ensure_valid stage, with their tokens."""
         conv = [
