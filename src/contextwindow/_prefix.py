@@ -33,6 +33,7 @@ __all__ = [
     "common_prefix",
     "identical_prefix",
     "identical_suffix",
+    "last_span",
     "same_objects",
     "shared_spans",
 ]
@@ -169,6 +170,24 @@ def shared_spans(
         at, was = found
     spans.reverse()
     return spans
+
+
+def last_span(old: Sequence[Any], new: Sequence[Any], low: int = 0) -> int:
+    """The length of the last of ``shared_spans(old, new, low)`` (0: none).
+
+    A few comparisons and one gallop: enough to tell which of several old
+    sequences a new one was made from before finding all of its spans.
+
+    Example:
+        >>> a, b, c, d, e, f = (object() for _ in range(6))
+        >>> last_span([a, b, c, d, e], [a, c, f, e, b]), last_span([a], [b])
+        (1, 0)
+    """
+    found = _end(old, new, low)
+    if found is None:
+        return 0
+    at, was = found
+    return min(identical_suffix(new, at + 1, old, was + 1), at + 1 - low)
 
 
 def _end(old: Sequence[Any], new: Sequence[Any], low: int) -> tuple[int, int] | None:

@@ -631,3 +631,23 @@ def test_running_totals_of_moved_runs_are_counted_anew() -> None:
                 edited += [Message.user(f"new {i} {k}") for k in range(3)]
         got = counter.running(edited)
         assert got == TokenCounter(CountingTokenizer()).running(edited)
+
+
+def test_running_totals_found_among_several_remembered_lists() -> None:
+    """A list made from one of several lists counted before (not the last)
+    gets the running totals a fresh counter gives, whichever it was made
+    from and whatever else was counted since."""
+    import random
+
+    rng = random.Random(11)
+    pool = [Message.user(f"message {i} " + "word " * (i % 5)) for i in range(600)]
+    for _ in range(30):
+        counter = TokenCounter(CountingTokenizer())
+        lists = [pool[k * 150 : k * 150 + rng.randrange(90, 150)] for k in range(4)]
+        for seq in lists:
+            counter.running(seq)
+        source = rng.choice(lists)
+        cut = rng.randrange(1, len(source) - 10)
+        edited = [source[0], *source[cut:], Message.assistant("a line"), pool[-1]]
+        got = counter.running(edited)
+        assert got == TokenCounter(CountingTokenizer()).running(edited)

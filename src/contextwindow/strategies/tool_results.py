@@ -192,7 +192,7 @@ class ClearToolResults:
         step = rewrite_results(
             messages, budget, "ClearToolResults", "cleared", policy, self
         )
-        share = cut_share(step.messages, budget, edits=True)
+        share = cut_share(step.messages, budget, "ClearToolResults", edits=True)
         if self.max_share >= 1 or share <= self.max_share:
             return step
         best = self._collapsed(messages, step, budget, share)
@@ -226,7 +226,7 @@ class ClearToolResults:
         ``share`` is ``step``'s ``cut_share`` when the caller has it already.
         """
         if share is None:
-            share = cut_share(step.messages, budget, edits=True)
+            share = cut_share(step.messages, budget, "ClearToolResults", edits=True)
         if share <= self.max_share:
             return step
         later = collapse_runs(
