@@ -30,6 +30,7 @@ from itertools import islice
 from typing import Any
 
 __all__ = [
+    "best_spans",
     "common_prefix",
     "identical_prefix",
     "identical_suffix",
@@ -170,6 +171,42 @@ def shared_spans(
         at, was = found
     spans.reverse()
     return spans
+
+
+def best_spans(
+    olds: Sequence[Sequence[Any]], new: Sequence[Any], low: int = 0
+) -> tuple[int, list[tuple[int, int, int]]]:
+    """The old sequence ``shared_spans`` cover most of ``new`` with, and them.
+
+    Returns its index in ``olds`` and the spans (``-1, []``: none shares a
+    span). Those whose last span is longest (a strategy's output keeps its
+    input's newest elements) are tried first, and one covering ``COVERED`` of
+    ``new[low:]`` ends the search: the others are not looked at.
+
+    Example:
+        >>> a, b, c, d = (object() for _ in range(4))
+        >>> best_spans([[a, b], [b, c, d], [d]], [a, c, d])
+        (1, [(1, 3, 0)])
+    """
+    ends = sorted(
+        ((last_span(old, new, low), k) for k, old in enumerate(olds)), reverse=True
+    )
+    best: tuple[int, list[tuple[int, int, int]]] = (-1, [])
+    covered = 0
+    for end, k in ends:
+        if not end:
+            break
+        spans = shared_spans(olds[k], new, low)
+        held = sum(b - a for a, b, _ in spans)
+        if held > covered:
+            best, covered = (k, spans), held
+        if covered >= COVERED * (len(new) - low):
+            break
+    return best
+
+
+COVERED = 0.9
+"""The share of a new sequence that shared spans with one old one make enough."""
 
 
 def last_span(old: Sequence[Any], new: Sequence[Any], low: int = 0) -> int:

@@ -46,7 +46,7 @@ from contextwindow._args import (
     check_str,
     shown,
 )
-from contextwindow._prefix import common_prefix, shared_spans
+from contextwindow._prefix import best_spans, common_prefix
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -686,16 +686,14 @@ def _scan_known(
     moved, as far as the run decides them.
     """
     n = len(seq)
-    best: tuple[int, Sequence[Message], tuple[Unit, ...], list[tuple[int, int, int]]]
-    best = (0, [], (), [])
-    for last, found in recent[:_TRIED]:
-        if len(last) >= _MIN_SHARED and found:
-            spans = shared_spans(last, seq, start)
-            covered = sum(end - first for first, end, _ in spans)
-            if covered > best[0]:
-                best = (covered, last, found, spans)
-    _, last, found, spans = best
+    tried = [
+        (last, found)
+        for last, found in recent[:_TRIED]
+        if len(last) >= _MIN_SHARED and found
+    ]
+    at, spans = best_spans([last for last, _ in tried], seq, start)
     if spans:
+        last, found = tried[at]
         at = start
         for first, end, d in spans:
             if at < first:

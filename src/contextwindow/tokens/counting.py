@@ -39,7 +39,7 @@ from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
 from contextwindow._memo import Memo
-from contextwindow._prefix import common_prefix, last_span, shared_spans
+from contextwindow._prefix import best_spans, common_prefix
 from contextwindow.errors import ContextWindowError
 from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
@@ -131,38 +131,6 @@ DEFAULT_CACHE_SIZE = 100_000
 _TRIED = 4
 """Remembered sequences whose runs ``running`` looks for in a new one (the
 newest first: a pipeline's stages each count their output)."""
-
-
-def _best_spans(
-    seq: Sequence[Any],
-    low: int,
-    recent: Sequence[tuple[Sequence[Any], tuple[int, ...]]],
-) -> list[tuple[int, int, int, tuple[int, ...]]]:
-    """The ``shared_spans`` of ``seq`` (from ``low``) with one of ``recent``.
-
-    The remembered sequence they cover most of, each span with that
-    sequence's running totals. Those whose last span in ``seq`` is longest
-    (a strategy's output keeps its input's newest messages) are tried
-    first, and one covering ``_COVERED`` of the rest ends the search.
-    """
-    ends = [(last_span(last, seq, low), k) for k, (last, _) in enumerate(recent)]
-    best: list[tuple[int, int, int, tuple[int, ...]]] = []
-    covered = 0
-    for end, k in sorted(ends, reverse=True):
-        if not end:
-            break
-        last, sums = recent[k]
-        spans = shared_spans(last, seq, low)
-        held = sum(b - a for a, b, _ in spans)
-        if held > covered:
-            best, covered = [(*s, sums) for s in spans], held
-        if covered >= _COVERED * (len(seq) - low):
-            break
-    return best
-
-
-_COVERED = 0.9
-"""The share of a new sequence's messages whose shared spans are enough."""
 
 
 class TokenCounter:
@@ -388,7 +356,9 @@ class TokenCounter:
             k, found = _longest_prefix(seq, self._last)
             base = found[: k + 1] if k else (0,)
             if n - k >= MIN_SHARED:
-                spans = _best_spans(seq, k, self._last[:_TRIED])
+                tried = self._last[:_TRIED]
+                at, shared = best_spans([last for last, _ in tried], seq, k)
+                spans = [(*s, tried[at][1]) for s in shared]
         total = base[-1]
         tail: list[int] = []
         append = tail.append
