@@ -176,7 +176,7 @@ def shared_spans(
 def best_spans(
     olds: Sequence[Sequence[Any]], new: Sequence[Any], low: int = 0
 ) -> tuple[int, list[tuple[int, int, int]]]:
-    """The old sequence ``shared_spans`` cover most of ``new`` with, and them.
+    """Which of ``olds`` shares most of ``new`` (``shared_spans``), and its spans.
 
     Returns its index in ``olds`` and the spans (``-1, []``: none shares a
     span). Those whose last span is longest (a strategy's output keeps its
