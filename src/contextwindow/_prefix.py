@@ -30,6 +30,8 @@ from itertools import islice
 from typing import Any
 
 __all__ = [
+    "COVERED",
+    "TRIED",
     "best_spans",
     "common_prefix",
     "identical_prefix",
@@ -207,6 +209,9 @@ def best_spans(
 
 COVERED = 0.9
 """The share of a new sequence that shared spans with one old one make enough."""
+TRIED = 4
+"""Old sequences a caller gives ``best_spans``, at most (the newest first: a
+pipeline's stages each leave their output among them)."""
 
 
 def last_span(old: Sequence[Any], new: Sequence[Any], low: int = 0) -> int:

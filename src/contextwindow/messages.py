@@ -46,7 +46,7 @@ from contextwindow._args import (
     check_str,
     shown,
 )
-from contextwindow._prefix import best_spans, common_prefix
+from contextwindow._prefix import TRIED, best_spans, common_prefix
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -667,10 +667,6 @@ def _longest_shared(
     return (0, [], ())
 
 
-_TRIED = 4
-"""Remembered sequences ``_scan_known`` looks for the messages in."""
-
-
 def _scan_known(
     seq: Sequence[Message],
     start: int,
@@ -688,12 +684,12 @@ def _scan_known(
     n = len(seq)
     tried = [
         (last, found)
-        for last, found in recent[:_TRIED]
+        for last, found in recent[:TRIED]
         if len(last) >= _MIN_SHARED and found
     ]
-    at, spans = best_spans([last for last, _ in tried], seq, start)
+    which, spans = best_spans([last for last, _ in tried], seq, start)
     if spans:
-        last, found = tried[at]
+        last, found = tried[which]
         at = start
         for first, end, d in spans:
             if at < first:

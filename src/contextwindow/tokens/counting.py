@@ -39,7 +39,7 @@ from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
 from contextwindow._memo import Memo
-from contextwindow._prefix import best_spans, common_prefix
+from contextwindow._prefix import TRIED, best_spans, common_prefix
 from contextwindow.errors import ContextWindowError
 from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
@@ -126,11 +126,6 @@ one is counted from scratch (looking for a match would cost more)."""
 DEFAULT_CACHE_SIZE = 100_000
 """Messages remembered per counter before the least recently used are evicted
 (more when a longer sequence is counted, unless ``cache_size`` was given)."""
-
-
-_TRIED = 4
-"""Remembered sequences whose runs ``running`` looks for in a new one (the
-newest first: a pipeline's stages each count their output)."""
 
 
 class TokenCounter:
@@ -350,13 +345,14 @@ class TokenCounter:
         if base is None:
             # A sequence that shares only a prefix with one seen (a strategy's
             # output that rewrote a message near the end): the counts of that
-            # prefix stand, only the rest is counted; and of the runs of the
-            # last one seen that it holds elsewhere (its oldest messages
-            # dropped, runs of them made one line), the counts are moved.
+            # prefix stand, only the rest is counted; and of the runs of one
+            # of the last few seen that it holds elsewhere (its oldest
+            # messages dropped, runs of them made one line), the counts are
+            # moved (``best_spans``).
             k, found = _longest_prefix(seq, self._last)
             base = found[: k + 1] if k else (0,)
             if n - k >= MIN_SHARED:
-                tried = self._last[:_TRIED]
+                tried = self._last[:TRIED]
                 at, shared = best_spans([last for last, _ in tried], seq, k)
                 spans = [(*s, tried[at][1]) for s in shared]
         total = base[-1]
