@@ -198,6 +198,24 @@ class TestCounter:
         assert tok.calls == []
         assert fitted.report.tokens_after == counter.messages(conv)
 
+    def test_a_message_swapped_for_an_equal_one_is_read_as_given(self) -> None:
+        """A re-fit compares the list with the last input by identity: a
+        message replaced by an equal one (another id) is the new one in the
+        output, and an object equal to anything is read, not taken."""
+        from unittest.mock import ANY
+
+        counter = TokenCounter(FakeTokenizer())
+        conv = chat()
+        fit(conv, limit=1000, tokenizer=counter)
+        twin = Message.user(conv[1].text)
+        assert twin == conv[1]
+        assert twin.id != conv[1].id
+        swapped = [conv[0], twin, *conv[2:]]
+        fitted = fit(swapped, limit=1000, tokenizer=counter)
+        assert [m.id for m in fitted.messages] == [m.id for m in swapped]
+        with pytest.raises(InvalidMessageError, match=r"messages\[1\]"):
+            fit([conv[0], ANY, *conv[2:]], limit=1000, tokenizer=counter)
+
     def test_the_same_tools_are_read_once(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:

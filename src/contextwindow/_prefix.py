@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -68,23 +68,74 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     return 1 + _gallop(n - 1, lambda lo, hi: equal(1 + lo, 1 + hi))
 
 
-def same_objects(a: Sequence[Any], b: Sequence[Any], k: int) -> bool:
-    """Whether ``a[:k]`` and ``b[:k]`` hold the very same objects, in order."""
+def same_objects(
+    a: Sequence[Any], b: Sequence[Any], k: int, compared: Iterator[int] | None = None
+) -> bool:
+    """Whether ``a[:k]`` and ``b[:k]`` hold the very same objects, in order.
+
+    ``compared``: a counter (``itertools.count()``) that the ``__eq__`` of
+    every element of ``a`` advances. Given one, the two are compared by
+    ``==``, at C speed: ``==`` takes the very same object as equal without
+    calling its ``__eq__``, so an equal comparison between two reads of the
+    counter that follow each other met no pair of distinct objects (another
+    thread's comparisons only make it say no, and then the objects are
+    compared one by one). It holds unless an element of ``b`` is of a
+    subclass of its partner's class with an ``__eq__`` of its own (Python
+    asks that one first).
+
+    Example:
+        >>> from itertools import count
+        >>> class Counted:
+        ...     def __eq__(self, other):
+        ...         next(seen)
+        ...         return True  # equal to anything: only identity tells
+        >>> seen = count()
+        >>> x, y = [Counted(), Counted()], [Counted(), Counted()]
+        >>> same_objects(x, list(x), 2, seen), same_objects(x, [y[0], x[1]], 2, seen)
+        (True, False)
+    """
     if len(a) < k or len(b) < k:
         return False
     if not k:
         return True
     if a[k - 1] is not b[k - 1]:
         return False
+    if compared is not None and _same_by_eq(a, b, k, compared):
+        return True
     if k == len(a) or k == len(b):  # no slice needed: ``map`` stops at the shorter
         return all(map(operator.is_, a, b))
     return all(map(operator.is_, islice(a, k), islice(b, k)))
 
 
-def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading elements ``a`` and ``b`` share as the very same objects."""
+def _same_by_eq(
+    a: Sequence[Any], b: Sequence[Any], k: int, compared: Iterator[int]
+) -> bool:
+    """``same_objects`` by ``==`` and ``compared`` (no means: not known)."""
+    head = _first(a, k)
+    other = _first(b, k)
+    if type(other) is not type(head):  # a list never equals a tuple
+        other = list(other) if type(head) is list else tuple(other)
+    before = next(compared)
+    equal = head == other  # ``head`` on the left: its elements' ``__eq__`` counts
+    return bool(equal) and next(compared) == before + 1
+
+
+def _first(a: Sequence[Any], k: int) -> list[Any] | tuple[Any, ...]:
+    """``a[:k]`` as a list or a tuple (``a`` itself when it is one, that long)."""
+    if type(a) is list or type(a) is tuple:
+        return a if len(a) == k else a[:k]  # pyright: ignore[reportUnknownVariableType]  # as given
+    return list(islice(a, k))
+
+
+def identical_prefix(
+    a: Sequence[Any], b: Sequence[Any], compared: Iterator[int] | None = None
+) -> int:
+    """How many leading elements ``a`` and ``b`` share as the very same objects.
+
+    ``compared``: as for ``same_objects``.
+    """
     n = min(len(a), len(b))
-    if n and a[n - 1] is b[n - 1] and same_objects(a, b, n):
+    if n and a[n - 1] is b[n - 1] and same_objects(a, b, n, compared):
         return n  # the common case (an extension)
     flags = list(map(operator.is_, a, b))
     return flags.index(False) if False in flags else n

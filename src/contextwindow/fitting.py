@@ -67,7 +67,7 @@ from contextwindow.formats._coerce import (
     coerce_messages,
     coerce_tools,
 )
-from contextwindow.messages import Message, Provider, ToolSpec, check_provider
+from contextwindow.messages import COMPARED, Message, Provider, ToolSpec, check_provider
 from contextwindow.models import ModelInfo, get_tokenizer
 from contextwindow.strategies.base import Budget, Fitted, Strategy, note_shared
 from contextwindow.strategies.collapse import CollapseRuns
@@ -290,7 +290,7 @@ def _read(
         seq = cast("Sequence[Any]", messages)
         last = input_snapshot(counter.memo)
         if last is not None:
-            k = identical_prefix(seq, last)
+            k = identical_prefix(last, seq, COMPARED)
             if k and all(m.__class__ is Message for m in seq[k:]):
                 listed = seq if type(seq) is list else list(seq)
                 return Coerced(cast("list[Message]", listed), NEUTRAL), last, k

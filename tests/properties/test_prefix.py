@@ -11,8 +11,10 @@ from contextwindow._prefix import (
     common_prefix,
     identical_prefix,
     identical_suffix,
+    same_objects,
     shared_spans,
 )
+from contextwindow.messages import COMPARED, Message
 
 from ._support import edited
 
@@ -46,6 +48,29 @@ def test_identical_prefix_and_suffix_as_brute_force(data: st.DataObject) -> None
     while m < min(len(a), len(b)) and a[m] is b[m]:
         m += 1
     assert identical_prefix(a, b) == m
+
+
+# Equal in content, distinct objects (ids differ): only identity tells them apart.
+TWINS = [Message.user(t) for t in "aab"] + [Message.user(t) for t in "aab"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_identity_by_equality_and_the_counter_as_brute_force(
+    data: st.DataObject,
+) -> None:
+    pick = st.lists(st.sampled_from(TWINS), max_size=16)
+    a, b = data.draw(pick), data.draw(pick)
+    as_tuple = data.draw(st.booleans())
+    known = tuple(a) if as_tuple else a
+    m = 0
+    while m < min(len(a), len(b)) and a[m] is b[m]:
+        m += 1
+    assert identical_prefix(known, b, COMPARED) == m
+    k = data.draw(st.integers(0, len(a)))
+    assert same_objects(known, b, k, COMPARED) == (
+        len(b) >= k and all(x is y for x, y in zip(a[:k], b[:k], strict=True))
+    )
 
 
 def test_shared_spans_hold_the_very_objects() -> None:

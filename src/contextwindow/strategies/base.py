@@ -53,6 +53,7 @@ from contextwindow.errors import (
 )
 from contextwindow.formats._coerce import NEUTRAL, Shape, coerce_tools
 from contextwindow.messages import (
+    COMPARED,
     Image,
     Message,
     Provider,
@@ -995,7 +996,7 @@ def shares(
         for n, o, j in found:  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
             if n is new and o is old and j >= k:
                 return True
-    return same_objects(new, old, k)
+    return same_objects(old, new, k, COMPARED)
 
 
 def shared_length(

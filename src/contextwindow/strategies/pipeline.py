@@ -21,7 +21,7 @@ from contextwindow._args import as_strategy
 from contextwindow._memo import Memo
 from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ContextWindowError, SummarizerError
-from contextwindow.messages import Message, ToolSpec
+from contextwindow.messages import COMPARED, Message, ToolSpec
 from contextwindow.strategies.base import (
     Budget,
     Fitted,
@@ -164,7 +164,7 @@ def _last_input(
         return None, 0
     k = shared_length(budget, messages, last.messages)
     if k is None:
-        k = identical_prefix(messages, last.messages)
+        k = identical_prefix(last.messages, messages, COMPARED)
     return last, k
 
 

@@ -31,7 +31,7 @@ from itertools import repeat
 from contextwindow._args import check_callable, check_int, shown
 from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ContextWindowError
-from contextwindow.messages import Message, Unit
+from contextwindow.messages import COMPARED, Message, Unit
 from contextwindow.relevance.base import Scorer, document
 from contextwindow.relevance.bm25 import BM25Index, BM25Scorer
 from contextwindow.strategies.base import Budget, Change, Fitted, finish, pinned_units
@@ -180,7 +180,7 @@ class SelectRelevant:
         runs: dict[tuple[int, int], Change] = {}
         if isinstance(state, _Indexed):
             index = state.index
-            shared = identical_prefix(messages, state.messages)
+            shared = identical_prefix(state.messages, messages, COMPARED)
             # The old units that end in the shared prefix, but the last one.
             whole = max(bisect_left(state.stops, shared + 1) - 1, 0)
             j = bisect_left(state.counted, whole)

@@ -85,7 +85,7 @@ from typing import NamedTuple
 from contextwindow._args import check_int, check_number, shown
 from contextwindow._prefix import same_objects
 from contextwindow.errors import ArgumentTypeError
-from contextwindow.messages import Message, Unit, units
+from contextwindow.messages import COMPARED, Message, Unit, units
 from contextwindow.strategies.base import (
     Budget,
     Change,
@@ -391,7 +391,9 @@ class Summarize:
             if (
                 old.target == target
                 and len(old.replaced) == len(gone_messages)
-                and same_objects(old.replaced, gone_messages, len(gone_messages))
+                and same_objects(
+                    old.replaced, gone_messages, len(gone_messages), COMPARED
+                )
             ):
                 made.append(old)
                 summary = old.summary
