@@ -96,7 +96,10 @@ class TestInspectStored:
         assert "--view applies to a stored conversation" in err
         code, _, err = run("inspect", str(tmp_path / "none.json"))
         assert code == 2
-        assert "no such file (nor a store URL" in err
+        assert "no such file, nor a store URL" in err
+        code, _, err = run("inspect", str(tmp_path))
+        assert code == 2
+        assert "a directory, not a file; give a transcript file, - for" in err
         code, _, err = run("inspect", f"sqlite:///{tmp_path / 'empty.db'}")
         assert code == 1
         assert "no such file (reading creates none)" in err

@@ -71,9 +71,15 @@ def cli_errors() -> Generator[None, None, None]:
 def _check_source(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """``value`` itself: ``-``, a store URL, or the name of an existing file."""
     if value != "-" and not is_store_url(value) and not Path(value).is_file():
-        what = "a directory" if Path(value).is_dir() else "no such file"
+        if not value:
+            what = "an empty name"
+        elif Path(value).is_dir():
+            what = "a directory, not a file"
+        else:
+            what = "no such file, nor a store URL"
         raise click.BadParameter(
-            f"{value!r}: {what} (nor a store URL such as sqlite:///chats.db#ID)"
+            f"{value!r}: {what}; give a transcript file, - for standard input, "
+            "or a store URL such as sqlite:///chats.db#ID"
         )
     return value
 
