@@ -122,8 +122,9 @@ def _same_by_eq(
 
 def _first(a: Sequence[Any], k: int) -> list[Any] | tuple[Any, ...]:
     """``a[:k]`` as a list or a tuple (``a`` itself when it is one, that long)."""
-    if type(a) is list or type(a) is tuple:
-        return a if len(a) == k else a[:k]  # pyright: ignore[reportUnknownVariableType]  # as given
+    if isinstance(a, list | tuple):
+        given: list[Any] | tuple[Any, ...] = a  # pyright: ignore[reportUnknownVariableType]  # of Any, as given
+        return given if len(given) == k else given[:k]
     return list(islice(a, k))
 
 

@@ -426,7 +426,7 @@ class Message(_HashKept):
 
     def __eq__(self, other: object) -> bool:
         # What the dataclass would write, and a tick of ``COMPARED``: by it
-        # ``same_messages`` compares two lists of messages at C speed.
+        # ``_prefix.same_objects`` compares two lists of messages at C speed.
         next(COMPARED)
         if other.__class__ is not self.__class__ or not isinstance(other, Message):
             return NotImplemented
