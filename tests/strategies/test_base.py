@@ -4,6 +4,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import (
@@ -23,6 +25,7 @@ from contextwindow.strategies.base import (
     ChangeKind,
     Fitted,
     Report,
+    RunTally,
     describe,
     describe_run,
     final_indices,
@@ -31,7 +34,7 @@ from contextwindow.strategies.base import (
     relocate,
     stage_name,
 )
-from contextwindow.testing import FakeTokenizer
+from contextwindow.testing import FakeTokenizer, conversations
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.validity import CONTINUED, CONTINUED_ID, problems
 
@@ -314,6 +317,22 @@ class TestDescribeRun:
         assert describe_run(parallel, units(parallel)) == (
             "2 units: 1 tool exchange (t0, t1, t2, t3, ...), 1 message"
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations(), st.data())
+def test_describe_run_says_what_the_tally_gathers(
+    conv: list[Message], data: st.DataObject
+) -> None:
+    """``describe_run`` counts at C speed what ``RunTally.add`` counts unit by
+    unit (a strategy extending a run adds units to its tally): the same text."""
+    us = units(conv)
+    a = data.draw(st.integers(0, len(us)))
+    b = data.draw(st.integers(a, len(us)))
+    tally = RunTally()
+    for u in us[a:b]:
+        tally.add(conv, u)
+    assert describe_run(conv, us[a:b]) == tally.text()
 
 
 class TestStageName:

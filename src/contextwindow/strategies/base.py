@@ -58,6 +58,7 @@ from contextwindow.messages import (
     Message,
     Provider,
     Text,
+    ToolCall,
     ToolSpec,
     Unit,
     check_provider,
@@ -629,8 +630,22 @@ def describe_run(messages: Sequence[Message], run: Sequence[Unit]) -> str:
         '3 units: 1 tool exchange (ls), 2 messages'
     """
     tally = RunTally()
+    if not run:
+        return tally.text()
+    # What ``RunTally.add`` gathers unit by unit, counted at C speed where it can.
+    tally.first = describe(messages, run[0])
+    kinds = [u.kind for u in run]
+    tally.exchanges = kinds.count("tool_exchange")
+    tally.plain = kinds.count("message")
+    tally.orphans = len(kinds) - tally.exchanges - tally.plain
+    names = tally.names
     for u in run:
-        tally.add(messages, u)
+        if u.kind == "tool_exchange":
+            for part in messages[u.start].parts:
+                if part.__class__ is ToolCall:
+                    names[part.name] = None
+            if len(names) > MAX_NAMES_SHOWN:  # the first few are enough
+                break
     return tally.text()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from contextwindow._args import check_int
 from contextwindow.errors import BudgetError
@@ -382,7 +383,7 @@ def dropped_runs(
             Change(
                 "dropped",
                 stage,
-                tuple(m.id for m in messages[run[0].start : run[-1].stop]),
+                tuple(map(_ID, messages[run[0].start : run[-1].stop])),
                 run[0].start,
                 sum(cost[k:j]),
                 0,
@@ -394,6 +395,9 @@ def dropped_runs(
             runs.made[k, j] = changes[-1]
         k = j
     return changes
+
+
+_ID = attrgetter("id")
 
 
 def _budget_error(
