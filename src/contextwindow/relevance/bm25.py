@@ -313,7 +313,11 @@ class BM25Index:
         """
         k1, b = self.scorer.k1, self.scorer.b
         prefix = self._array("", self._prefix, None, np)[0][: n + 1]
-        rows = {term: self._array(term, *self._postings[term], np) for term in counts}
+        rows: list[tuple[int, Any, Any]] = []
+        for term in counts:
+            where, tf = self._array(term, *self._postings[term], np)
+            k = int(np.searchsorted(where, n))
+            rows.append((wanted[term], where[:k], tf[:k]))
         positions = np.arange(n)
         total = np.zeros(n)
         for width, weight in ((0, 1.0), *self.scorer.context):
@@ -326,20 +330,24 @@ class BM25Index:
                 lens = prefix[1:] - prefix[:-1]
             average = int(lens.sum()) / n or 1.0
             norm = k1 * ((1 - b) + (b * lens) / average)
+            # Where no norm is 0, 0 / (0 + norm) is +0.0: else only where the
+            # term is (as the loops do), for 0 / 0 would be NaN.
+            positive = bool(norm.min() > 0)
             level = np.zeros(n)
-            for term, (where, tf) in rows.items():
-                k = int(np.searchsorted(where, n))
-                f = np.zeros(n + 2 * width, dtype=np.int64)
-                f[where[:k] + width] = tf[:k]
-                if width:  # the term's count in each document's window
-                    sums = np.concatenate(((0,), np.cumsum(f)))
-                    f = sums[2 * width + 1 :] - sums[:n]
+            for times, where, tf in rows:
+                f = _window_counts(np, where, tf, n, width)
                 df = int(np.count_nonzero(f))
-                idf = wanted[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
+                idf = times * math.log(1 + (n - df + 0.5) / (df + 0.5))
                 gain = idf * (k1 + 1)
-                # Only where the term is: elsewhere 0 / (0 + norm) may be 0 / 0.
-                held = f != 0
-                level += np.divide(gain * f, f + norm, out=np.zeros(n), where=held)
+                below = f + norm
+                if positive:
+                    f *= gain
+                    f /= below
+                else:
+                    held = f != 0
+                    f *= gain
+                    f = np.divide(f, below, out=np.zeros(n), where=held)
+                level += f
             scale = weight / float(level.max())
             total = total + scale * level
         return cast("list[float]", total.tolist())
@@ -406,6 +414,22 @@ class _Spread:
             k = bisect_left(self.where, stable)
             del self.where[k:], self.tf[k:]
             self.stable = stable
+
+
+def _window_counts(np: Any, where: Any, tf: Any, n: int, width: int) -> Any:
+    """A term's count in the window ``width`` either side of each document.
+
+    As floats: counts are small integers, so every sum is exact, and a float
+    count is what the loops' ``gain * f`` makes of an int. Document ``p``
+    stands at ``p + width + 1``, a 0 first, so that the running sum gives each
+    window's count by one subtraction.
+    """
+    f = np.zeros(n + 2 * width + 1)
+    f[where + (width + 1)] = tf
+    if not width:
+        return f[1:]
+    sums = np.cumsum(f)
+    return sums[2 * width + 1 :] - sums[:n]
 
 
 class _Arrays:
