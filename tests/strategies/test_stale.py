@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from contextwindow.handles import handle_of, originals
 from contextwindow.messages import Message, ToolCall
-from contextwindow.strategies import Budget, FileTool, StaleReads
+from contextwindow.strategies import Budget, FileTool, StaleReads, _rescan
 from contextwindow.strategies.files import FileAction, file_actions
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
@@ -201,3 +204,42 @@ def test_a_scan_from_scratch_sends_the_same_markers_again() -> None:
     assert again.messages == fresh.messages
     assert again.messages[2] is first.messages[2]
     assert again.messages[4] is first.messages[4]
+
+
+def test_a_conversation_changed_before_its_end_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An input that parts from the last one at a tool result (a result an
+    earlier stage rewrote) has its calls read again, not every result
+    rewritten again; a verdict that moves (a read no longer superseded) is
+    found, and the output is a fresh one's."""
+    conv = [
+        Message.user("go"),
+        *call("r1", "Read", BODY, file_path="a.py"),
+        *call("r2", "Read", BODY, file_path="b.py"),
+        *call("r3", "Read", BODY, file_path="a.py"),
+        *call("r4", "Read", BODY, file_path="b.py"),
+        Message.user("next"),
+    ]
+    counter = TokenCounter(FakeTokenizer(), "anthropic")
+    StaleReads()(conv, Budget(0, counter))
+    scans: list[str] = []
+    full = _rescan._full
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        scans.append(args[2])
+        return full(*args, **kwargs)
+
+    monkeypatch.setattr(_rescan, "_full", counted)
+    rewritten = [*conv[:6], Message.tool("r3", BODY + "\nchanged"), *conv[7:]]
+    moved = [*conv[:5], *call("r3", "Read", BODY, file_path="c.py"), *conv[7:]]
+    for edited in (rewritten, moved):
+        again = StaleReads()(edited, Budget(0, counter))
+        assert scans == []
+        fresh = StaleReads()(edited, budget())
+        scans.clear()
+        assert [(m, m.id) for m in again.messages] == [
+            (m, m.id) for m in fresh.messages
+        ]
+        assert again.report == fresh.report
+    assert [c.index for c in again.report.changes] == [4]  # b.py only, now

@@ -3,12 +3,13 @@ from __future__ import annotations
 import copy
 import json
 import random
+from typing import Any
 
 import pytest
 
 from contextwindow.handles import find_handles, handle_of, originals
 from contextwindow.messages import Message, ToolCall
-from contextwindow.strategies import Budget, StaleReads, TruncateToolInputs
+from contextwindow.strategies import Budget, StaleReads, TruncateToolInputs, _rescan
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
 
@@ -120,3 +121,33 @@ class TestIncremental:
                 assert got.report == want.report
                 cut += len(got.report.changes)
         assert cut > 0  # the stage acted, so resuming was put to the test
+
+
+def test_a_boundary_moved_back_or_an_earlier_change_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The recent calls' boundary moving back (the newest call gone) or a
+    result rewritten before it (an earlier stage's work) resumes the scan at
+    the earlier boundary, not from scratch, and gives a fresh fit's output."""
+    whole = conv(6)
+    counter = TokenCounter(FakeTokenizer(), "openai")
+    strategy = TruncateToolInputs(keep_recent=2, max_tokens=20)
+    strategy(whole, Budget(0, counter))
+    scans: list[str] = []
+    full = _rescan._full
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        scans.append(args[2])
+        return full(*args, **kwargs)
+
+    monkeypatch.setattr(_rescan, "_full", counted)
+    shorter = whole[:-3]  # the newest exchange and the last turn gone
+    rewritten = [*whole[:8], Message.tool("w3", "File written, twice"), *whole[9:]]
+    for edited in (shorter, rewritten, whole):
+        got = strategy(edited, Budget(0, counter))
+        assert scans == []
+        want = strategy(edited, Budget(0, TokenCounter(FakeTokenizer(), "openai")))
+        scans.clear()
+        assert [(m, m.id) for m in got.messages] == [(m, m.id) for m in want.messages]
+        assert got.report == want.report
+        assert got.report.changes

@@ -652,3 +652,25 @@ class TestDeduplicate:
         """A copy shorter than the note is left as it is."""
         fitted = Deduplicate()(repeated("ok", "ok"), budget())
         assert fitted.report.changes == ()
+
+
+def test_a_resumed_scan_sends_its_unchanged_rewrites_again() -> None:
+    """A scan resumed early (the limit moved) rewrites the results after its
+    start anew: those that come out as before go out as the very objects of
+    the last output, so the stages after it find their input the same."""
+    conv = [Message.user("go")]
+    for k in range(8):
+        conv += exchange(f"c{k}", f"result {k} " + "w " * 100)
+    conv.append(Message.user("ok?"))
+    counter = TokenCounter(FakeTokenizer())
+    whole = counter.messages(conv)
+    strategy = TruncateToolResults(keep_recent=0, max_tokens=20)
+    first = strategy(conv, Budget(whole // 4, counter))
+    # A larger limit needs fewer cuts: the scan resumes at the last one it
+    # keeps, and rewrites that one again.
+    again = strategy(conv, Budget(whole // 2, counter))
+    fresh = strategy(conv, Budget(whole // 2, TokenCounter(FakeTokenizer())))
+    assert [(m, m.id) for m in again.messages] == [(m, m.id) for m in fresh.messages]
+    cut = [c.index for c in again.report.changes]
+    assert 0 < len(cut) < len(first.report.changes)
+    assert all(again.messages[i] is first.messages[i] for i in cut)

@@ -353,14 +353,20 @@ def _reuse(
     changes: Sequence[Change],
     messages: Sequence[Message],
     last: _Scanned,
+    since: int = 0,
 ) -> None:
     """Put back in ``out`` the last scan's rewrites that came out the same.
 
-    A scan from scratch rewrites each message anew: where the rewrite of the
+    A scan rewrites each message it passes anew: where the rewrite of the
     same original equals the one made before, that very object goes out
     again, so the stages after see the objects they saw and resume.
+    ``since``: the last scan's rewrites before this message are not looked at.
     """
-    made = {id(last.messages[i]): (last.messages[i], last.out[i]) for i in last.indices}
+    first = bisect_left(last.indices, since)
+    made = {
+        id(last.messages[i]): (last.messages[i], last.out[i])
+        for i in last.indices[first:]
+    }
     for c in changes:
         i = c.index
         hit = made.get(id(messages[i]))
@@ -446,6 +452,9 @@ def _resume(
         messages, budget, stage, kind, rewrite, start, total - before, position, finals
     )
     out = [*state.out[:start], *tail]
+    # The tail's rewrites that equal the last ones: those very objects, so
+    # that a later stage finds its input the same as before and resumes too.
+    _reuse(out, changes, messages, state, start)
     all_changes = [*state.changes[:j], *changes]
     fitted = finish(
         stage,

@@ -233,6 +233,14 @@ class _Reads:
         )
 
 
+def _first_change(
+    old: Mapping[int, object], new: Mapping[int, object], results: int
+) -> int:
+    """The first result position marked in one map and not alike in the other."""
+    moved = [p for p in old.keys() | new.keys() if old.get(p) != new.get(p)]
+    return min(moved, default=results)
+
+
 class _Superseded:
     """StaleReads' rule as a ``_rescan.Policy``."""
 
@@ -305,13 +313,21 @@ class _Superseded:
         shared: int,
         extends: bool,
     ) -> tuple[Rewrite, int, object] | None:
+        if not isinstance(kept, _Reads):
+            return None
         if (
-            not extends
-            or not isinstance(kept, _Reads)
-            or kept.messages != shared
-            or (shared < len(messages) and messages[shared].role == "tool")
+            extends
+            and kept.messages == shared
+            and not (shared < len(messages) and messages[shared].role == "tool")
         ):
-            return None  # a unit may span the old end: a full scan
-        reads = kept.copy()
-        since = self._add(reads, messages)
+            reads = kept.copy()
+            since = self._add(reads, messages)
+        else:
+            # Changed before its end (an earlier stage rewrote a result), or
+            # a unit may span the old end: the calls are read again, which
+            # costs little beside rewriting every result, and the scan
+            # resumes at the first read whose verdict moved.
+            reads = _Reads(0, 0, {}, {})
+            self._add(reads, messages)
+            since = _first_change(kept.stale, reads.stale, results)
         return self.strategy.rewrite(reads, self.tokenizer), since, reads

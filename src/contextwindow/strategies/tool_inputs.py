@@ -184,8 +184,11 @@ class _Recent:
 
     What it keeps: the boundary and the tool results before it. A boundary
     that moved on lets the scan resume at the first result after the old
-    one (its unit starts at or before the call that aged); one that moved
-    back means a full scan.
+    one (its unit starts at or before the call that aged). One that moved
+    back, or a conversation changed before it (a result rewritten by an
+    earlier stage), has the results before the new boundary counted again,
+    and the scan resumes at the earlier of the two boundaries (the calls
+    before both are cut either way).
     """
 
     keep_recent: int
@@ -209,7 +212,12 @@ class _Recent:
         if not self.keep_recent or last == old:
             return _Old(last), results, (last, before)
         if last < old or shared < old:
-            return None
+            first = _results(messages, 0, min(last, old))
+            return (
+                _Old(last),
+                first,
+                (last, first + _results(messages, min(last, old), last)),
+            )
         return _Old(last), before, (last, before + _results(messages, old, last))
 
 
