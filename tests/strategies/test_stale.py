@@ -2,17 +2,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from contextwindow.handles import handle_of, originals
 from contextwindow.messages import Message, ToolCall
-from contextwindow.strategies import Budget, FileTool, StaleReads, _rescan
+from contextwindow.strategies import Budget, FileTool, StaleReads
 from contextwindow.strategies.files import FileAction, file_actions
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
 from contextwindow.transcripts import read_transcripts
+
+from ._support import full_scans
 
 
 def budget(limit: int = 0) -> Budget:
@@ -223,14 +224,7 @@ def test_a_conversation_changed_before_its_end_resumes(
     ]
     counter = TokenCounter(FakeTokenizer(), "anthropic")
     StaleReads()(conv, Budget(0, counter))
-    scans: list[str] = []
-    full = _rescan._full
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        scans.append(args[2])
-        return full(*args, **kwargs)
-
-    monkeypatch.setattr(_rescan, "_full", counted)
+    scans = full_scans(monkeypatch)
     rewritten = [*conv[:6], Message.tool("r3", BODY + "\nchanged"), *conv[7:]]
     moved = [*conv[:5], *call("r3", "Read", BODY, file_path="c.py"), *conv[7:]]
     for edited in (rewritten, moved):

@@ -3,15 +3,16 @@ from __future__ import annotations
 import copy
 import json
 import random
-from typing import Any
 
 import pytest
 
 from contextwindow.handles import find_handles, handle_of, originals
 from contextwindow.messages import Message, ToolCall
-from contextwindow.strategies import Budget, StaleReads, TruncateToolInputs, _rescan
+from contextwindow.strategies import Budget, StaleReads, TruncateToolInputs
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
+
+from ._support import full_scans
 
 BODY = "\n".join(f"def handler_{i}(): return {i}" for i in range(80))
 
@@ -133,14 +134,7 @@ def test_a_boundary_moved_back_or_an_earlier_change_resumes(
     counter = TokenCounter(FakeTokenizer(), "openai")
     strategy = TruncateToolInputs(keep_recent=2, max_tokens=20)
     strategy(whole, Budget(0, counter))
-    scans: list[str] = []
-    full = _rescan._full
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        scans.append(args[2])
-        return full(*args, **kwargs)
-
-    monkeypatch.setattr(_rescan, "_full", counted)
+    scans = full_scans(monkeypatch)
     shorter = whole[:-3]  # the newest exchange and the last turn gone
     rewritten = [*whole[:8], Message.tool("w3", "File written, twice"), *whole[9:]]
     for edited in (shorter, rewritten, whole):
