@@ -33,7 +33,7 @@ Contract:
   window counts by a cumulative sum, its share added to every document, 0 where
   it is absent): the very same floats, from the same operations in the same
   order (``tests/relevance/test_bm25.py`` holds both ways to each other, bit
-  for bit), some 20x faster on 10,000 documents.
+  for bit), 10-15x faster per query on 10,000 documents once its arrays are made.
 """
 
 from __future__ import annotations

@@ -298,11 +298,16 @@ class _Superseded:
         reads.results = position
         return since
 
+    def _all(self, messages: Sequence[Message]) -> _Reads:
+        """The file actions of all of ``messages``."""
+        reads = _Reads(0, 0, {}, {})
+        self._add(reads, messages)
+        return reads
+
     def fresh(
         self, messages: Sequence[Message], results: int
     ) -> tuple[Rewrite, object]:
-        reads = _Reads(0, 0, {}, {})
-        self._add(reads, messages)
+        reads = self._all(messages)
         return self.strategy.rewrite(reads, self.tokenizer), reads
 
     def resume(
@@ -327,7 +332,6 @@ class _Superseded:
             # a unit may span the old end: the calls are read again, which
             # costs little beside rewriting every result, and the scan
             # resumes at the first read whose verdict moved.
-            reads = _Reads(0, 0, {}, {})
-            self._add(reads, messages)
+            reads = self._all(messages)
             since = _first_change(kept.stale, reads.stale, results)
         return self.strategy.rewrite(reads, self.tokenizer), since, reads
