@@ -333,6 +333,13 @@ def test_describe_run_says_what_the_tally_gathers(
     for u in us[a:b]:
         tally.add(conv, u)
     assert describe_run(conv, us[a:b]) == tally.text()
+    # Extending a tally that holds units already adds as ``add`` does.
+    split = data.draw(st.integers(a, b))
+    both = RunTally()
+    for u in us[a:split]:
+        both.add(conv, u)
+    both.extend(conv, us[split:b])
+    assert both.text() == tally.text()
 
 
 class TestStageName:

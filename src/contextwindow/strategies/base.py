@@ -630,22 +630,7 @@ def describe_run(messages: Sequence[Message], run: Sequence[Unit]) -> str:
         '3 units: 1 tool exchange (ls), 2 messages'
     """
     tally = RunTally()
-    if not run:
-        return tally.text()
-    # What ``RunTally.add`` gathers unit by unit, counted at C speed where it can.
-    tally.first = describe(messages, run[0])
-    kinds = [u.kind for u in run]
-    tally.exchanges = kinds.count("tool_exchange")
-    tally.plain = kinds.count("message")
-    tally.orphans = len(kinds) - tally.exchanges - tally.plain
-    names = tally.names
-    for u in run:
-        if u.kind == "tool_exchange":
-            for part in messages[u.start].parts:
-                if part.__class__ is ToolCall:
-                    names[part.name] = None
-            if len(names) > MAX_NAMES_SHOWN:  # the first few are enough
-                break
+    tally.extend(messages, run)
     return tally.text()
 
 
@@ -692,6 +677,26 @@ class RunTally:
             self.plain += 1
         else:  # orphan results (a system unit is never in a run)
             self.orphans += 1
+
+    def extend(self, messages: Sequence[Message], run: Sequence[Unit]) -> None:
+        """``add`` each unit of ``run``, counted at C speed where it can be."""
+        if not run:
+            return
+        if not self.units:
+            self.first = describe(messages, run[0])
+        kinds = [u.kind for u in run]
+        exchanges, plain = kinds.count("tool_exchange"), kinds.count("message")
+        self.exchanges += exchanges
+        self.plain += plain
+        self.orphans += len(kinds) - exchanges - plain
+        names = self.names
+        for u in run:
+            if len(names) > MAX_NAMES_SHOWN:  # the first few are enough
+                break
+            if u.kind == "tool_exchange":
+                for part in messages[u.start].parts:
+                    if part.__class__ is ToolCall:
+                        names[part.name] = None
 
     def copy(self) -> RunTally:
         """An independent copy."""

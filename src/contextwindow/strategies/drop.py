@@ -206,8 +206,7 @@ class _DropState:
         while first > 0 and not keep[first - 1]:
             first -= 1
         tally = RunTally()
-        for u in us[first : last + 1]:
-            tally.add(messages, u)
+        tally.extend(messages, us[first : last + 1])
         head = tuple(
             m
             for k in range(last)
