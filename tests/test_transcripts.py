@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from contextwindow.errors import InvalidMessageError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    InvalidMessageError,
+)
 from contextwindow.messages import Message, Text, ToolCall, ToolResult, ToolSpec, units
 from contextwindow.transcripts import (
     FORMATS,
@@ -393,6 +397,22 @@ class TestReadErrors:
         assert "tried openai, openai_request" in info.value.reason
         with pytest.raises(InvalidMessageError, match="matches no known format"):
             read_transcripts(write(tmp_path, "y.json", [1, 2]))
+
+    def test_a_path_no_file_system_takes(self) -> None:
+        """A NUL in a path, or a path of bytes, is a bad argument named ``source``."""
+
+        class BytesPath:
+            def __fspath__(self) -> bytes:
+                return b"chat.json"
+
+        with pytest.raises(ArgumentValueError, match="^source: .*without NUL"):
+            read_transcripts("chat\0.json")
+        with pytest.raises(ArgumentValueError, match="^source: .*without NUL"):
+            read_transcripts(Path("a\0b"))
+        with pytest.raises(ArgumentTypeError, match="^source: expected a path"):
+            read_transcripts(BytesPath())  # type: ignore[arg-type]  # what the test gives
+        with pytest.raises(InvalidMessageError, match="no-such.json: cannot read"):
+            read_transcripts("no-such.json")
 
     def test_bad_message_in_jsonl(self, tmp_path: Path) -> None:
         """A malformed message in JSONL is named by line and field."""

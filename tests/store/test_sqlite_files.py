@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from contextwindow import Message, StoreError
+from contextwindow.errors import ArgumentValueError
 from contextwindow.store import SQLiteStore, open_store
 
 
@@ -123,6 +124,14 @@ class TestReadOnly:
 
 
 COUNTS = "0002_counts_in_digest"
+
+
+class TestPaths:
+    def test_a_path_no_file_system_takes(self, tmp_path: Path) -> None:
+        """A NUL in the path is a bad argument named ``path``, not sqlite's error."""
+        with pytest.raises(ArgumentValueError, match="^path: .*without NUL"):
+            SQLiteStore(tmp_path / "a\0b.db")
+        assert not list(tmp_path.iterdir())
 
 
 class TestDamage:

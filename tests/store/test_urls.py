@@ -44,6 +44,9 @@ class TestOpenStore:
         )
         with pytest.raises(StoreError, match="takes only"):
             open_store("sqlite:///:memory:?cache=shared")
+        for url in ("sqlite:///a\0b.db", "sqlite:///a%00b.db"):
+            with pytest.raises(StoreError, match="cannot hold a NUL"):
+                open_store(url)
 
     def test_schemes(self, postgres_server: str, redis_server: str) -> None:
         """Each scheme opens its store; the fragment is ignored; Redis takes prefix."""

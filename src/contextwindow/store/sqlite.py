@@ -92,6 +92,10 @@ class SQLiteStore(SQLStore):
         text = os.fspath(path)
         if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a PathLike of bytes
             raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
+        if "\0" in text:  # no file system takes one
+            raise ArgumentValueError(
+                "path", shown(path), "a path without NUL characters"
+            )
         self._path = text
         check_number(timeout, "timeout", low=0, high=1e6)
         check_bool(readonly, "readonly")

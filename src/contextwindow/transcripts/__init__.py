@@ -52,7 +52,11 @@ from typing import IO, Any, cast
 from contextwindow._args import check_str, shown
 from contextwindow._json import check_tree, decode, loads
 from contextwindow._validate import expect_list, expect_mapping, type_name
-from contextwindow.errors import ArgumentTypeError, InvalidMessageError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    InvalidMessageError,
+)
 from contextwindow.formats import from_anthropic, from_openai, from_responses
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.transcripts._base import FORMATS, Records, Transcript
@@ -195,15 +199,25 @@ def _read_source(
         raise ArgumentTypeError(
             "source", shown(source), "a path or an open text or binary file"
         )
-    name = _name(source)
     data: str | bytes
     if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not isinstance(path, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a PathLike of bytes
+            raise ArgumentTypeError(
+                "source", shown(source), "a path or an open text or binary file"
+            )
+        if "\0" in path:  # no file system takes one
+            raise ArgumentValueError(
+                "source", shown(source), "a path without NUL characters"
+            )
+        name = Path(path).name
         try:
-            data = Path(source).read_bytes()
+            data = Path(path).read_bytes()
         except OSError as exc:
             reason = f"cannot read: {exc.strerror or exc}"
-            raise InvalidMessageError(os.fspath(source), reason) from exc
+            raise InvalidMessageError(path, reason) from exc
     else:
+        name = _name(source)
         # A text stream's bytes, when it has them: decoded as a file is, in
         # any locale (a C locale reads undecodable stdin as surrogates).
         raw = getattr(source, "buffer", None)
