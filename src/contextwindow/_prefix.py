@@ -37,6 +37,7 @@ __all__ = [
     "identical_prefix",
     "identical_suffix",
     "last_span",
+    "longest_prefix",
     "same_objects",
     "shared_spans",
 ]
@@ -66,6 +67,34 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
         return n  # the common case (an extension), at C speed
     # a[:1] == b[:1]: gallop over the rest.
     return 1 + _gallop(n - 1, lambda lo, hi: equal(1 + lo, 1 + hi))
+
+
+def longest_prefix(
+    new: Sequence[Any], olds: Sequence[Sequence[Any]]
+) -> tuple[int, int]:
+    """Which of ``olds`` shares the longest prefix with ``new``, and its length.
+
+    Returns the first such one's index and the length (``-1, 0``: none shares
+    one). An old one is compared only when it holds, at the length the best
+    so far shares, what ``new`` does: to share more it must, so a list of
+    versions that part at the same place costs one look each.
+
+    Example:
+        >>> longest_prefix([1, 2, 3], [[1, 9], [1, 2, 3, 4], [1, 2, 5]])
+        (1, 3)
+        >>> longest_prefix([1], [[2], []])
+        (-1, 0)
+    """
+    best, which = 0, -1
+    for k, old in enumerate(olds):
+        if best >= len(old) or best >= len(new):
+            continue
+        a, b = new[best], old[best]
+        if a is b or a == b:
+            n = common_prefix(new, old)
+            if n > best:
+                best, which = n, k
+    return which, best
 
 
 def same_objects(

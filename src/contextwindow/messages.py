@@ -35,7 +35,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import count, repeat
+from itertools import count
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -46,7 +46,7 @@ from contextwindow._args import (
     check_str,
     shown,
 )
-from contextwindow._prefix import TRIED, best_spans, common_prefix
+from contextwindow._prefix import TRIED, best_spans, longest_prefix
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -676,12 +676,8 @@ def _longest_shared(
     seq: Sequence[Message], recent: Sequence[tuple[Sequence[Message], tuple[Unit, ...]]]
 ) -> tuple[int, Sequence[Message], tuple[Unit, ...]]:
     """The remembered sequence sharing the longest prefix with ``seq``."""
-    best: tuple[int, Sequence[Message], tuple[Unit, ...]] = (0, [], ())
-    for last, found in recent:
-        if last and seq and seq[0] == last[0]:
-            k = common_prefix(seq, last)
-            if k > best[0]:
-                best = (k, last, found)
+    which, k = longest_prefix(seq, [last for last, _ in recent])
+    best = (k, *recent[which]) if k else (0, [], ())
     if best[0] >= _MIN_SHARED or (best[0] and len(best[1]) == len(seq)):
         return best
     return (0, [], ())
@@ -729,7 +725,7 @@ def _scan_known(
             if j < len(found) and found[j].stop + d == end == n == len(last) + d:
                 j += 1
             if j > k:
-                out.extend(found[k:j] if not d else map(_moved, found[k:j], repeat(d)))
+                out.extend(found[k:j] if not d else _shifted(found[k:j], d))
                 at = found[j - 1].stop + d
         if at < n:
             _scan(seq, at, out)
@@ -752,6 +748,31 @@ def _moved(u: Unit, d: int) -> Unit:
     if u.kind == "orphan_results":
         return Unit("orphan_results", u.start + d, u.stop + d)
     return _one(u.kind, u.start + d)
+
+
+def _shifted(found: Sequence[Unit], d: int) -> list[Unit]:
+    """``_moved(u, d)`` of each of ``found``.
+
+    One message and two-message exchanges (nearly every unit) are taken from
+    the units kept built, in the loop, without a call each.
+    """
+    ones = _ONE.get("message") or []
+    pairs = _EXCHANGES[2]
+    out: list[Unit] = []
+    append = out.append
+    for u in found:
+        i = u.start + d
+        kind = u.kind
+        kept: Unit | None = None
+        if kind == "message":
+            kept = ones[i] if 0 <= i < len(ones) else None
+        elif kind == "tool_exchange" and u.stop - u.start == 2 and not u.unanswered:
+            kept = pairs[i] if 0 <= i < len(pairs) else None
+        if kept is not None:
+            append(kept)
+            continue
+        append(_moved(u, d))
+    return out
 
 
 def _units_before(found: Sequence[Unit], k: int) -> int:

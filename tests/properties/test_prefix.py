@@ -11,6 +11,7 @@ from contextwindow._prefix import (
     common_prefix,
     identical_prefix,
     identical_suffix,
+    longest_prefix,
     same_objects,
     shared_spans,
 )
@@ -31,6 +32,18 @@ def test_common_prefix_as_brute_force(a: list[int], b: list[int]) -> None:
         n += 1
     assert common_prefix(a, b) == n
     assert common_prefix(tuple(a), b) == n
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 2), max_size=12),
+    st.lists(st.lists(st.integers(0, 2), max_size=12), max_size=6),
+)
+def test_longest_prefix_as_brute_force(new: list[int], olds: list[list[int]]) -> None:
+    shared = [common_prefix(new, old) for old in olds]
+    best = max(shared, default=0)
+    which = shared.index(best) if best else -1
+    assert longest_prefix(new, olds) == (which, best)
 
 
 @settings(max_examples=300, deadline=None)

@@ -501,8 +501,10 @@ def _tables(
         if line:
             lines.append(u.start)
         i += 1
-    cutsum = array("q", [0])
-    cutsum.extend(accumulate(marked))
+    # The running sum of what is known stands; only the rest is added up.
+    cutsum = old.cutsum[: start + 1] if start else array("q", [0])
+    cutsum.extend(accumulate(marked[start:], initial=cutsum[-1]))
+    del cutsum[start + 1]  # ``initial`` again
     _add_runs(runs, joins, cut)
     found = _Tables(messages, us, cost, cut, joins, marked, cutsum, runs, finals, lines)
     budget.memo.put(key, found)

@@ -39,7 +39,7 @@ from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import LRU
 from contextwindow._memo import Memo
-from contextwindow._prefix import TRIED, best_spans, common_prefix
+from contextwindow._prefix import TRIED, best_spans, longest_prefix
 from contextwindow.errors import ContextWindowError
 from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
@@ -548,15 +548,8 @@ def _longest_prefix(
     recent: Sequence[tuple[Sequence[Message], tuple[int, ...]]],
 ) -> tuple[int, tuple[int, ...]]:
     """The longest prefix ``seq`` shares with a remembered sequence, and its sums."""
-    best = 0
-    sums: tuple[int, ...] = ()
-    for last, last_sums in recent:
-        if not last or seq[:1] != last[:1]:
-            continue
-        k = common_prefix(seq, last)
-        if k > best:
-            best, sums = k, last_sums
-    return (best, sums) if best >= MIN_SHARED else (0, ())
+    which, best = longest_prefix(seq, [last for last, _ in recent])
+    return (best, recent[which][1]) if best >= MIN_SHARED else (0, ())
 
 
 def _listed(msgs: Iterable[Any], provider: Provider) -> Sequence[Any]:
