@@ -405,13 +405,13 @@ class TestReadErrors:
             def __fspath__(self) -> bytes:
                 return b"chat.json"
 
-        with pytest.raises(ArgumentValueError, match="^source: .*without NUL"):
+        with pytest.raises(ArgumentValueError, match=r"^source: .*without NUL"):
             read_transcripts("chat\0.json")
-        with pytest.raises(ArgumentValueError, match="^source: .*without NUL"):
+        with pytest.raises(ArgumentValueError, match=r"^source: .*without NUL"):
             read_transcripts(Path("a\0b"))
-        with pytest.raises(ArgumentTypeError, match="^source: expected a path"):
+        with pytest.raises(ArgumentTypeError, match=r"^source: expected a path"):
             read_transcripts(BytesPath())  # type: ignore[arg-type]  # what the test gives
-        with pytest.raises(InvalidMessageError, match="no-such.json: cannot read"):
+        with pytest.raises(InvalidMessageError, match=r"no-such\.json: cannot read"):
             read_transcripts("no-such.json")
 
     def test_bad_message_in_jsonl(self, tmp_path: Path) -> None:

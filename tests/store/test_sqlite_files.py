@@ -129,7 +129,7 @@ COUNTS = "0002_counts_in_digest"
 class TestPaths:
     def test_a_path_no_file_system_takes(self, tmp_path: Path) -> None:
         """A NUL in the path is a bad argument named ``path``, not sqlite's error."""
-        with pytest.raises(ArgumentValueError, match="^path: .*without NUL"):
+        with pytest.raises(ArgumentValueError, match=r"^path: .*without NUL"):
             SQLiteStore(tmp_path / "a\0b.db")
         assert not list(tmp_path.iterdir())
 

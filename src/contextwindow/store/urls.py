@@ -114,7 +114,9 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
                 "?mode=ro and ?immutable=1"
             )
         if "\0" in unquote(path):
-            raise StoreError(f"{base!r}: a sqlite URL's path cannot hold a NUL character")
+            raise StoreError(
+                f"{base!r}: a sqlite URL's path cannot hold a NUL character"
+            )
         return SQLiteStore(
             unquote(path) or ":memory:",
             synchronous="NORMAL" if sync == "NORMAL" else "FULL",

@@ -502,7 +502,8 @@ def _tables(
             lines.append(u.start)
         i += 1
     # The running sum of what is known stands; only the rest is added up.
-    cutsum = old.cutsum[: start + 1] if start else array("q", [0])
+    known = old.cutsum[: start + 1] if start and isinstance(old, _Tables) else None
+    cutsum = known if known is not None else array("q", [0])
     cutsum.extend(accumulate(marked[start:], initial=cutsum[-1]))
     del cutsum[start + 1]  # ``initial`` again
     _add_runs(runs, joins, cut)
