@@ -4,6 +4,8 @@ import copy
 
 import pytest
 
+import contextwindow.strategies.drop as drop
+from contextwindow import fit
 from contextwindow.errors import BudgetError, ContextWindowError
 from contextwindow.messages import (
     Message,
@@ -307,6 +309,90 @@ class TestDropOldest:
         DropOldest()(conv, budget(20))
         assert conv == before
         assert [m.id for m in conv] == ids
+
+
+class TestRefit:
+    """A re-fit resumes from the cut it made last, and equals a fit from scratch."""
+
+    @staticmethod
+    def history(n: int) -> list[Message]:
+        conv = [Message.system("be brief"), Message.user("the task")]
+        for k in range(n):
+            conv += [
+                Message.user(f"question {k} " + "word " * 6),
+                Message.assistant(tool_calls=[call(f"c{k}")]),
+                Message.tool(f"c{k}", "out " * 12),
+            ]
+        return conv
+
+    @staticmethod
+    def shrunk(
+        conv: list[Message], kept: tuple[Message, ...], text: str
+    ) -> list[Message]:
+        """``conv`` with the results ``kept`` holds cut to ``text``."""
+        ids = {m.id for m in kept}
+        return [
+            Message.tool(m.tool_results[0].call_id, text)
+            if m.role == "tool" and m.id in ids
+            else m
+            for m in conv
+        ]
+
+    def test_fewer_drops_when_what_is_kept_shrank(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A result after the cut cut short since (an earlier stage's doing):
+        the last drops come back, oldest first as from scratch, without
+        grouping the conversation again."""
+        conv = self.history(30)
+        counter = TokenCounter(FakeTokenizer())
+        strategy = DropOldest()
+        first = fit(conv, limit=300, strategy=strategy, tokenizer=counter)
+        dropped = sum(c.units for c in first.report.changes)
+        # The kept results shrink: much less needs to go.
+        shrunk = self.shrunk(conv, first.messages, "short")
+        shrunk.append(Message.user("and now?"))
+
+        def no_full_path(*args: object, **kw: object) -> object:
+            raise AssertionError("the conversation was grouped from scratch")
+
+        monkeypatch.setattr(drop, "pinned_units", no_full_path)
+        again = fit(shrunk, limit=300, strategy=strategy, tokenizer=counter)
+        monkeypatch.undo()
+        fresh = fit(shrunk, limit=300, strategy=DropOldest(), tokenizer=FakeTokenizer())
+        assert again.messages == fresh.messages
+        assert [m.id for m in again.messages] == [m.id for m in fresh.messages]
+        assert again.report == fresh.report
+        assert 0 < sum(c.units for c in again.report.changes) < dropped
+        assert again.report.tokens_after <= 300
+
+    def test_the_whole_run_back_is_fitted_from_scratch(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """When the last run (after a pinned message) would come back whole,
+        drops before it may come back too: the fit starts over, and equals
+        one from scratch."""
+        conv = self.history(30)
+        conv[65] = Message.user(conv[65].text, pinned=True)
+        counter = TokenCounter(FakeTokenizer())
+        first = fit(conv, limit=300, strategy=DropOldest(), tokenizer=counter)
+        assert [(c.index, c.units) for c in first.report.changes] == [(2, 42), (66, 3)]
+        shrunk = self.shrunk(conv, first.messages, "-")
+        undone: list[object] = []
+        undrop = drop._undrop  # pyright: ignore[reportPrivateUsage]  # the path under test
+
+        def spy(*args: object) -> object:
+            undone.append(undrop(*args))  # type: ignore[arg-type]  # passed through
+            return undone[-1]
+
+        monkeypatch.setattr(drop, "_undrop", spy)
+        again = fit(shrunk, limit=300, strategy=DropOldest(), tokenizer=counter)
+        monkeypatch.undo()
+        fresh = fit(shrunk, limit=300, strategy=DropOldest(), tokenizer=FakeTokenizer())
+        assert undone == [None]
+        assert again.messages == fresh.messages
+        assert again.report == fresh.report
+        assert [(c.index, c.units) for c in again.report.changes] == [(2, 41)]
 
 
 class TestKeepFirst:

@@ -187,6 +187,8 @@ class _DropState:
     """The report's changes, the last one the run ending at ``last``."""
     tally: RunTally
     """What the last run holds, to extend its description."""
+    run: tuple[Unit, ...]
+    """The last run's units, to move the cut back when fewer drops do."""
 
     @staticmethod
     def of(
@@ -223,6 +225,7 @@ class _DropState:
             max(lead, default=-1),
             changes,
             tally,
+            tuple(us[first : last + 1]),
         )
 
 
@@ -243,11 +246,11 @@ def _resume(
     ):
         return None
     total = budget.count(messages)
-    if total - (state.dropped - state.last_cost) <= budget.limit:
-        return None  # fewer drops would do
     finals = final_indices(messages, budget.provider)
     if min(finals) < stop:
         return None
+    if total - (state.dropped - state.last_cost) <= budget.limit:
+        return _undrop(state, messages, budget, total)  # fewer drops do
     message = budget.counter.message
     markers = budget.protected
     at = stop  # where the next unit starts
@@ -255,6 +258,7 @@ def _resume(
     head = list(state.head)
     changes = list(state.changes)
     tally: RunTally | None = state.tally.copy()
+    run = list(state.run)
     run_start = changes[-1].index
     run_ids: tuple[str, ...] = changes[-1].ids
     run_cost = changes[-1].tokens_before
@@ -278,7 +282,9 @@ def _resume(
         else:
             if tally is None:
                 tally, run_start, run_ids, run_cost = RunTally(), u.start, (), 0
+                run = []
             tally.add(messages, u)
+            run.append(u)
             run_ids += tuple(m.id for m in span)
             run_cost += c
             left -= c
@@ -305,6 +311,60 @@ def _resume(
         state.lead,
         tuple(changes),
         tally,
+        tuple(run),
+    )
+    return fitted, new_state
+
+
+def _undrop(
+    state: _DropState, messages: Sequence[Message], budget: Budget, total: int
+) -> tuple[Fitted, _DropState] | None:
+    """The fit of ``messages`` with the cut ``state`` holds moved back.
+
+    What came before it shrank (a result cut since), so the last drops are
+    not needed: from the end of the last run, its units come back while the
+    rest still fits, as dropping oldest first from scratch decides. ``None``
+    when the whole run would come back (then the fit is done from scratch).
+    """
+    message = budget.counter.message
+    run = state.run
+    dropped, n = state.dropped, len(run)
+    cost = state.last_cost
+    while n > 1 and total - (dropped - cost) <= budget.limit:
+        dropped -= cost
+        n -= 1
+        u = run[n - 1]
+        cost = sum(map(message, messages[u.start : u.stop]))
+    if total - (dropped - cost) <= budget.limit:
+        return None  # the run's first unit need not go either
+    kept_run = run[:n]
+    stop = kept_run[-1].stop
+    last_change = state.changes[-1]
+    start = last_change.index
+    tally = RunTally()
+    tally.extend(messages, kept_run)
+    ids = last_change.ids[: stop - start]
+    run_cost = last_change.tokens_before - (state.dropped - dropped)
+    changes = (*state.changes[:-1], _run_change(start, ids, run_cost, tally))
+    out = [*state.head, *messages[stop:]]
+    if not known_valid(budget, messages) or not opens_well(out, budget.provider):
+        return None
+    fitted = finish(
+        "DropOldest", messages, out, changes, budget, counted=total, kept=True
+    )
+    if fitted.report.changes != changes or not fitted.report.fits:
+        return None
+    new_state = _DropState(
+        messages if isinstance(messages, tuple) else list(messages),
+        state.last - (len(run) - n),
+        stop,
+        state.head,
+        dropped,
+        cost,
+        state.lead,
+        changes,
+        tally,
+        kept_run,
     )
     return fitted, new_state
 
