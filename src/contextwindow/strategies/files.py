@@ -104,6 +104,8 @@ def file_actions(
         [FileAction(action='read', path='src/a.py', part='sed -n 1,80p')]
     """
     tool = tools.get(call.name)
+    if tool is None and call.name not in shell and call.name != "apply_patch":
+        return []  # no file tool: its arguments are not parsed
     args: Any = call.input
     if not isinstance(args, dict):
         return []
