@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from contextwindow.handles import handle_of, originals
 from contextwindow.messages import Message, ToolCall
 from contextwindow.strategies import Budget, ClearToolResults, Deduplicate
@@ -146,3 +148,38 @@ def test_a_run_moved_keeps_its_line() -> None:
     kept = [m for m in again.messages if any(m is x for x in lines)]
     assert len(lines) >= 2
     assert len(kept) == len(lines) - 1  # the first run lost its first exchanges
+
+
+def test_the_runs_before_the_window_are_taken_as_they_were(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over the budget, the runs before what it holds all collapse: on a
+    re-fit of the grown conversation their lines are taken from the last
+    call as they were, not looked up run by run, and the output is a fresh
+    look's."""
+    from contextwindow.strategies import collapse
+
+    cleared = ClearToolResults(keep_recent=0, max_share=1)(reads(60), budget())
+    conv = list(cleared.messages)
+    for k in range(7, len(conv) - 1, 8):  # text between runs: several runs
+        conv.insert(k, Message.user(f"and part {k}? " + "words " * 30))
+    limit = TokenCounter(FakeTokenizer(), "openai").messages(conv) // 3
+    warm = budget(limit)
+    first = collapse.collapse_runs(conv, warm, 0.1, "ClearToolResults")
+    lines = sum(c.kind == "collapsed" for c in first.report.changes)
+    looked: list[object] = []
+    same = collapse._same  # pyright: ignore[reportPrivateUsage]  # the per-run check
+
+    def counted(*args: object) -> bool:
+        looked.append(args)
+        return same(*args)  # type: ignore[arg-type]  # passed through
+
+    monkeypatch.setattr(collapse, "_same", counted)
+    grown = [*conv, Message.user("more " * 20)]
+    again = collapse.collapse_runs(grown, warm, 0.1, "ClearToolResults")
+    monkeypatch.undo()
+    fresh = collapse.collapse_runs(list(grown), budget(limit), 0.1, "ClearToolResults")
+    assert again.messages == fresh.messages
+    assert again.report == fresh.report
+    assert lines >= 10
+    assert len(looked) < lines / 2

@@ -71,7 +71,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import attrgetter, is_
 from typing import Any, cast
 
@@ -672,13 +672,25 @@ def collapse_runs(
     # (wherever the run stands now: the oldest units dropped move it).
     key = ("contextwindow.collapse.lines", memo, budget.rules)
     known = budget.memo.get(key)
-    lines: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = (
+    lines: dict[tuple[int, int], _Line] = (
         known if isinstance(known, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
     )
-    made: dict[tuple[int, int], tuple[tuple[Message, ...], Change, Message]] = {}
+    made: dict[tuple[int, int], _Line] = {}
     changes: list[Change] = []
     done: list[tuple[int, int, Message]] = []  # message span replaced, by its line
-    for k, (a, b) in enumerate(runs):
+    # The runs before the window all collapse, whatever the share: mostly
+    # those of the last call, over the same messages, taken as they were.
+    older_key = ("contextwindow.collapse.older", memo, budget.rules)
+    counts = _take_older(
+        budget.memo.get(older_key),
+        (messages, us, runs, older),
+        budget,
+        made,
+        done,
+        changes,
+    )
+    for k in range(len(counts) - 1, len(runs)):
+        a, b = runs[k]
         if k >= older and (total <= 0 or left <= max_share * total):
             break
         span_at = (us[a].start, us[b].stop)
@@ -690,7 +702,7 @@ def collapse_runs(
             and hit[1].tokens_before == before
             and _same(hit[0], messages, span_at)
         ):
-            span, change, line = hit
+            span, change, line, tail = hit
             if change.index != span_at[0]:
                 change = change.at(span_at[0])
         else:
@@ -698,21 +710,21 @@ def collapse_runs(
             change, line = _collapsed(
                 messages, us[a : b + 1], cut[a : b + 1], before, budget, stage
             )
-        made[run_key] = (span, change, line)
-        if change.tokens_after >= before:
-            continue
-        done.append((span_at[0], span_at[1], line))
-        changes.append(change)
+            tail = budget.counter.text(line.text.rsplit("\n", 1)[-1])
+        made[run_key] = (span, change, line, tail)
+        if change.tokens_after < before:
+            done.append((span_at[0], span_at[1], line))
+            changes.append(change)
         if k < older:
+            counts.append(len(changes))
+            continue
+        if change.tokens_after >= before:
             continue
         total -= change.saved
         # The run's line is a placeholder too: what is left counts it.
-        left -= (
-            cutsum[b + 1]
-            - cutsum[a]
-            - budget.counter.text(line.text.rsplit("\n", 1)[-1])
-        )
+        left -= cutsum[b + 1] - cutsum[a] - tail
     budget.memo.put(key, made)
+    budget.memo.put(older_key, _Older.of(messages, runs, made, counts, done, changes))
     if total > 0 and left > max(max_share * total, FLOOR_TOKENS):
         # Every run is one line and cut exchanges still take too much: the
         # oldest lines lose what their results named, until they do not.
@@ -744,6 +756,79 @@ def collapse_runs(
     later = named_runs(relocate(more.report, messages, fitted.messages), fitted.report)
     report = fitted.report.then(later)
     return Fitted(more.messages, replace(report, stages=fitted.report.stages))
+
+
+_Line = tuple[tuple[Message, ...], Change, Message, int]
+"""A run's line as ``collapse_runs`` keeps it: the messages it stands for,
+its change, the line, and the tokens of its last line (what it counts as)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Older:
+    """What ``collapse_runs`` made of the runs before the window, last call."""
+
+    messages: Sequence[Message]
+    runs: list[tuple[int, int]]
+    """Those runs, by their trimmed units."""
+    made: list[tuple[tuple[int, int], _Line]]
+    """Each run's line, as ``collapse_runs`` keeps them (one per run, in order)."""
+    counts: list[int]
+    """The lines put in by the runs before each (``len(runs) + 1`` of them)."""
+    done: list[tuple[int, int, Message]]
+    changes: list[Change]
+
+    @staticmethod
+    def of(
+        messages: Sequence[Message],
+        runs: Sequence[tuple[int, int]],
+        made: dict[tuple[int, int], _Line],
+        counts: list[int],
+        done: list[tuple[int, int, Message]],
+        changes: list[Change],
+    ) -> _Older:
+        n = len(counts) - 1  # the older runs gone through
+        return _Older(
+            messages,
+            list(runs[:n]),
+            list(islice(made.items(), n)),
+            counts,
+            done[: counts[-1]],
+            changes[: counts[-1]],
+        )
+
+
+def _take_older(
+    prior: object,
+    now: tuple[Sequence[Message], Sequence[Unit], Sequence[tuple[int, int]], int],
+    budget: Budget,
+    made: dict[tuple[int, int], _Line],
+    done: list[tuple[int, int, Message]],
+    changes: list[Change],
+) -> list[int]:
+    """Put in what ``prior`` made of the leading older runs it shares with ``now``.
+
+    ``now``: the messages, their units, the runs and how many lie before
+    the window. The leading runs both have, up to the message after the
+    last of them (which decides where that unit ends), over the very same
+    objects: the same units, tokens and lines. Returns the count of changes
+    after each run taken (``[0]`` and one more a run).
+    """
+    messages, us, runs, older = now
+    if not isinstance(prior, _Older) or not older or not prior.runs:
+        return [0]
+    n = min(older, common_prefix(runs, prior.runs))
+    while n:
+        end = us[runs[n - 1][1]].stop
+        if end < len(messages) and end < len(prior.messages):
+            if not shares(budget, messages, prior.messages, end + 1):
+                return [0]
+            counts = prior.counts[: n + 1]
+            made.update(islice(prior.made, n))
+            done += prior.done[: counts[-1]]
+            changes += prior.changes[: counts[-1]]
+            return counts
+        n -= 1
+    return [0]
 
 
 def _held(
