@@ -208,6 +208,30 @@ def test_strategy_output_is_checked_for_the_provider() -> None:
     assert problems(p.conversation, "openai") == ()
 
 
+def test_an_exchange_awaiting_results_that_the_strategy_dropped_still_fits() -> None:
+    """A strategy that drops the final unit, an exchange whose other calls
+    await results: the view keeps the exchange for them, so it goes back
+    after the strategy's output, over the window; the oldest units then go,
+    and the request fits (it was a BudgetError)."""
+
+    def drops_the_end(messages: object, budget: Budget, /) -> Fitted:
+        msgs = list(messages)  # type: ignore[call-overload]
+        kept = msgs[:2] + msgs[-3:-2]  # the task and one older turn
+        return Fitted(tuple(kept), finish("bad", msgs, kept, (), budget).report)
+
+    m = manager(limit=300, reserve=0, strategy=drops_the_end)
+    m.push(Msg.user("task"))
+    for i in range(6):
+        m.push_many([Msg.assistant(words(30, f"a{i}_")), Msg.user(words(5, f"u{i}_"))])
+    calls = [ToolCall("p1", "read"), ToolCall("p2", "grep")]
+    m.push_many([Msg.assistant(tool_calls=calls), Msg.tool("p1", words(250, "r"))])
+    p = m.prepare()
+    assert p.tokens <= 300
+    assert problems(p.conversation, "openai") == ()
+    assert p.conversation[-1].role == "tool"  # the result that came is sent
+    assert "the exchange awaiting results did not fit" in p.compactions[1].reason
+
+
 def test_prepare_query_reaches_relevance_aware_strategies() -> None:
     from contextwindow import SelectRelevant
 

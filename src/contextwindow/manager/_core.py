@@ -54,7 +54,7 @@ from contextwindow.strategies.base import (
     stage_name,
     verify,
 )
-from contextwindow.strategies.drop import MaxMessages, SlidingWindow
+from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
 from contextwindow.strategies.summarize import Summarize
 from contextwindow.tokens.counting import TokenCounter
 from contextwindow.validity import neutral_ensure_valid, neutral_problems
@@ -365,8 +365,17 @@ class Core(State):
                 self._settle(trigger, fitted, tokens, target, reason, len(view))
             )
             tokens = self._count()
-            if not landed or tokens <= hard:
-                break  # nothing landed, or what did fits
+            if tokens <= hard:
+                break  # it fits, with what landed meanwhile
+            if not landed:
+                # The strategy's output fit without the exchange awaiting
+                # results, which the view keeps for them and got back (a
+                # strategy that dropped the final unit): dropping the oldest
+                # units keeps it.
+                why = f"{reason}; the exchange awaiting results did not fit"
+                done.append(self._apply(DropOldest(), hard, trigger, why))
+                tokens = self._count()
+                break
             plan = self._plan(tokens, hard)
         if self._max_messages is not None and self._nonsystem > self._max_messages:
             cap = MaxMessages(self._max_messages)
