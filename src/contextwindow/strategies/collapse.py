@@ -680,7 +680,7 @@ def collapse_runs(
     done: list[tuple[int, int, Message]] = []  # message span replaced, by its line
     # The runs before the window all collapse, whatever the share: mostly
     # those of the last call, over the same messages, taken as they were.
-    older_key = ("contextwindow.collapse.older", memo, budget.rules)
+    older_key = ("contextwindow.collapse.older", memo, edits, budget.rules)
     counts = _take_older(
         budget.memo.get(older_key),
         (messages, us, runs, older),
