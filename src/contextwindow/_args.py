@@ -18,6 +18,7 @@ those sit above the lowest ones.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -186,6 +187,31 @@ def check_str(
     if not empty and not value.strip():
         raise ArgumentValueError(name, shown(value, secret=secret), what)
     return value
+
+
+def check_path(value: object, name: str, takes: str) -> str:
+    """``value`` as a path's text: a ``str`` or a ``PathLike`` of one, no NUL in it.
+
+    ``takes`` says what the argument takes, for a value of another type (a
+    ``PathLike`` of bytes too); a NUL, which no file system takes, is an
+    ``ArgumentValueError``.
+
+    Example:
+        >>> from pathlib import Path
+        >>> check_path(Path("a/b.db"), "path", "a file path")
+        'a/b.db'
+        >>> try:
+        ...     check_path(chr(0), "path", "a file path")
+        ... except ArgumentValueError as exc:
+        ...     print(exc.takes)
+        a path without NUL characters
+    """
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise ArgumentTypeError(name, shown(value), takes)
+    if "\0" in text:
+        raise ArgumentValueError(name, shown(value), "a path without NUL characters")
+    return text
 
 
 def check_bool(value: object, name: str) -> Any:

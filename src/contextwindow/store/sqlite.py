@@ -38,8 +38,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
-from contextwindow._args import check_bool, check_number, shown
-from contextwindow.errors import ArgumentTypeError, ArgumentValueError, StoreError
+from contextwindow._args import check_bool, check_number, check_path, shown
+from contextwindow.errors import ArgumentValueError, StoreError
 from contextwindow.store._migrations import COUNTS_IN_DIGEST, TABLE, check_applied
 from contextwindow.store._sql import Cursor, SQLStore
 
@@ -87,15 +87,7 @@ class SQLiteStore(SQLStore):
         readonly: bool = False,
         immutable: bool = False,
     ) -> None:
-        if not isinstance(path, (str, os.PathLike)):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
-            raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
-        text = os.fspath(path)
-        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a PathLike of bytes
-            raise ArgumentTypeError("path", shown(path), "a file path or ':memory:'")
-        if "\0" in text:  # no file system takes one
-            raise ArgumentValueError(
-                "path", shown(path), "a path without NUL characters"
-            )
+        text = check_path(path, "path", "a file path or ':memory:'")
         self._path = text
         check_number(timeout, "timeout", low=0, high=1e6)
         check_bool(readonly, "readonly")

@@ -49,14 +49,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, cast
 
-from contextwindow._args import check_str, shown
+from contextwindow._args import check_path, check_str, shown
 from contextwindow._json import check_tree, decode, loads
 from contextwindow._validate import expect_list, expect_mapping, type_name
-from contextwindow.errors import (
-    ArgumentTypeError,
-    ArgumentValueError,
-    InvalidMessageError,
-)
+from contextwindow.errors import ArgumentTypeError, InvalidMessageError
 from contextwindow.formats import from_anthropic, from_openai, from_responses
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.transcripts._base import FORMATS, Records, Transcript
@@ -201,15 +197,7 @@ def _read_source(
         )
     data: str | bytes
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not isinstance(path, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a PathLike of bytes
-            raise ArgumentTypeError(
-                "source", shown(source), "a path or an open text or binary file"
-            )
-        if "\0" in path:  # no file system takes one
-            raise ArgumentValueError(
-                "source", shown(source), "a path without NUL characters"
-            )
+        path = check_path(source, "source", "a path or an open text or binary file")
         name = Path(path).name
         try:
             data = Path(path).read_bytes()
