@@ -247,17 +247,18 @@ class BM25Index:
         wanted = Counter(terms(query))
         if not n or not wanted:
             return total
-        counts: dict[str, tuple[list[int], list[int]]] = {}
-        for term in wanted:
-            row = self._postings.get(term)
-            if row is not None and row[0][0] < n:
-                k = bisect_left(row[0], n)
-                counts[term] = (row[0][:k], row[1][:k]) if k < len(row[0]) else row
-        if not counts:
+        postings = self._postings
+        present = [t for t in wanted if (row := postings.get(t)) and row[0][0] < n]
+        if not present:
             return total
         np = _numpy() if n >= VECTOR_FROM else None
         if np is not None:
-            return self._vector_scores(np, counts, wanted, n)
+            return self._vector_scores(np, present, wanted, n)
+        counts: dict[str, tuple[list[int], list[int]]] = {}
+        for term in present:
+            row = postings[term]
+            k = bisect_left(row[0], n)
+            counts[term] = (row[0][:k], row[1][:k]) if k < len(row[0]) else row
         for width, weight in ((0, 1.0), *self.scorer.context):
             if not weight:
                 continue
@@ -301,7 +302,7 @@ class BM25Index:
     def _vector_scores(
         self,
         np: Any,
-        counts: dict[str, tuple[list[int], list[int]]],
+        present: list[str],
         wanted: Counter[str],
         n: int,
     ) -> list[float]:
@@ -314,7 +315,7 @@ class BM25Index:
         k1, b = self.scorer.k1, self.scorer.b
         prefix = self._array("", self._prefix, None, np)[0][: n + 1]
         rows: list[tuple[int, Any, Any]] = []
-        for term in counts:
+        for term in present:
             where, tf = self._array(term, *self._postings[term], np)
             k = int(np.searchsorted(where, n))
             rows.append((wanted[term], where[:k], tf[:k]))
