@@ -18,6 +18,7 @@ from contextwindow.strategies.tool_results import _Cached, truncate
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.tokens.base import Tokenizer
+from contextwindow.validity import problems
 
 O200K = BPETokenizer("o200k_base")
 IMAGE = Image("https://example.com/chart.png", width=512, height=512)
@@ -430,6 +431,25 @@ class TestTextCache:
 
 
 class TestClearToolResults:
+    @pytest.mark.parametrize("limit", [60, 200])
+    def test_a_repaired_message_stays_repaired(self, limit: int) -> None:
+        """Room a collapse freed puts back cleared results, not what a repair fixed."""
+        dot = (
+            "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlE"
+            "QVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        )
+        conv = [
+            Message.system("be brief"),
+            Message("user", (Text(""), Image(dot))),  # a blank text block
+            *exchange("c0", "x = 1\n" * 300),
+            *exchange("c1", "ok"),
+            Message.user("and now?"),
+        ]
+        assert problems(conv, "anthropic")
+        fitted = ClearToolResults(keep_recent=1)(conv, budget(limit, "anthropic"))
+        assert "collapsed" in fitted.report.totals()
+        assert problems(fitted.messages, "anthropic") == ()
+
     def test_placeholder(self) -> None:
         """An old result becomes a placeholder giving its size."""
         conv = [Message.user("go"), *exchange("c1", "w " * 1500), Message.user("?")]

@@ -349,10 +349,12 @@ def _restore(
     at = {id(m): i for i, m in enumerate(collapsed)}
     out = list(collapsed)
     back: set[str] = set()
+    # Only what clearing rewrote: a message a repair changed stays repaired.
+    was_cleared = {c.ids[0] for c in report.changes if c.kind == "cleared"}
     for j in range(len(cleared) - 1, -1, -1):
         new, old = cleared[j], given[j]
         i = at.get(id(new))
-        if new is old or i is None or new.id != old.id:
+        if new is old or i is None or new.id != old.id or new.id not in was_cleared:
             continue
         extra = counter.message(old) - counter.message(new)
         if extra > room:
