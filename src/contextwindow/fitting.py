@@ -34,12 +34,12 @@ Example:
     >>> fitted.report.limit  # a quarter of the limit is left for the reply
     3000
     >>> fitted.report.tokens_before, fitted.report.tokens_after
-    (12793, 2940)
+    (12793, 2923)
     >>> fitted.report.stages  # doctest: +NORMALIZE_WHITESPACE
     ('CompactLossless', 'Deduplicate', 'StaleReads', 'TruncateToolResults',
      'TruncateToolInputs', 'ClearToolResults')
     >>> fitted.report.totals()
-    {'compacted': (29, 29), 'cleared': (25, 9648), 'collapsed': (22, 176)}
+    {'compacted': (29, 29), 'cleared': (25, 9648), 'collapsed': (25, 193)}
 """
 
 from __future__ import annotations

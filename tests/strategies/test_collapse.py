@@ -4,10 +4,16 @@ import json
 
 import pytest
 
-from contextwindow.handles import handle_of, originals
+from contextwindow.handles import ORIGIN_KEY, handle_of, originals
 from contextwindow.messages import Message, ToolCall
 from contextwindow.strategies import Budget, ClearToolResults, Deduplicate
-from contextwindow.strategies.collapse import named_in
+from contextwindow.strategies.collapse import (
+    FLOOR_TOKENS,
+    collapse_runs,
+    cut_share,
+    line_of,
+    named_in,
+)
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
 
@@ -69,6 +75,66 @@ class TestClearCollapses:
             "Repo.all",
             "8080",
         ]
+
+
+class TestLinesName:
+    def test_what_the_markers_named_not_their_sizes(self) -> None:
+        """A run's line names what its placeholders named, not the sizes they state."""
+        conv = [Message.user("go")]
+        for i in range(6):
+            args = json.dumps({"file_path": f"lib/m{i}.ex"})
+            body = "\n".join(f"port {7000 + 60 * i + k}" for k in range(60))
+            conv += [
+                Message.assistant(tool_calls=[ToolCall(f"c{i}", "Read", args)]),
+                Message.tool(f"c{i}", body),
+            ]
+        conv.append(Message.user("next?"))
+        b = budget()
+        size = b.counter.text(conv[2].text)
+        assert size >= 100  # a figure the digest's pattern would take for a name
+        cleared = ClearToolResults(keep_recent=0, max_share=1)(conv, b)
+        assert f"cleared: {size} tokens, naming 7000, " in cleared.messages[2].text
+        line = line_of(ClearToolResults(keep_recent=0)(conv, b).messages[1])
+        assert line is not None
+        assert "naming 7000, 7001, " in line
+        named = line.split(", naming ", 1)[1].split("; recall", 1)[0].split(", ")
+        assert str(size) not in named
+
+    @pytest.mark.parametrize(
+        ("count", "over", "kept"), [(600, 50, 300), (600, 400, 150), (1000, 2000, 0)]
+    )
+    def test_a_line_keeps_the_first_names_the_share_allows(
+        self, count: int, over: int, kept: int
+    ) -> None:
+        """Over the share by less than half its digest, a line keeps half its names."""
+        b = budget(10**9)
+        names = [f"name_{k}" for k in range(count)]
+        text = (
+            "[40 earlier tool calls, results cut: Read x40 (lib/a.ex), "
+            f"naming {', '.join(names)}; recall 0123456789+80]"
+        )
+        meta = {ORIGIN_KEY: {"handle": "0123456789+80", "tokens": []}}
+        conv = [
+            Message.user("context " * 30000),
+            Message.assistant(text, meta=meta),
+            Message.user("next?"),
+        ]
+        tokens = b.counter.text(text)
+        max_share = max(0.0, (tokens - over) / b.count(conv))
+        fitted = collapse_runs(conv, b, max_share, "test")
+        line = line_of(fitted.messages[1])
+        assert line is not None
+        if kept:
+            shown = line.split(", naming ", 1)[1].split("; recall", 1)[0]
+            assert shown.split(", ") == names[:kept]
+        else:
+            assert line == (
+                "[40 earlier tool calls, results cut: Read x40 (lib/a.ex); "
+                "recall 0123456789+80]"
+            )
+        share = cut_share(fitted.messages, b, "check")
+        left = b.counter.text(line)
+        assert share <= max_share or left <= FLOOR_TOKENS
 
 
 class TestNearDuplicates:

@@ -25,9 +25,12 @@ Contract:
   the run's first calling message; the rest of the run goes; each run is one
   ``collapsed`` change. While still over once every run is a line, and
   cut exchanges and lines take more than ``FLOOR_TOKENS``, the oldest lines
-  lose what their results named (``plain_line``), then all but their count
-  and handle (``bare_line``): one more ``collapsed`` change for a line made
-  before.
+  lose what their results named (``plain_line``; the last of them only the
+  second half or three quarters of its names, when that is enough), then
+  all but their count and handle (``bare_line``): one more ``collapsed``
+  change for a line made before. What a run's markers named goes into its
+  line, not their own figures (``marker_names``: the size a placeholder
+  states is no fact of the output).
 - ``cut_share`` is the measure: tokens of cut exchanges (their markers, and
   their calls when bare) and of runs' lines (``line_of``; not the agent's
   text before them) over the request's.
@@ -108,6 +111,7 @@ __all__ = [
     "cut_share",
     "is_marker",
     "line_of",
+    "marker_names",
     "named_in",
     "plain_line",
     "run_line",
@@ -362,19 +366,62 @@ def bare_line(line: str) -> str:
     return f"[{n} earlier tool {calls}, results cut; recall {handle}]"
 
 
-def plain_line(line: str) -> str:
-    """A run's line without what its results named (its calls and handle stay).
+def marker_names(text: str) -> str:
+    """What a one-line marker named (``", naming a.py, 8080"``: ``"a.py, 8080"``).
+
+    Empty when it names nothing: the rest of a marker (the size it states,
+    its lines, its sha, the message that superseded it) describes the cut,
+    not what the output said.
 
     Example:
-        >>> plain_line("[2 earlier tool calls, results cut: ls x2, naming a.py, "
-        ...            "8080; recall 0123456789+4]")
-        '[2 earlier tool calls, results cut: ls x2; recall 0123456789+4]'
+        >>> marker_names("[tool result cleared: 375 tokens, lines 1-80, "
+        ...              "naming a.py, 8080; recall 0123456789]")
+        'a.py, 8080'
+        >>> marker_names("[tool result cleared: 375 tokens; recall 0123456789]")
+        ''
     """
+    end = text.rfind("; recall ")
+    at = text.rfind(_NAMING, 0, end)
+    return text[at + len(_NAMING) : end] if at >= 0 and end >= 0 else ""
+
+
+def _digest_of(line: str) -> tuple[int, int] | None:
+    """Where the digest of a run's line lies (``None``: it has none)."""
     end = line.rfind("; recall ")
     at = line.rfind(_NAMING, 0, end)
     if end < 0 or at < 0 or " " in line[at + len(_NAMING) : end].replace(", ", ""):
-        return line  # no digest (names hold no spaces)
-    return line[:at] + line[end:]
+        return None  # names hold no spaces
+    return at, end
+
+
+def plain_line(line: str, keep: int = 0) -> str:
+    """A run's line without what its results named, but the first ``keep`` names.
+
+    Its calls and handle stay. The names go from the end of the digest, which
+    holds its paths first and a JSON object's keys last.
+
+    Example:
+        >>> line = ("[2 earlier tool calls, results cut: ls x2, naming a.py, "
+        ...         "8080; recall 0123456789+4]")
+        >>> plain_line(line)
+        '[2 earlier tool calls, results cut: ls x2; recall 0123456789+4]'
+        >>> plain_line(line, keep=1)
+        '[2 earlier tool calls, results cut: ls x2, naming a.py; recall 0123456789+4]'
+    """
+    found = _digest_of(line)
+    if found is None:
+        return line
+    at, end = found
+    if keep <= 0:
+        return line[:at] + line[end:]
+    named = line[at + len(_NAMING) : end].split(", ")
+    return line[:at] + _NAMING + ", ".join(named[:keep]) + line[end:]
+
+
+def _name_count(line: str) -> int:
+    """How many names the digest of a run's line holds."""
+    found = _digest_of(line)
+    return 0 if found is None else line.count(", ", *found)
 
 
 class _Tables:
@@ -872,8 +919,10 @@ def _plainer(
 ) -> None:
     """Make lines shorter, oldest first, until within ``max_share``.
 
-    First each line loses what its results named (``plain_line``), then, if
-    that is not enough, what its calls touched (``bare_line``). ``done`` and
+    First each line loses what its results named (``plain_line``; the last
+    line touched keeps the first half or quarter of its names when that is
+    enough), then, if that is not enough, what its calls touched
+    (``bare_line``). ``done`` and
     ``changes`` (the runs collapsed now, and their changes) are updated in
     place: a new line becomes shorter in its change; a line made before (in
     ``messages``, where ``tables`` found them) is one more ``collapsed``
@@ -886,21 +935,43 @@ def _plainer(
     at = sorted({*before, *(b for b in new if b >= window)})
     key = ("contextwindow.collapse.shorter", stage, budget.rules)
     found = budget.memo.get(key)
-    known: dict[tuple[int, bool], _Shorter] = (
+    known: dict[tuple[int, int], _Shorter] = (
         found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
     )
-    made: dict[tuple[int, bool], _Shorter] = {}
+    made: dict[tuple[int, int], _Shorter] = {}
     budget.memo.put(key, made)
+
+    def shorter(m: Message, keep: int) -> _Shorter:
+        hit = known.get((id(m), keep))
+        if hit is None or hit[0] is not m:
+            hit = _shorter(m, keep, budget)
+        made[id(m), keep] = hit
+        return hit
+
     for bare in (False, True):
         for i in at:
-            if left <= max(max_share * total, FLOOR_TOKENS):
+            allowed = max(max_share * total, FLOOR_TOKENS)
+            if left <= allowed:
                 return
             k = new.get(i)
             m = done[k][2] if k is not None else messages[i]
-            hit = known.get((id(m), bare))
-            if hit is None or hit[0] is not m:
-                hit = _shorter(m, bare, budget)
-            made[id(m), bare] = hit
+            hit = shorter(m, BARE if bare else 0)
+            # What must go for the share to hold: the request shrinks with
+            # the line, so a share of it allows a little less after.
+            need: float = left - FLOOR_TOKENS
+            if max_share < 1:
+                need = min(need, (left - max_share * total) / (1 - max_share))
+            if not bare and hit[1] is not None and hit[2] > need:
+                # Losing its whole digest frees more than needed: keep the
+                # first half or quarter of its names when that frees enough
+                # (a few fixed steps, so that a re-fit finds the same line).
+                line = line_of(m)
+                n = _name_count(line) if line is not None else 0
+                for keep in sorted({n // 2, n // 4} - {0, n}, reverse=True):
+                    part = shorter(m, keep)
+                    if part[1] is not None and part[2] >= need:
+                        hit = part
+                        break
             _, fewer, less, after = hit
             if fewer is None:
                 continue
@@ -934,12 +1005,20 @@ _Shorter = tuple[Message, Message | None, int, int]
 its line lost and the shorter message's tokens."""
 
 
-def _shorter(m: Message, bare: bool, budget: Budget) -> _Shorter:
-    """``m`` with its run's line made shorter: ``bare_line``, else ``plain_line``."""
+BARE = -1
+"""``_shorter``'s ``keep`` for a line made bare."""
+
+
+def _shorter(m: Message, keep: int, budget: Budget) -> _Shorter:
+    """``m`` with its run's line made shorter.
+
+    ``bare_line`` when ``keep`` is ``BARE``, else ``plain_line`` keeping the
+    first ``keep`` names.
+    """
     line = line_of(m)
     if line is None:
         return (m, None, 0, 0)
-    short = (bare_line if bare else plain_line)(line)
+    short = bare_line(line) if keep == BARE else plain_line(line, keep)
     if short == line:
         return (m, None, 0, 0)
     last = m.parts[-1]
@@ -1008,8 +1087,10 @@ def _collapsed(
         if isinstance(p, Text) and p.text.strip()
     ]
     plain = run_line(messages, run, handle)
+    # A marker's own figures (the size it states, a line count, a message
+    # index) are no facts of the output: only what it named is.
     held = [
-        r.text
+        marker_names(r.text) if is_marker(r) else r.text
         for u in run
         for m in messages[u.start + 1 : u.stop]
         for r in m.tool_results
