@@ -118,7 +118,9 @@ class TestParseStrategy:
         assert isinstance(default, CollapseRuns)  # the bound on placeholders
         assert default.strategy == parse_strategy(
             "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
-            "truncate(keep_recent=0),drop-oldest"
+            "truncate(keep_recent=0),"
+            "summarize(summarizer=names,keep_recent=2,max_tokens=1000,keep_first=1),"
+            "drop-oldest"
         )
 
     @pytest.mark.parametrize(

@@ -25,10 +25,12 @@ from contextwindow.strategies import (
     Pipeline,
     SlidingWindow,
     StaleReads,
+    Summarize,
     TruncateToolInputs,
     TruncateToolResults,
 )
 from contextwindow.strategies.collapse import MAX_CUT_SHARE
+from contextwindow.summarizers import NamesSummarizer, is_summary
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import BPETokenizer, TokenCounter, count_messages
 from contextwindow.validity import CONTINUED, problems
@@ -336,7 +338,8 @@ class TestFit:
 
     def test_default_strategy(self) -> None:
         """By default: compact losslessly, deduplicate, mark stale reads,
-        truncate results, then call inputs, clear, truncate the latest, drop."""
+        truncate results, then call inputs, clear, truncate the latest,
+        summarize by names, drop."""
         assert isinstance(DEFAULT_STRATEGY, CollapseRuns)
         assert DEFAULT_STRATEGY.max_share == MAX_CUT_SHARE
         pipeline = DEFAULT_STRATEGY.strategy
@@ -349,9 +352,13 @@ class TestFit:
             TruncateToolInputs,
             ClearToolResults,
             TruncateToolResults,
+            Summarize,
             DropOldest,
         ]
-        assert pipeline.stages[-2] == TruncateToolResults(keep_recent=0)
+        assert pipeline.stages[-3] == TruncateToolResults(keep_recent=0)
+        assert pipeline.stages[-2] == Summarize(
+            NamesSummarizer(), keep_recent=2, max_tokens=1000, keep_first=1
+        )
 
     def test_default_stops_at_the_cheapest_loss(self) -> None:
         """Truncating old results is enough: nothing is cleared or dropped."""
@@ -368,8 +375,9 @@ class TestFit:
         assert len(fitted.messages) == len(conv)
         assert r.fits
 
-    def test_default_drops_last(self) -> None:
-        """When clearing is not enough, the oldest units go."""
+    def test_default_summarizes_then_drops_last(self) -> None:
+        """When clearing is not enough, the oldest units but the task become one
+        summary; when that is not enough either, the oldest units go."""
         conv = agent(n=20, size=50)
         fitted = fit(conv, limit=300, tokenizer=FakeTokenizer())
         r = fitted.report
@@ -381,12 +389,18 @@ class TestFit:
             "TruncateToolInputs",
             "ClearToolResults",
             "TruncateToolResults",
-            "DropOldest",
+            "Summarize",
         )
-        assert "dropped" in r.totals()
+        assert "summarized" in r.totals()
         assert r.fits
         assert fitted.messages[1] is conv[1]  # the task, "read part 0", stays
+        assert is_summary(fitted.messages[2])
         assert conv[2] not in fitted.messages
+        fitted = fit(conv, limit=100, tokenizer=FakeTokenizer())
+        assert fitted.report.stages[-2:] == ("Summarize", "DropOldest")
+        assert "dropped" in fitted.report.totals()
+        assert fitted.report.fits
+        assert fitted.messages[1] is conv[1]
 
     def test_default_drops_the_task_last(self) -> None:
         """By default the first turn stays while newer turns go, until none is left."""

@@ -75,12 +75,14 @@ from contextwindow.strategies.drop import DropOldest
 from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.pipeline import Pipeline, input_snapshot
 from contextwindow.strategies.stale import StaleReads
+from contextwindow.strategies.summarize import Summarize
 from contextwindow.strategies.tool_inputs import TruncateToolInputs
 from contextwindow.strategies.tool_results import (
     ClearToolResults,
     Deduplicate,
     TruncateToolResults,
 )
+from contextwindow.summarizers.names import NamesSummarizer
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.counting import TokenCounter
 
@@ -95,6 +97,7 @@ DEFAULT_STRATEGY: Strategy = CollapseRuns(
         TruncateToolInputs(),
         ClearToolResults(),
         TruncateToolResults(keep_recent=0),
+        Summarize(NamesSummarizer(), keep_recent=2, max_tokens=1000, keep_first=1),
         DropOldest(),
     )
 )
@@ -105,8 +108,11 @@ write supersedes become markers, then old tool results are truncated, then
 the long arguments of old calls (a file written, an edit's strings), then
 old results are cleared (runs of cleared exchanges collapse to one line once
 they would take more than ``MAX_CUT_SHARE`` of the request), then the latest
-results are truncated too, then the oldest units are dropped; each stage runs
-only while the conversation does not fit. Whichever stage it stopped at, cut
+results are truncated too, then the oldest units but the task are replaced by
+one summary naming the paths, identifiers and numbers they held
+(``NamesSummarizer``, within 1,000 tokens: chosen on the shared data, see
+benchmarks/README), then the oldest units are dropped; each stage runs only
+while the conversation does not fit. Whichever stage it stopped at, cut
 exchanges (bare calls and their markers) and runs' lines take at most
 ``MAX_CUT_SHARE`` of the request (``CollapseRuns``). Every marker names the handle of
 its original (``context_recall`` returns it) and what the cut held

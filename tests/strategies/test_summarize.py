@@ -292,6 +292,59 @@ class TestSummarize:
         assert Summarize(ExtractiveSummarizer()) == Summarize(ExtractiveSummarizer())
 
 
+class TestKeepFirstAndEmpty:
+    def test_keep_first_spares_the_task(self) -> None:
+        """The first units after the system prompt stay; the summary follows them."""
+        conv = session(6)
+        fitted = Summarize(keep_recent=2, keep_first=1)(conv, budget(0))
+        assert list(fitted.messages[:2]) == conv[:2]  # the system prompt, the task
+        assert is_summary(fitted.messages[2])
+        assert "u0" not in summary_sources(fitted.messages[2])
+        plain = Summarize(keep_recent=2)(conv, budget(0))
+        assert is_summary(plain.messages[1])
+        assert "u0" in summary_sources(plain.messages[1])
+
+    def test_a_summary_saying_nothing_is_refused(self) -> None:
+        """A summarizer giving nothing, with no fact to re-attach: no change."""
+        conv = [Message.user(f"ok {i}") for i in range(12)]
+        fitted = Summarize(Echo(""), keep_recent=1)(conv, budget(5))
+        assert "summarized" not in fitted.report.totals()
+        assert list(fitted.messages) == conv
+
+
+class TestResumeAfterAChange:
+    def test_a_refit_reads_from_the_first_changed_message(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An earlier message rewritten near the end: only the units from it
+        are read again, and the fit is the one made from scratch."""
+        import contextwindow.strategies.summarize as module
+
+        read: list[int] = []
+        unit_read = module._is_summary_unit
+
+        def counted(messages: Sequence[Message], unit: object) -> bool:
+            read.append(1)
+            return unit_read(messages, unit)  # type: ignore[arg-type]  # a Unit
+
+        monkeypatch.setattr(module, "_is_summary_unit", counted)
+        conv = session(40)
+        b = budget(400)
+        strategy = Summarize(keep_recent=2)
+        strategy(conv, b)
+        grown = list(conv)
+        at = len(grown) - 6
+        was = grown[at]
+        grown[at] = Message(was.role, was.parts, id=was.id)  # equal, not the same
+        grown += [Message.user("and the mail module?", id="u-next")]
+        read.clear()
+        again = strategy(grown, b)
+        assert 0 < len(read) <= 10
+        fresh = strategy(grown, budget(400))
+        assert again.messages == fresh.messages
+        assert again.report == fresh.report
+
+
 class TestOtherStrategiesPinTheSummary:
     def summarised(self) -> list[Message]:
         return list(Summarize(keep_recent=4)(session(6), budget(0)).messages)
@@ -316,10 +369,22 @@ class TestOtherStrategiesPinTheSummary:
         )
         assert s in ClearToolResults(keep_recent=0)(conv, budget(0)).messages
 
-    def test_budget_error_names_it(self) -> None:
-        """When nothing fits, the error says a summary is what stays."""
-        with pytest.raises(BudgetError, match=r"\(summary\)"):
+    def test_it_goes_rather_than_fail(self) -> None:
+        """When nothing else fits, DropOldest drops it too, rather than raise."""
+        conv = self.summarised()
+        s = conv[1]
+        pinned = budget(0).count([conv[0], conv[-1]])
+        fitted = DropOldest(keep_first=0)(conv, budget(pinned))
+        assert fitted.report.fits
+        assert s not in fitted.messages
+        assert s.id in {i for c in fitted.report.changes for i in c.ids}
+
+    def test_budget_error_names_only_what_is_pinned(self) -> None:
+        """When nothing fits even without it, the error does not name it."""
+        with pytest.raises(BudgetError) as caught:
             DropOldest()(self.summarised(), budget(5))
+        assert "(summary)" not in str(caught.value)
+        assert "(final message)" in str(caught.value)
 
 
 class TestSummaryMessages:

@@ -42,7 +42,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable
 
 from contextwindow.handles import find_handles
 from contextwindow.tokens.base import Tokenizer
@@ -57,7 +57,10 @@ __all__ = [
     "is_listing",
     "line_span",
     "names",
+    "ordered",
     "path_room",
+    "pick",
+    "scan",
 ]
 
 _PATHS = r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b"
@@ -110,13 +113,47 @@ def names(text: str) -> list[str]:
         >>> names("see lib/a.ex and Repo.all at port 8080; lib/a.ex again")
         ['lib/a.ex', 'Repo.all', '8080']
     """
-    seen: dict[str, int] = {}
+    return ordered([scan(text)])
+
+
+Scan = tuple[tuple[str, ...], frozenset[str]]
+"""What ``scan`` finds in a text: its names in the order met, and those met
+as a JSON object's key."""
+
+
+def scan(text: str) -> Scan:
+    """The names of ``text`` in the order met (each once), and its JSON keys.
+
+    Example:
+        >>> scan('{"user_id": 1234, "file": "a/b.py", "user_id": 5678}')
+        (('user_id', '1234', 'a/b.py', '5678'), frozenset({'user_id'}))
+    """
+    seen: dict[str, None] = {}
     keys: set[str] = set()
     for m in NAMED.finditer(text):
         name = m.group(0)
-        seen.setdefault(name, len(seen))
+        seen[name] = None
         if _KEY.match(text, m.end()) and text[m.start() - 1 : m.start()] == '"':
             keys.add(name)
+    return tuple(seen), frozenset(keys)
+
+
+def ordered(scans: Iterable[Scan]) -> list[str]:
+    """The names of texts scanned one by one, as ``names`` orders those of them joined.
+
+    Paths first, then identifiers, then numbers, each in the order met; a
+    name met as a JSON key anywhere goes after the rest of its kind.
+
+    Example:
+        >>> ordered([scan("port 8080 in run_all"), scan("a/b.py and 8080")])
+        ['a/b.py', 'run_all', '8080']
+    """
+    seen: dict[str, int] = {}
+    keys: set[str] = set()
+    for found, keyed in scans:
+        for name in found:
+            seen.setdefault(name, len(seen))
+        keys |= keyed
     return sorted(
         seen, key=lambda n: ("/" not in n, n in keys, n[0].isdigit(), seen[n])
     )
@@ -186,12 +223,31 @@ def digest(
     # The handles of markers inside the text are no facts (one of ten hex
     # digits is all digits, and would pass for a number).
     handles = set(find_handles(text))
+    return pick(
+        (n for n in names(text) if n not in inside and n not in handles),
+        max_tokens,
+        tokenizer,
+        paths=paths,
+    )
+
+
+def pick(
+    named: Iterable[str], max_tokens: int, tokenizer: Tokenizer, *, paths: int = 0
+) -> str:
+    """As many of ``named`` (in ``names``' order) as fit ``max_tokens``, comma-joined.
+
+    ``paths``: tokens paths may take besides ``max_tokens``. A name is never
+    cut; a long one that does not fit is passed over for shorter ones.
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> pick(["a/b.py", "run_all", "8080"], 3, FakeTokenizer())
+        'a/b.py, run_all'
+    """
     out: list[str] = []
     used = 0
     room = max_tokens + paths  # paths come first: they may use both
-    for n in names(text):
-        if n in inside or n in handles:
-            continue
+    for n in named:
         if room == max_tokens + paths and "/" not in n:
             room = max_tokens  # the paths are done: the rest has its own share
             if used >= room:

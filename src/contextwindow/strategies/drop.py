@@ -55,7 +55,10 @@ class DropOldest:
     dropping newer units alone can meet the budget: in an agent loop the first
     user turn is usually the task. When they must go as well, the drop is plain
     oldest first, which keeps the most recent units. A run of consecutive
-    dropped units is one change in the report.
+    dropped units is one change in the report. A summary
+    (``summarizers.is_summary``) is kept like pinned content, and goes only
+    when nothing else can meet the budget (rather than raise): it stands for
+    messages the full history holds.
 
     Args:
         keep_first: Leading non-system units dropped only as a last resort.
@@ -121,6 +124,15 @@ class DropOldest:
             found = self._drop(messages, us, order, cost, total, budget)
             if found is not None:
                 return found[0]
+        # A summary is kept as pinned, but it stands for messages the full
+        # history still holds: rather than fail, it goes too, oldest first.
+        summaries = _summaries(messages, us, pinned, budget)
+        if summaries:
+            order = sorted(later + spared + summaries)
+            found = self._drop(messages, us, order, cost, total, budget)
+            if found is not None:
+                return found[0]
+            pinned = [p and k not in summaries for k, p in enumerate(pinned)]
         everything = [
             m
             for u, p in zip(us, pinned, strict=True)
@@ -457,6 +469,25 @@ def dropped_runs(
 
 
 _ID = attrgetter("id")
+
+
+def _summaries(
+    messages: Sequence[Message],
+    us: Sequence[Unit],
+    pinned: Sequence[bool],
+    budget: Budget,
+) -> list[int]:
+    """The units pinned only for being a summary (not the final message)."""
+    finals = set(final_indices(messages, budget.provider))
+    return [
+        k
+        for k, u in enumerate(us)
+        if pinned[k]
+        and u.kind == "message"
+        and u.start not in finals
+        and is_summary(messages[u.start])
+        and not pinned_one(messages[u.start], budget.protected, summaries=False)
+    ]
 
 
 def _budget_error(

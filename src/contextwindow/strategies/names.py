@@ -212,6 +212,12 @@ def _extractive() -> object:
     return ExtractiveSummarizer()
 
 
+def _names_summarizer() -> object:
+    from contextwindow.summarizers.names import NamesSummarizer
+
+    return NamesSummarizer()
+
+
 def _default() -> Strategy:
     # fitting imports the strategies package, so importing it at the top of
     # this module would be a cycle once the package re-exports parse_strategy.
@@ -284,7 +290,8 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
                 keep_recent=INT,
                 max_tokens=INT,
                 max_share=NUMBER,
-                summarizer=choice(extractive=_extractive),
+                keep_first=INT,
+                summarizer=choice(extractive=_extractive, names=_names_summarizer),
             ),
             summary="replace the oldest units with one extractive summary "
             "that keeps their facts (offline)",
@@ -292,7 +299,7 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
         "default": StrategyName(
             _default,
             summary="lossless, dedupe, stale, truncate, truncate-inputs, clear, "
-            "truncate the latest, then drop-oldest",
+            "truncate the latest, summarize by names, then drop-oldest",
         ),
     }
 )
@@ -322,7 +329,8 @@ def parse_strategy(spec: str) -> Strategy:
         ClearToolResults(keep_recent=5, placeholder='[tool result cleared: {tokens} tokens{names}; recall {handle}]', max_share=0.1)
         >>> parse_strategy("default").strategy == parse_strategy(
         ...     "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
-        ...     "truncate(keep_recent=0),drop-oldest")
+        ...     "truncate(keep_recent=0),summarize(summarizer=names,keep_recent=2,"
+        ...     "max_tokens=1000,keep_first=1),drop-oldest")
         True
         >>> parse_strategy("truncate(keep=2)")
         Traceback (most recent call last):

@@ -35,10 +35,11 @@ Contract:
   (``check_facts``); the summary's ``meta`` keeps the facts it holds and the
   ids of every message it replaces, for ``recall``.
 - Refusal, so that compaction cannot loop: no change is made (the report
-  holds no ``summarized`` change) when the summary is not materially smaller
-  than what it replaces (more than ``max_share`` of its tokens), or when it
-  would turn a budget that dropping units could meet into one nothing can
-  meet. The summarizer is called at most twice per call: for just enough
+  holds no ``summarized`` change) when the summary says nothing (neither the
+  summarizer nor the fact record gave any text), when it is not materially
+  smaller than what it replaces (more than ``max_share`` of its tokens), or
+  when it would turn a budget that dropping units could meet into one
+  nothing can meet. The summarizer is called at most twice per call: for just enough
   units, then, when that summary is refused or leaves the conversation over
   budget, for all of them.
 - The summarizer's ``SummarizerError`` propagates; the input is never
@@ -83,7 +84,7 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from contextwindow._args import check_int, check_number, shown
-from contextwindow._prefix import same_objects
+from contextwindow._prefix import identical_prefix, same_objects
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import COMPARED, Message, Unit, units
 from contextwindow.strategies.base import (
@@ -154,12 +155,16 @@ class Summarize:
             offline and deterministic).
         keep_recent: The most recent units never summarised (system units
             not counted).
+        keep_first: The first units after the system prompt never
+            summarised (the task, in an agent loop; ``DropOldest`` drops it
+            only as a last resort).
         max_tokens: The most a summary may take (the summarizer's target).
         max_share: A summary taking more than this share of the tokens it
             replaces is refused (see the module's contract).
 
     Raises:
-        ContextWindowError: ``keep_recent`` below 0, ``max_tokens`` below 1,
+        ContextWindowError: ``keep_recent`` or ``keep_first`` below 0,
+            ``max_tokens`` below 1,
             ``max_share`` outside (0, 1], or a summarizer without
             ``summarize``.
     """
@@ -172,9 +177,12 @@ class Summarize:
     """The most a summary may take."""
     max_share: float = 0.7
     """A summary larger than this share of what it replaces is refused."""
+    keep_first: int = 0
+    """The first units after the system prompt never summarised."""
 
     def __post_init__(self) -> None:
         check_int(self.keep_recent, "keep_recent", low=0)
+        check_int(self.keep_first, "keep_first", low=0)
         check_int(self.max_tokens, "max_tokens", low=1)
         check_number(self.max_share, "max_share", low=0, high=1, open_low=True)
         if self.summarizer is not None and not callable(
@@ -195,9 +203,7 @@ class Summarize:
         state = found if isinstance(found, _State) else None
         us = units(messages)
         run = budget.counter.running(messages)
-        base = _EMPTY
-        if state is not None and state.layout.extends(messages, us, budget):
-            base = state.layout
+        base = _EMPTY if state is None else state.layout.upto(messages, us, budget)
         both = base.view(messages, us, run, budget)
         if both is None:  # a final message inside what was read before
             both = _EMPTY.view(messages, us, run, budget)
@@ -209,7 +215,8 @@ class Summarize:
         r0 = counted[max(0, len(counted) - keep)] if keep and counted else len(us)
         olds = view.olds[: bisect_left(view.olds, r0)]
         c = bisect_left(view.cands, r0)
-        candidates = view.cands[:c]
+        lead = self._lead(messages, us, counted, view.cands, c)
+        candidates = view.cands[lead:c]
         if not candidates:
             budget.memo.put(key, _State(layout, [], None))
             return finish("Summarize", messages, messages, (), budget)
@@ -218,7 +225,12 @@ class Summarize:
         over = budget.count(messages) - budget.limit
         rolled = sum(cost[k] for k in olds)
         # What n candidates free, less what is rolled forward: prefix[n].
-        prefix = view.prefix[: c + 1]
+        skipped = view.prefix[lead]
+        prefix = (
+            [p - skipped for p in view.prefix[lead : c + 1]]
+            if skipped
+            else view.prefix[lead : c + 1]
+        )
         n = self._enough(prefix, over, rolled)
         # On to the end of the step the cut fell in (see the module).
         step = max(1, int(budget.limit * CUT_STEP))
@@ -268,6 +280,30 @@ class Summarize:
         clean = cut is not None and best is not None and len(best.report.changes) == 1
         budget.memo.put(key, _State(layout, made, cut, clean))
         return best or finish("Summarize", messages, messages, (), budget)
+
+    def _lead(
+        self,
+        messages: Sequence[Message],
+        us: Sequence[Unit],
+        counted: Sequence[int],
+        cands: Sequence[int],
+        c: int,
+    ) -> int:
+        """How many of ``cands[:c]`` are among the first ``keep_first`` units.
+
+        The task stays; a placeholder turn a repair put first is not it.
+        Being the oldest, those candidates come first.
+        """
+        if not self.keep_first:
+            return 0
+        first = [
+            k
+            for k in counted[: self.keep_first + 1]
+            if messages[us[k].start].id != CONTINUED_ID
+        ][: self.keep_first]
+        if len(first) < self.keep_first:
+            return c  # every unit is among the first
+        return bisect_right(cands, first[-1], hi=c)
 
     def _resume(
         self,
@@ -442,7 +478,7 @@ class Summarize:
     ) -> Message | None:
         """The summary of ``olds`` and ``chosen`` (``before`` tokens).
 
-        ``None`` when it is refused: not materially smaller.
+        ``None`` when it is refused: empty, or not materially smaller.
         """
         target = self._target(before)
         evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
@@ -474,6 +510,8 @@ class Summarize:
         ).text
         held = facts.missing_from(body).keys()
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
+        if not body.strip():
+            return None  # says nothing: dropping says as much, for nothing
         summary = summary_message(body, list(dict.fromkeys(sources)), kept)
         if budget.counter.message(summary) > self.max_share * before:
             return None
@@ -569,6 +607,39 @@ class _Layout:
             len(messages) >= n
             and len(us) >= self.settled
             and shares(budget, messages, self.messages, n)
+        )
+
+    def upto(
+        self, messages: Sequence[Message], us: Sequence[Unit], budget: Budget
+    ) -> _Layout:
+        """This layout but for the units from the first message ``messages`` changed.
+
+        A unit stays when it and the message after it are the very objects
+        read (that message decides where the unit ends). Earlier stages of a
+        pipeline rewrite messages near the end of a grown conversation (a
+        result leaving the recent ones is cleared), so most of what was read
+        stays.
+        """
+        if self.extends(messages, us, budget):
+            return self
+        same = identical_prefix(self.messages, messages, COMPARED)
+        k = min(self.settled, unit_index(us, same))  # units ending before it
+        while k and us[k - 1].stop >= same:
+            k -= 1
+        if k == 0:
+            return _EMPTY
+        c = bisect_left(self.cands, k)
+        f = bisect_left(self.floor_units, k)
+        return _Layout(
+            messages[: us[k].start] if k < len(us) else messages,
+            k,
+            self.counted[: bisect_left(self.counted, k)],
+            self.olds[: bisect_left(self.olds, k)],
+            self.cands[:c],
+            self.prefix[: c + 1],
+            self.cost[:k],
+            self.floor[:f],
+            self.floor_units[:f],
         )
 
     def view(

@@ -2,6 +2,9 @@
 
 - ``Summarizer`` / ``AsyncSummarizer``: the protocols (``base``).
 - ``ExtractiveSummarizer``: no network, deterministic; the default.
+- ``NamesSummarizer``: no network, deterministic; the paths, identifiers and
+  numbers the messages held, no prose (the default pipeline's last resort
+  before dropping).
 - ``OpenAICompatibleSummarizer``, ``AnthropicSummarizer``: LLM summaries over
   HTTP (extra ``llm``), with the facts the model dropped re-attached.
 - ``extract_facts``, ``Facts``, ``check_facts``: the fact record (``facts``).
@@ -30,6 +33,7 @@ from contextwindow.summarizers.facts import (
     check_facts,
     extract_facts,
 )
+from contextwindow.summarizers.names import NamesSummarizer
 from contextwindow.summarizers.openai_compat import OpenAICompatibleSummarizer
 from contextwindow.summarizers.record import (
     SUMMARY_KEY,
@@ -51,6 +55,7 @@ __all__ = [
     "FactCheck",
     "FactKind",
     "Facts",
+    "NamesSummarizer",
     "OpenAICompatibleSummarizer",
     "Summarizer",
     "check_facts",
