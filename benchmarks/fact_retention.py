@@ -36,8 +36,9 @@ pinned content alone exceeds a budget (``BudgetError``) is left out of that
 row, and the row says how many were. ``ph`` is the placeholder share of the
 outputs, by ``placeholder_share.py``'s rules (placeholders, bare calls and
 collapsed-run lines over the tokens sent, all outputs of the row together),
-``max`` the highest share of any one output. Headroom runs
-offline (``HEADROOM_OFFLINE=1``, ``HEADROOM_TELEMETRY=off``,
+``max`` the highest share of any one output, ``sum`` the share of summary
+messages (the default pipeline's names summary, not counted as placeholders).
+Headroom runs offline (``HEADROOM_OFFLINE=1``, ``HEADROOM_TELEMETRY=off``,
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``, ``TIKTOKEN_CACHE_DIR`` at the BPE
 files litellm ships, which bear tiktoken's cache names), in this process or,
 with ``--peer-python PATH``, in another interpreter that has it (its own
@@ -73,6 +74,7 @@ from contextwindow.messages import (
     ToolCall,
     ToolResult,
 )
+from contextwindow.summarizers import is_summary
 from contextwindow.tokens import BPETokenizer, TokenCounter
 
 PATH = re.compile(r"(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w@-][\w.@-]*\.[A-Za-z]\w{0,7}\b")
@@ -114,6 +116,9 @@ class Row:
     (``placeholder_share.share``'s rules)."""
     worst: float = 0.0
     """The highest placeholder share of one output."""
+    summaries: int = 0
+    """Tokens of summary messages in the outputs (the default pipeline's
+    names summary: not placeholders, shown apart)."""
 
     def add(self, t: Trace, out: Sequence[Message] | None) -> None:
         if out is None:  # pinned content alone is over the budget: not counted
@@ -127,6 +132,7 @@ class Row:
         bare = placeholder_share(out, t.counter)[0]
         self.placeholders += bare
         self.worst = max(self.worst, bare / sent if sent else 0.0)
+        self.summaries += sum(t.counter.message(m) for m in out if is_summary(m))
         found = output_facts(out, t.facts["commands"])
         for k in KINDS:
             self.kept[k] += len(t.facts[k] & found[k])
@@ -334,9 +340,10 @@ def show(name: str, r: Row) -> None:
     ratio = r.tokens_out / r.tokens_in if r.tokens_in else 0
     err = f"  ({r.errors} BudgetError)" if r.errors else ""
     held = r.placeholders / r.tokens_out if r.tokens_out else 0
+    summed = r.summaries / r.tokens_out if r.tokens_out else 0
     print(
         f"{name:<28}{r.tokens_in:>12,}{out}{ratio:>7.0%}{shares}"
-        f"{held:>7.1%}{r.worst:>6.0%}{r.seconds:>8.1f}s{err}"
+        f"{held:>7.1%}{r.worst:>6.0%}{summed:>6.1%}{r.seconds:>8.1f}s{err}"
     )
 
 
@@ -373,7 +380,7 @@ def main() -> None:
         print(
             f"{'method':<28}{'tokens in':>12}{'tokens out':>12}{'out':>7}"
             + "".join(f"{k:>12}" for k in KINDS)
-            + f"{'ph':>7}{'max':>6}{'time':>9}"
+            + f"{'ph':>7}{'max':>6}{'sum':>6}{'time':>9}"
         )
         base = Row()
         for t in mine:
