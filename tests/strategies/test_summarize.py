@@ -379,6 +379,15 @@ class TestOtherStrategiesPinTheSummary:
         assert s not in fitted.messages
         assert s.id in {i for c in fitted.report.changes for i in c.ids}
 
+    def test_a_marker_in_its_own_text_does_not_pin_it(self) -> None:
+        """A protected marker the summary's header holds ("earlier") is no pin."""
+        conv = self.summarised()
+        pinned = budget(0).count([conv[0], conv[-1]])
+        b = budget(pinned, protected=("earlier",))
+        fitted = DropOldest(keep_first=0)(conv, b)
+        assert fitted.report.fits
+        assert conv[1] not in fitted.messages
+
     def test_budget_error_names_only_what_is_pinned(self) -> None:
         """When nothing fits even without it, the error does not name it."""
         with pytest.raises(BudgetError) as caught:

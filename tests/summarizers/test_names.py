@@ -4,14 +4,10 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-
-import contextwindow.summarizers.names as names_module
 from contextwindow import Message, ToolCall, fit, read_transcripts
 from contextwindow.errors import BudgetError
 from contextwindow.messages import Thinking
 from contextwindow.strategies import Budget, Summarize
-from contextwindow.strategies.digest import scan
 from contextwindow.summarizers import (
     AsyncSummarizer,
     NamesSummarizer,
@@ -90,23 +86,6 @@ class TestNamesSummarizer:
                 s.summarize(conv, max_tokens=10**6).removeprefix(PREFIX).split(", ")
             ) | {""}
         assert tok.count(s.summarize(conv)) <= DEFAULT_MAX_TOKENS
-
-    def test_reads_each_message_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A summary made again reads no message's text again while it lives."""
-        calls: list[str] = []
-
-        def counted(text: str) -> object:
-            calls.append(text)
-            return scan(text)
-
-        monkeypatch.setattr(names_module, "scan", counted)
-        conv = session(5)
-        s = NamesSummarizer()
-        first = s.summarize(conv)
-        assert len(calls) == len(conv)
-        assert s.summarize(conv[:-3]) == s.summarize(conv[:-3])
-        assert len(calls) == len(conv)
-        assert first == s.summarize(conv)
 
 
 class TestThroughSummarize:

@@ -138,7 +138,7 @@ def scan(text: str) -> Scan:
     return tuple(seen), frozenset(keys)
 
 
-def ordered(scans: Iterable[Scan]) -> list[str]:
+def ordered(scans: Iterable[tuple[Iterable[str], Iterable[str]]]) -> list[str]:
     """The names of texts scanned one by one, as ``names`` orders those of them joined.
 
     Paths first, then identifiers, then numbers, each in the order met; a
@@ -153,7 +153,7 @@ def ordered(scans: Iterable[Scan]) -> list[str]:
     for found, keyed in scans:
         for name in found:
             seen.setdefault(name, len(seen))
-        keys |= keyed
+        keys.update(keyed)
     return sorted(
         seen, key=lambda n: ("/" not in n, n in keys, n[0].isdigit(), seen[n])
     )

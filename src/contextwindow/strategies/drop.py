@@ -477,7 +477,11 @@ def _summaries(
     pinned: Sequence[bool],
     budget: Budget,
 ) -> list[int]:
-    """The units pinned only for being a summary (not the final message)."""
+    """The units pinned only for being a summary (not the final message).
+
+    A protected marker its text happens to hold does not pin it: it holds
+    no message that held one (those are never summarised).
+    """
     finals = set(final_indices(messages, budget.provider))
     return [
         k
@@ -486,7 +490,7 @@ def _summaries(
         and u.kind == "message"
         and u.start not in finals
         and is_summary(messages[u.start])
-        and not pinned_one(messages[u.start], budget.protected, summaries=False)
+        and not pinned_one(messages[u.start], (), summaries=False)
     ]
 
 

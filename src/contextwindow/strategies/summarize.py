@@ -77,8 +77,9 @@ Example:
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
@@ -583,19 +584,19 @@ class _Layout:
     """The conversation (references)."""
     settled: int
     """Units read."""
-    counted: list[int]
+    counted: array[int]
     """The units that are not system units."""
-    olds: list[int]
+    olds: array[int]
     """Counted units pinned by nothing, each an earlier summary."""
-    cands: list[int]
+    cands: array[int]
     """Counted units pinned by nothing, not summaries: the candidates."""
-    prefix: list[int]
+    prefix: array[int]
     """``prefix[i]``: the tokens of ``cands[:i]``."""
-    cost: list[int]
+    cost: array[int]
     """Each unit's tokens."""
     floor: list[Message]
     """The messages of the pinned units, summaries pinned too (``_floor``)."""
-    floor_units: list[int]
+    floor_units: array[int]
     """The unit of each message of ``floor``."""
 
     def extends(
@@ -711,20 +712,29 @@ class _Layout:
                 u = us[k]
                 floor.extend(messages[u.start : u.stop])
                 floor_units.extend([k] * (u.stop - u.start))
+        running = accumulate(cand_costs, initial=self.prefix[-1])
+        next(running)  # the total so far, which ``prefix`` holds already
         return _Layout(
             seen if isinstance(seen, tuple) else list(seen),
             read[-1][0] + 1 if read else self.settled,
-            self.counted + counted,
-            self.olds + olds,
-            self.cands + cands,
-            self.prefix + list(accumulate(cand_costs, initial=self.prefix[-1]))[1:],
-            self.cost + [r[1] for r in read],
+            self.counted + _ints(counted),
+            self.olds + _ints(olds),
+            self.cands + _ints(cands),
+            self.prefix + _ints(running),
+            self.cost + _ints(r[1] for r in read),
             self.floor + floor,
-            self.floor_units + floor_units,
+            self.floor_units + _ints(floor_units),
         )
 
 
-_EMPTY = _Layout((), 0, [], [], [], [0], [], [], [])
+def _ints(values: Iterable[int]) -> array[int]:
+    """Machine integers: the memo keeps a layout's lists between calls."""
+    return array("q", values)
+
+
+_EMPTY = _Layout(
+    (), 0, _ints(()), _ints(()), _ints(()), _ints((0,)), _ints(()), [], _ints(())
+)
 
 
 @dataclass(slots=True)

@@ -17,9 +17,12 @@ Contract:
 - The summary stays within ``max_tokens`` as the summarizer's tokenizer
   counts (default ``HeuristicTokenizer``), never cutting a name; it is empty
   when the messages name nothing.
-- What each message names is read once while the message lives: a summary
-  made again as the cut moves reads the older history again without
-  scanning its text again.
+- Nothing is kept between calls: ``Summarize`` keeps the summary it made
+  for the messages it replaced, and makes one again only when its cut moves
+  (by a step of its budget), by then over what earlier stages left of those
+  messages (placeholders and digests, mostly); a cache of every message's
+  names cost more memory than the scans it saved (``benchmarks/memory.py``,
+  ``fit_speed.py``).
 
 Example:
     >>> from contextwindow.messages import Message, ToolCall
@@ -39,10 +42,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from contextwindow._args import as_tokenizer
-from contextwindow._memo import WhileAlive
 from contextwindow.handles import find_handles
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
-from contextwindow.strategies.digest import Scan, ordered, pick, scan
+from contextwindow.strategies.digest import ordered, pick, scan
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
 
@@ -80,11 +82,11 @@ class NamesSummarizer:
         """Return the summary of ``messages`` (see the module's contract)."""
         tok = self.tokenizer or _HEURISTIC
         limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
-        scans = [_read_text(previous)] if previous else []
-        scans += [_NAMED.get(m, _read) for m in messages]
+        reads = [_read_text(previous)] if previous else []
+        reads += [_read_text("\n".join(_texts(m))) for m in messages]
         # Handles of markers are no facts (ten hex digits may all be digits).
-        handles = {h for _, _, found in scans for h in found}
-        named = (n for n in ordered(s[:2] for s in scans) if n not in handles)
+        handles = {h for _, _, found in reads for h in found}
+        named = (n for n in ordered(r[:2] for r in reads) if n not in handles)
         listed = pick(named, max(0, limit - tok.count(PREFIX)), tok)
         return PREFIX + listed if listed else ""
 
@@ -101,11 +103,8 @@ class NamesSummarizer:
 
 _HEURISTIC = HeuristicTokenizer()
 
-_Read = tuple[tuple[str, ...], frozenset[str], frozenset[str]]
-"""A text's names in order, its JSON keys (``digest.scan``) and its handles."""
-
-_NAMED = WhileAlive[Message, _Read]()
-"""What each message names, read while it lives."""
+_Read = tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]
+"""A text's names in order and its JSON keys (``digest.scan``), and its handles."""
 
 
 def _texts(m: Message) -> Iterable[str]:
@@ -120,9 +119,4 @@ def _texts(m: Message) -> Iterable[str]:
 
 
 def _read_text(text: str) -> _Read:
-    found: Scan = scan(text)
-    return (*found, frozenset(find_handles(text)))
-
-
-def _read(m: Message) -> _Read:
-    return _read_text("\n".join(_texts(m)))
+    return (*scan(text), tuple(find_handles(text)))
