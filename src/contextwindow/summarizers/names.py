@@ -40,11 +40,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from contextwindow._args import as_tokenizer
 from contextwindow.handles import find_handles
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
-from contextwindow.strategies.digest import ordered, pick, scan
+from contextwindow.strategies.digest import Scan, ordered, pick, scan
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
 
@@ -82,11 +83,18 @@ class NamesSummarizer:
         """Return the summary of ``messages`` (see the module's contract)."""
         tok = self.tokenizer or _HEURISTIC
         limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
-        reads = [_read_text(previous)] if previous else []
-        reads += [_read_text("\n".join(_texts(m))) for m in messages]
         # Handles of markers are no facts (ten hex digits may all be digits).
-        handles = {h for _, _, found in reads for h in found}
-        named = (n for n in ordered(r[:2] for r in reads) if n not in handles)
+        handles: set[str] = set()
+
+        def scans() -> Iterable[Scan]:
+            # One text at a time: only the names merged so far are held.
+            texts = ("\n".join(_texts(m)) for m in messages)
+            for text in chain([previous] if previous else [], texts):
+                handles.update(find_handles(text))
+                yield scan(text)
+
+        merged = ordered(scans())
+        named = (n for n in merged if n not in handles)
         listed = pick(named, max(0, limit - tok.count(PREFIX)), tok)
         return PREFIX + listed if listed else ""
 
@@ -103,9 +111,6 @@ class NamesSummarizer:
 
 _HEURISTIC = HeuristicTokenizer()
 
-_Read = tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]
-"""A text's names in order and its JSON keys (``digest.scan``), and its handles."""
-
 
 def _texts(m: Message) -> Iterable[str]:
     for p in m.parts:
@@ -116,7 +121,3 @@ def _texts(m: Message) -> Iterable[str]:
             yield p.arguments
         elif isinstance(p, ToolResult):
             yield p.text
-
-
-def _read_text(text: str) -> _Read:
-    return (*scan(text), tuple(find_handles(text)))
