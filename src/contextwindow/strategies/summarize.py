@@ -238,9 +238,14 @@ class Summarize:
         top = ((rolled + prefix[n]) // step + 1) * step - 1
         n = bisect_right(prefix, top - rolled, lo=n) - 1
         floor = budget.count(view.floor)
-        if state is not None and state.cut is not None and base is state.layout:
+        if (
+            state is not None
+            and state.cut is not None
+            and (base is state.layout or len(base.messages) >= state.cut.stop)
+        ):
             # The last output, valid as built, is this one's up to the unit
-            # that was last there (it may have grown since).
+            # that was last read (it may have grown since, or changed after
+            # the last cut: what was read reaches past what it replaced).
             known = state.cut
             last = us[base.settled].start if base.settled < len(us) else 0
             start = len(known.head) + last - known.stop if state.clean else 0
