@@ -4,12 +4,15 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from contextwindow import Message, ToolCall, fit, read_transcripts
-from contextwindow.errors import BudgetError
+from contextwindow.errors import ArgumentTypeError, BudgetError, InvalidMessageError
 from contextwindow.messages import Thinking
 from contextwindow.strategies import Budget, Summarize
 from contextwindow.summarizers import (
     AsyncSummarizer,
+    ExtractiveSummarizer,
     NamesSummarizer,
     Summarizer,
     is_summary,
@@ -132,3 +135,20 @@ def test_tau_bench_numbers_survive_half_the_tokens(shared_data: Path) -> None:
         total += len(numbers)
     assert fitted_runs >= 20
     assert kept / total >= 0.6
+
+
+@pytest.mark.parametrize("summarizer", [NamesSummarizer(), ExtractiveSummarizer()])
+class TestWhatUsersHold:
+    def test_provider_dicts_are_read(self, summarizer: Summarizer) -> None:
+        """Messages as provider dicts are read like neutral ones."""
+        dicts = [{"role": "user", "content": "see a/b.py on port 8080"}]
+        assert summarizer.summarize(dicts) == summarizer.summarize(  # type: ignore[arg-type]  # what users hold
+            [Message.user("see a/b.py on port 8080")]
+        )
+
+    def test_bad_arguments_are_named(self, summarizer: Summarizer) -> None:
+        """None for messages, a number for previous: errors naming the argument."""
+        with pytest.raises(InvalidMessageError, match="messages"):
+            summarizer.summarize(None)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ArgumentTypeError, match="previous"):
+            summarizer.summarize([], previous=3)  # type: ignore[arg-type]  # the wrong type on purpose

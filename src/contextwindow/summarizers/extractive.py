@@ -48,8 +48,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextwindow._args import as_tokenizer, check_number
+from contextwindow._args import as_tokenizer, check_number, check_str
 from contextwindow._memo import WhileAlive
+from contextwindow.formats._coerce import coerce_messages
 from contextwindow.messages import Message, Text
 from contextwindow.summarizers._patterns import CODE_FENCE, sentences, words
 from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
@@ -105,6 +106,9 @@ class ExtractiveSummarizer:
         max_tokens: int | None = None,
     ) -> str:
         """Return the summary of ``messages`` (see the module's contract)."""
+        # Messages in any shape a user holds (provider dicts, SDK objects).
+        messages = coerce_messages(messages).messages
+        check_str(previous, "previous", none=True)
         tok = self.tokenizer or _HEURISTIC
         limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
         facts = extract_facts(messages)

@@ -42,7 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
-from contextwindow._args import as_tokenizer
+from contextwindow._args import as_tokenizer, check_str
+from contextwindow.formats._coerce import coerce_messages
 from contextwindow.handles import find_handles
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
 from contextwindow.strategies.digest import Scan, ordered, pick, scan
@@ -81,6 +82,9 @@ class NamesSummarizer:
         max_tokens: int | None = None,
     ) -> str:
         """Return the summary of ``messages`` (see the module's contract)."""
+        # Messages in any shape a user holds (provider dicts, SDK objects).
+        messages = coerce_messages(messages).messages
+        check_str(previous, "previous", none=True)
         tok = self.tokenizer or _HEURISTIC
         limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
         # Handles of markers are no facts (ten hex digits may all be digits).
