@@ -224,14 +224,11 @@ class Summarize:
         cost = view.cost
         # Just enough units to fit once the summary is in, then all of them.
         over = budget.count(messages) - budget.limit
-        rolled = sum(cost[k] for k in olds)
-        # What n candidates free, less what is rolled forward: prefix[n].
-        skipped = view.prefix[lead]
-        prefix = (
-            [p - skipped for p in view.prefix[lead : c + 1]]
-            if skipped
-            else view.prefix[lead : c + 1]
-        )
+        # What n candidates free with what is rolled forward: rolled +
+        # prefix[n] (the running totals start at the first candidate, so
+        # the spared lead's tokens are taken off ``rolled``, not off each).
+        rolled = sum(cost[k] for k in olds) - view.prefix[lead]
+        prefix = view.prefix[lead : c + 1]
         n = self._enough(prefix, over, rolled)
         # On to the end of the step the cut fell in (see the module).
         step = max(1, int(budget.limit * CUT_STEP))
@@ -668,16 +665,22 @@ class _Layout:
         read: list[tuple[int, int, bool, bool, bool, bool]] = []
         for k in range(self.settled, len(us)):
             u = us[k]
-            span = messages[u.start : u.stop]
-            pin = any(pinned_one(m, markers, summaries=False) for m in span)
+            if u.stop - u.start == 1:
+                pin = pinned_one(messages[u.start], markers, summaries=False)
+            else:
+                span = messages[u.start : u.stop]
+                pin = any(pinned_one(m, markers, summaries=False) for m in span)
+            # A summary is a unit of its own (a user message): pinned for the
+            # floor, as every other strategy keeps it.
+            summary = _is_summary_unit(messages, u)
             read.append(
                 (
                     k,
                     run[u.stop] - run[u.start],
                     u.kind != "system",
                     pin,
-                    pin or any(pinned_one(m, markers) for m in span),
-                    _is_summary_unit(messages, u),
+                    pin or summary,
+                    summary,
                 )
             )
         final_units = {unit_index(us, i, self.settled) for i in finals}
