@@ -379,6 +379,17 @@ class TestOtherStrategiesPinTheSummary:
         assert s not in fitted.messages
         assert s.id in {i for c in fitted.report.changes for i in c.ids}
 
+    def test_it_goes_before_the_task(self) -> None:
+        """When the task or the summary must go, the summary goes: the task last."""
+        conv = self.summarised()
+        task = Message.user("Fix the billing export.", id="task")
+        conv = [conv[0], task, *conv[1:]]
+        room = budget(0).count([conv[0], task, conv[-1]])
+        fitted = DropOldest()(conv, budget(room))
+        assert fitted.report.fits
+        assert task in fitted.messages
+        assert conv[2] not in fitted.messages  # the summary
+
     def test_a_marker_in_its_own_text_does_not_pin_it(self) -> None:
         """A protected marker the summary's header holds ("earlier") is no pin."""
         conv = self.summarised()

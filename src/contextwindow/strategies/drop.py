@@ -57,8 +57,8 @@ class DropOldest:
     oldest first, which keeps the most recent units. A run of consecutive
     dropped units is one change in the report. A summary
     (``summarizers.is_summary``) is kept like pinned content, and goes only
-    when nothing else can meet the budget (rather than raise): it stands for
-    messages the full history holds.
+    when nothing else but the first units can meet the budget (rather than
+    drop the task, or raise): it stands for messages the full history holds.
 
     Args:
         keep_first: Leading non-system units dropped only as a last resort.
@@ -119,19 +119,18 @@ class DropOldest:
             budget.memo.put(key, _DropState.of(messages, us, keep, cost, lead, fitted))
             return fitted
         budget.memo.pop(key)
-        if spared:
-            order = sorted(later + spared)
-            found = self._drop(messages, us, order, cost, total, budget)
-            if found is not None:
-                return found[0]
         # A summary is kept as pinned, but it stands for messages the full
-        # history still holds: rather than fail, it goes too, oldest first.
+        # history still holds: rather than drop the task or fail, it goes
+        # too, oldest first; the task goes last.
         summaries = _summaries(messages, us, pinned, budget)
-        if summaries:
-            order = sorted(later + spared + summaries)
-            found = self._drop(messages, us, order, cost, total, budget)
+        for extra in (summaries, spared):
+            if not extra:
+                continue
+            later = sorted(later + extra)
+            found = self._drop(messages, us, later, cost, total, budget)
             if found is not None:
                 return found[0]
+        if summaries:
             pinned = [p and k not in summaries for k, p in enumerate(pinned)]
         everything = [
             m
