@@ -94,6 +94,11 @@ class WhileAlive(Generic[K, V]):
     bounds it but what the caller keeps alive. For a pure function of the
     key only. Thread-safe.
 
+    Args:
+        keep_empty: Whether an empty result is kept too (``False``: it is
+            computed again each time, where an entry and its weak reference
+            cost more than that, as for keys that mostly give nothing).
+
     Example:
         >>> from contextwindow.messages import Message
         >>> read = WhileAlive[Message, int]()
@@ -105,11 +110,12 @@ class WhileAlive(Generic[K, V]):
         0
     """
 
-    __slots__ = ("_data", "_lock")
+    __slots__ = ("_data", "_keep_empty", "_lock")
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_empty: bool = True) -> None:
         self._data: WeakKeyDictionary[K, V] = WeakKeyDictionary()
         self._lock = threading.Lock()
+        self._keep_empty = keep_empty
 
     def get(self, key: K, compute: Callable[[K], V]) -> V:
         """``compute(key)``, computed once while ``key`` (or one equal) lives.
@@ -123,8 +129,9 @@ class WhileAlive(Generic[K, V]):
             return compute(key)
         if found is None:
             found = compute(key)
-            with self._lock:
-                self._data[key] = found
+            if self._keep_empty or found:
+                with self._lock:
+                    self._data[key] = found
         return found
 
     def __len__(self) -> int:

@@ -45,10 +45,11 @@ MAX_ERRORS_PER_RESULT = 3
 """Error lines read from one tool result."""
 
 
-_KNOWN = WhileAlive[Message, "tuple[tuple[FactKind, str], ...]"]()
+_KNOWN = WhileAlive[Message, "tuple[tuple[FactKind, str], ...]"](keep_empty=False)
 """The facts of each message read while it lives (by content: they depend on
 its role and parts alone). A summary made again as the cut moves reads the
-whole older history again; each message is read once."""
+whole older history again; each message with facts is read once (about half
+hold none: keeping those cost more memory than reading them again)."""
 
 
 def facts_in(m: Message) -> tuple[tuple[FactKind, str], ...]:
