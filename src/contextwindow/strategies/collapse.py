@@ -380,18 +380,25 @@ def marker_names(text: str) -> str:
         >>> marker_names("[tool result cleared: 375 tokens; recall 0123456789]")
         ''
     """
+    found = _naming(text)
+    return text[found[0] + len(_NAMING) : found[1]] if found else ""
+
+
+def _naming(text: str) -> tuple[int, int] | None:
+    """Where ``, naming ...`` lies before a marker's ``; recall`` (``None``: none)."""
     end = text.rfind("; recall ")
     at = text.rfind(_NAMING, 0, end)
-    return text[at + len(_NAMING) : end] if at >= 0 and end >= 0 else ""
+    return (at, end) if at >= 0 and end >= 0 else None
 
 
 def _digest_of(line: str) -> tuple[int, int] | None:
     """Where the digest of a run's line lies (``None``: it has none)."""
-    end = line.rfind("; recall ")
-    at = line.rfind(_NAMING, 0, end)
-    if end < 0 or at < 0 or " " in line[at + len(_NAMING) : end].replace(", ", ""):
+    found = _naming(line)
+    if found is None or " " in line[found[0] + len(_NAMING) : found[1]].replace(
+        ", ", ""
+    ):
         return None  # names hold no spaces
-    return at, end
+    return found
 
 
 def plain_line(line: str, keep: int = 0) -> str:

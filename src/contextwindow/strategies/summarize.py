@@ -39,9 +39,9 @@ Contract:
   summarizer nor the fact record gave any text), when it is not materially
   smaller than what it replaces (more than ``max_share`` of its tokens), or
   when it would turn a budget that dropping units could meet into one
-  nothing can meet. The summarizer is called at most twice per call: for just enough
-  units, then, when that summary is refused or leaves the conversation over
-  budget, for all of them.
+  nothing can meet. The summarizer is called at most twice per call: for
+  just enough units, then, when that summary is refused or leaves the
+  conversation over budget, for all of them.
 - The summarizer's ``SummarizerError`` propagates; the input is never
   mutated.
 

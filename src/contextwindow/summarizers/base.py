@@ -19,11 +19,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from contextwindow._args import shown
+from contextwindow._args import check_str, shown
 from contextwindow.errors import ArgumentTypeError
+from contextwindow.formats._coerce import coerce_messages
 from contextwindow.messages import Message
 
-__all__ = ["AsyncSummarizer", "Summarizer", "summary_text"]
+__all__ = ["AsyncSummarizer", "Summarizer", "summary_input", "summary_text"]
+
+
+def summary_input(messages: object, previous: object) -> tuple[Message, ...]:
+    """A summarizer's arguments as it reads them, or an error naming the bad one.
+
+    ``messages`` in any shape a user holds (``Message`` objects, provider
+    dicts, SDK objects); ``previous`` a ``str`` or ``None``.
+
+    Example:
+        >>> [m.role for m in summary_input([{"role": "user", "content": "hi"}], None)]
+        ['user']
+    """
+    read = coerce_messages(messages).messages
+    check_str(previous, "previous", none=True)
+    return tuple(read)
 
 
 def summary_text(summarizer: object, value: object) -> str:

@@ -48,11 +48,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contextwindow._args import as_tokenizer, check_number, check_str
+from contextwindow._args import as_tokenizer, check_number
 from contextwindow._memo import WhileAlive
-from contextwindow.formats._coerce import coerce_messages
 from contextwindow.messages import Message, Text
 from contextwindow.summarizers._patterns import CODE_FENCE, sentences, words
+from contextwindow.summarizers.base import summary_input
 from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
@@ -106,9 +106,7 @@ class ExtractiveSummarizer:
         max_tokens: int | None = None,
     ) -> str:
         """Return the summary of ``messages`` (see the module's contract)."""
-        # Messages in any shape a user holds (provider dicts, SDK objects).
-        messages = coerce_messages(messages).messages
-        check_str(previous, "previous", none=True)
+        messages = summary_input(messages, previous)
         tok = self.tokenizer or _HEURISTIC
         limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
         facts = extract_facts(messages)

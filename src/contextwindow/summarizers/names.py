@@ -42,11 +42,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
-from contextwindow._args import as_tokenizer, check_str
-from contextwindow.formats._coerce import coerce_messages
+from contextwindow._args import as_tokenizer
 from contextwindow.handles import find_handles
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
 from contextwindow.strategies.digest import Scan, ordered, pick, scan
+from contextwindow.summarizers.base import summary_input
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
 
@@ -82,9 +82,7 @@ class NamesSummarizer:
         max_tokens: int | None = None,
     ) -> str:
         """Return the summary of ``messages`` (see the module's contract)."""
-        # Messages in any shape a user holds (provider dicts, SDK objects).
-        messages = coerce_messages(messages).messages
-        check_str(previous, "previous", none=True)
+        messages = summary_input(messages, previous)
         tok = self.tokenizer or _HEURISTIC
         limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
         # Handles of markers are no facts (ten hex digits may all be digits).
