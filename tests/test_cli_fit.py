@@ -119,7 +119,8 @@ class TestParseStrategy:
         assert default.strategy == parse_strategy(
             "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
             "truncate(keep_recent=0),"
-            "summarize(summarizer=names,keep_recent=2,max_tokens=1000,keep_first=1),"
+            "summarize(summarizer=names,keep_recent=2,max_tokens=1000,keep_first=1,"
+            "read_originals=true),"
             "drop-oldest"
         )
 

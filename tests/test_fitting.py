@@ -45,14 +45,16 @@ def chat(n: int = 6) -> list[Message]:
     return out
 
 
-def agent(n: int = 6, size: int = 200) -> list[Message]:
-    """An agent loop: each turn reads a file of ``size`` words."""
+def agent(n: int = 6, size: int = 200, *, named: bool = False) -> list[Message]:
+    """An agent loop: each turn reads a file of ``size`` words (``named``:
+    whose output names its path)."""
     out = [Message.system("You are a coding agent.")]
     for i in range(n):
+        head = f"part {i} of src/part{i}.py: " if named else f"part {i}: "
         out += [
             Message.user(f"read part {i}"),
             Message.assistant(tool_calls=[ToolCall(f"c{i}", "read", "{}")]),
-            Message.tool(f"c{i}", f"part {i}: " + "data " * size, name="read"),
+            Message.tool(f"c{i}", head + "data " * size, name="read"),
         ]
     return [*out, Message.user("summarise")]
 
@@ -357,7 +359,11 @@ class TestFit:
         ]
         assert pipeline.stages[-3] == TruncateToolResults(keep_recent=0)
         assert pipeline.stages[-2] == Summarize(
-            NamesSummarizer(), keep_recent=2, max_tokens=1000, keep_first=1
+            NamesSummarizer(),
+            keep_recent=2,
+            max_tokens=1000,
+            keep_first=1,
+            read_originals=True,
         )
 
     def test_default_stops_at_the_cheapest_loss(self) -> None:
@@ -377,8 +383,9 @@ class TestFit:
 
     def test_default_summarizes_then_drops_last(self) -> None:
         """When clearing is not enough, the oldest units but the task become one
-        summary; when that is not enough either, the oldest units go."""
-        conv = agent(n=20, size=50)
+        summary; when that is not enough either, the oldest units go. The
+        summary names what the results held before clearing cut them."""
+        conv = agent(n=20, size=50, named=True)
         fitted = fit(conv, limit=300, tokenizer=FakeTokenizer())
         r = fitted.report
         assert r.stages == (
@@ -395,6 +402,7 @@ class TestFit:
         assert r.fits
         assert fitted.messages[1] is conv[1]  # the task, "read part 0", stays
         assert is_summary(fitted.messages[2])
+        assert "src/part1.py" in fitted.messages[2].text  # cleared, then summarised
         assert conv[2] not in fitted.messages
         fitted = fit(conv, limit=100, tokenizer=FakeTokenizer())
         assert fitted.report.stages[-2:] == ("Summarize", "DropOldest")

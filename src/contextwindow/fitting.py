@@ -97,7 +97,13 @@ DEFAULT_STRATEGY: Strategy = CollapseRuns(
         TruncateToolInputs(),
         ClearToolResults(),
         TruncateToolResults(keep_recent=0),
-        Summarize(NamesSummarizer(), keep_recent=2, max_tokens=1000, keep_first=1),
+        Summarize(
+            NamesSummarizer(),
+            keep_recent=2,
+            max_tokens=1000,
+            keep_first=1,
+            read_originals=True,
+        ),
         DropOldest(),
     )
 )
@@ -219,7 +225,7 @@ def fit(
     counter = _counter(tokenizer, info, provider)
     read, last, shared = _read(messages, counter)
     specs = _tool_specs(tools, counter)
-    budget = Budget(limit - reserve, counter, specs, markers, query)
+    budget = Budget(limit - reserve, counter, specs, markers, query, read.messages)
     if last is not None:
         note_shared(budget, read.messages, last, shared)
     chosen = DEFAULT_STRATEGY if strategy is None else as_strategy(strategy)

@@ -18,6 +18,11 @@ Contract:
 - ``originals(history, handle)`` finds what a handle names: the message with
   that content hash, the run with that handle, or the message with that id.
   Nothing is changed.
+- ``originals_of(history, messages)`` puts back, in a list of messages,
+  the original of each rewrite (and the messages of each run's line) that
+  ``history`` holds, found by id (a rewrite keeps its message's id; a run's
+  line its first message's) and checked by handle: what a summary of
+  compacted messages should read, not their placeholders.
 
 Example:
     >>> from contextwindow.messages import Message
@@ -46,8 +51,10 @@ __all__ = [
     "handle_of",
     "original_sizes",
     "originals",
+    "originals_of",
     "run_handle",
     "with_origin",
+    "without_handles",
 ]
 
 ORIGIN_KEY = "contextwindow.origin"
@@ -135,6 +142,22 @@ def find_handles(text: str) -> list[str]:
     return _MARKED.findall(text)
 
 
+def without_handles(text: str) -> str:
+    """``text`` with the handles its markers show taken out: they are no facts.
+
+    Example:
+        >>> without_handles("[tool result cleared: 9 tokens; recall 0123456789]")
+        '[tool result cleared: 9 tokens; recall]'
+    """
+    return (
+        _MARKED.sub(_keyword, text) if "recall " in text or "handle " in text else text
+    )
+
+
+def _keyword(found: re.Match[str]) -> str:
+    return found.group(0).split(" ", 1)[0]
+
+
 def originals(history: Sequence[Message], handle: str) -> list[Message]:
     """The messages of ``history`` that ``handle`` names (see the module's contract).
 
@@ -160,3 +183,43 @@ def originals(history: Sequence[Message], handle: str) -> list[Message]:
         if msg.id == handle:
             return [msg]
     return []
+
+
+def originals_of(
+    history: Sequence[Message], messages: Sequence[Message]
+) -> list[Message]:
+    r"""``messages``, each rewrite replaced by its original in ``history``.
+
+    A rewrite (its record names an original) is found by its id and kept
+    only when that message's content has the recorded handle; a run's line
+    (``handle+count``) becomes the ``count`` messages from its id on when
+    they hash to its handle. A message with no record, or whose original
+    ``history`` does not hold (another conversation, a repaired message),
+    stays as it is. Costs one pass over ``history`` when ``messages`` holds
+    a rewrite; nothing is changed.
+
+    Example:
+        >>> history = [Message.user("fix a.py"), Message.tool("c1", "x = 1\n" * 50)]
+        >>> cleared = with_origin(Message.tool("c1", "[cleared]", id=history[1].id),
+        ...                       history[1], [99])
+        >>> originals_of(history, [history[0], cleared]) == history
+        True
+    """
+    if not any(ORIGIN_KEY in m.meta for m in messages):
+        return list(messages)
+    at = {m.id: i for i, m in reversed(list(enumerate(history)))}
+    out: list[Message] = []
+    for m in messages:
+        handle = _origin(m).get("handle")
+        i = at.get(m.id)
+        if not isinstance(handle, str) or i is None:
+            out.append(m)
+            continue
+        digest, _, count = handle.partition("+")
+        if not count:
+            found = [history[i]] if content_handle(history[i]) == digest else []
+        else:
+            span = history[i : i + int(count)] if count.isdigit() else ()
+            found = list(span) if span and run_handle(span) == handle else []
+        out.extend(found or [m])
+    return out

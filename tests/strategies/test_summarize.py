@@ -11,6 +11,7 @@ from contextwindow import Message, ToolCall, fit
 from contextwindow.cli import main
 from contextwindow.errors import BudgetError, ContextWindowError, SummarizerError
 from contextwindow.formats import from_openai, to_openai
+from contextwindow.handles import originals_of
 from contextwindow.strategies import (
     Budget,
     ClearToolResults,
@@ -24,6 +25,7 @@ from contextwindow.strategies import (
 from contextwindow.summarizers import (
     SUMMARY_KEY,
     ExtractiveSummarizer,
+    NamesSummarizer,
     extract_facts,
     is_summary,
     recall,
@@ -310,6 +312,66 @@ class TestKeepFirstAndEmpty:
         fitted = Summarize(Echo(""), keep_recent=1)(conv, budget(5))
         assert "summarized" not in fitted.report.totals()
         assert list(fitted.messages) == conv
+
+
+class TestReadOriginals:
+    """``read_originals``: what earlier stages cut is summarised as it was."""
+
+    def cleared(self) -> tuple[list[Message], list[Message]]:
+        conv = session(8)
+        cut = ClearToolResults(keep_recent=0)(conv, budget(0)).messages
+        assert not any(m.role == "tool" for m in cut)  # every exchange one line
+        return conv, list(cut)
+
+    def test_names_what_clearing_cut(self) -> None:
+        """The originals' names, not the placeholders': a test a log named."""
+        conv, cut = self.cleared()
+        reads = Summarize(NamesSummarizer(), keep_recent=1, read_originals=True)
+        summary = the_summary(reads(cut, budget(0, history=conv)).messages)
+        assert "test_case_10" in summary.text
+        plain = Summarize(NamesSummarizer(), keep_recent=1)
+        assert (
+            "test_case_10"
+            not in the_summary(plain(cut, budget(0, history=conv)).messages).text
+        )
+        no_history = the_summary(reads(cut, budget(0)).messages)
+        assert "test_case_10" not in no_history.text
+
+    def test_a_runs_line_stands_for_its_messages(self) -> None:
+        """Its sources are every message of the run: recall gives them back."""
+        conv, cut = self.cleared()
+        reads = Summarize(NamesSummarizer(), keep_recent=1, read_originals=True)
+        summary = the_summary(reads(cut, budget(0, history=conv)).messages)
+        assert recall(conv, summary_sources(summary)) == conv[1:-1]
+
+    def test_a_history_without_the_original_reads_the_rewrite(self) -> None:
+        """Another conversation, or an edited one: the placeholder is read."""
+        conv, cut = self.cleared()
+        assert originals_of([Message.user("other")], cut) == cut
+        edited = [*conv[:3], Message.tool("c0", "other", id="t0"), *conv[4:]]
+        read = originals_of(edited, cut)
+        assert read[:2] == conv[:2]
+        assert read[2] is cut[2]  # the first run hashes otherwise
+        assert read[3:5] == conv[4:6]  # the reply after it, the next run's
+        assert originals_of(conv, cut[:1]) == cut[:1]  # no rewrite: no pass
+
+    def test_a_summary_of_everything_takes_only_the_room_left(self) -> None:
+        """A budget that a small summary meets: one is made to fit, not
+        made at its usual size and refused."""
+        conv = session(8)
+        rest = budget(0).count([conv[0], *conv[-4:]])
+        for limit in (rest + 20, rest + 60):
+            fitted = Summarize(NamesSummarizer(), keep_recent=1)(conv, budget(limit))
+            assert fitted.report.fits
+            assert is_summary(fitted.messages[1])
+            assert budget(0).count(fitted.messages) <= limit
+
+    def test_by_name(self) -> None:
+        assert parse_strategy("summarize(read_originals=true)") == Summarize(
+            read_originals=True
+        )
+        with pytest.raises(ContextWindowError, match="read_originals"):
+            Summarize(read_originals=1)  # type: ignore[arg-type]  # deliberately wrong
 
 
 class TestResumeAfterAChange:

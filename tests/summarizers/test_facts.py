@@ -245,6 +245,19 @@ class TestExtractFacts:
         ]
         assert not extract_facts(conv)
 
+    def test_a_markers_handle_is_no_fact(self) -> None:
+        """Ten hex digits after ``recall`` name a cut, not the agent's work."""
+        line = "[2 earlier tool calls, results cut: Bash x2; recall c97af312c0+4]"
+        cleared = "[tool result cleared: 290 tokens, naming a/b.py; recall 3f2a9c1b0d]"
+        facts = kinds(
+            extract_facts(
+                [Message.assistant(line), Message.tool("c1", cleared, is_error=True)]
+            )
+        )
+        assert "c97af312c0" not in str(facts)
+        assert "3f2a9c1b0d" not in str(facts)
+        assert facts["path"] == ["a/b.py"]
+
     def test_deterministic(self) -> None:
         """The same messages give the same record."""
         conv = [Message.user("Fix src/a.py: 3 tests fail in 2s")]

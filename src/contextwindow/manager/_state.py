@@ -776,7 +776,9 @@ class State:
 
     def _budget(self, limit: int, query: str | None = None) -> Budget:
         markers = tuple(self._markers)
-        return Budget(max(limit, 0), self._counter, self._tools, markers, query)
+        return Budget(
+            max(limit, 0), self._counter, self._tools, markers, query, self._history
+        )
 
     # -- events ----------------------------------------------------------------------
 

@@ -132,6 +132,11 @@ class Budget:
             string alone is one marker).
         query: What the next request is about, for strategies that keep
             what is relevant to it (``None``: the final message's text).
+        history: The conversation as its owner holds it, nothing cut (what
+            ``fit`` was given; a manager's history): where a stage finds the
+            original of a message an earlier stage rewrote
+            (``handles.originals_of``). Not a setting: no decision is keyed
+            by it.
 
     Raises:
         ContextWindowError: A negative limit, or an empty marker (every
@@ -149,6 +154,7 @@ class Budget:
     tools: tuple[ToolSpec, ...] = ()
     protected: tuple[str, ...] = ()
     query: str | None = None
+    history: Sequence[Message] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_int(self.limit, "limit", low=0)

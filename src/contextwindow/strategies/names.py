@@ -291,6 +291,7 @@ STRATEGY_NAMES: Mapping[str, StrategyName] = MappingProxyType(
                 max_tokens=INT,
                 max_share=NUMBER,
                 keep_first=INT,
+                read_originals=BOOL,
                 summarizer=choice(extractive=_extractive, names=_names_summarizer),
             ),
             summary="replace the oldest units with one extractive summary "
@@ -330,7 +331,7 @@ def parse_strategy(spec: str) -> Strategy:
         >>> parse_strategy("default").strategy == parse_strategy(
         ...     "lossless,dedupe,stale,truncate,truncate-inputs,clear,"
         ...     "truncate(keep_recent=0),summarize(summarizer=names,keep_recent=2,"
-        ...     "max_tokens=1000,keep_first=1),drop-oldest")
+        ...     "max_tokens=1000,keep_first=1,read_originals=true),drop-oldest")
         True
         >>> parse_strategy("truncate(keep=2)")
         Traceback (most recent call last):

@@ -84,9 +84,10 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
-from contextwindow._args import check_int, check_number, shown
+from contextwindow._args import check_bool, check_int, check_number, shown
 from contextwindow._prefix import identical_prefix, same_objects
 from contextwindow.errors import ArgumentTypeError
+from contextwindow.handles import originals_of
 from contextwindow.messages import COMPARED, Message, Unit, units
 from contextwindow.strategies.base import (
     Budget,
@@ -128,6 +129,11 @@ CARRIED_SHARE = 0.5
 summary that rolls it forward: up to it, every one is kept; beyond it, the
 oldest and least mentioned go first."""
 
+ROOM_MARGIN = 0.9
+"""A summary of every candidate is asked for at most this share of the room
+the rest of the conversation leaves it (the summarizer may count with
+another tokenizer)."""
+
 CUT_STEP = 0.05
 """The cut moves in steps of this share of the budget (see the module)."""
 
@@ -162,6 +168,11 @@ class Summarize:
         max_tokens: The most a summary may take (the summarizer's target).
         max_share: A summary taking more than this share of the tokens it
             replaces is refused (see the module's contract).
+        read_originals: Summarise the originals of what earlier stages
+            rewrote (found in ``Budget.history``: a result before it was
+            cleared, the exchanges a run's line stands for), not their
+            placeholders. For offline summarizers, whose cost is a scan of
+            the text; an LLM summarizer would be sent every original whole.
 
     Raises:
         ContextWindowError: ``keep_recent`` or ``keep_first`` below 0,
@@ -180,12 +191,15 @@ class Summarize:
     """A summary larger than this share of what it replaces is refused."""
     keep_first: int = 0
     """The first units after the system prompt never summarised."""
+    read_originals: bool = False
+    """Summarise what earlier stages rewrote as it was (see Args)."""
 
     def __post_init__(self) -> None:
         check_int(self.keep_recent, "keep_recent", low=0)
         check_int(self.keep_first, "keep_first", low=0)
         check_int(self.max_tokens, "max_tokens", low=1)
         check_number(self.max_share, "max_share", low=0, high=1, open_low=True)
+        check_bool(self.read_originals, "read_originals")
         if self.summarizer is not None and not callable(
             getattr(self.summarizer, "summarize", None)
         ):
@@ -271,8 +285,15 @@ class Summarize:
         cut: _Cut | None = None
         for i, chosen in enumerate(attempts):
             before = rolled + prefix[len(chosen)]
+            target = self._target(before)
+            room = before - over - HEADER_TOKENS
+            if i == len(attempts) - 1 and room > 0:
+                # Every candidate goes and the rest fits: the summary may
+                # take only what the rest leaves (a larger one would be
+                # dropped whole after).
+                target = min(target, int(room * ROOM_MARGIN))
             fitted = self._attempt(
-                messages, us, olds, chosen, budget, floor, kept, made, before
+                messages, us, olds, chosen, budget, floor, kept, made, before, target
             )
             if fitted is not None:
                 best = fitted
@@ -413,14 +434,15 @@ class Summarize:
         kept: Sequence[_Made],
         made: list[_Made],
         before: int,
+        target: int,
     ) -> Fitted | None:
         """Summarise ``olds`` and ``chosen`` (``before`` tokens in all).
 
-        ``None`` when the summary is refused. A summary in ``kept`` made for
-        the same messages is reused; the one used goes to ``made``.
+        ``target``: the size to ask of the summary. ``None`` when the summary
+        is refused. A summary in ``kept`` made for the same messages at the
+        same target is reused; the one used goes to ``made``.
         """
         replaced = sorted((*olds, *chosen))
-        target = self._target(before)
         if target <= 0:
             return None
         gone_messages = [
@@ -438,7 +460,7 @@ class Summarize:
                 summary = old.summary
                 break
         else:
-            summary = self._summary(messages, us, olds, chosen, budget, before)
+            summary = self._summary(messages, us, olds, chosen, budget, before, target)
             made.append(_Made(gone_messages, target, summary, []))
         if summary is None:
             return None  # not materially smaller: refused (no compaction loop)
@@ -478,12 +500,12 @@ class Summarize:
         chosen: Sequence[int],
         budget: Budget,
         before: int,
+        target: int,
     ) -> Message | None:
-        """The summary of ``olds`` and ``chosen`` (``before`` tokens).
+        """The summary of ``olds`` and ``chosen`` (``before`` tokens), of ``target``.
 
         ``None`` when it is refused: empty, or not materially smaller.
         """
-        target = self._target(before)
         evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
         previous = [messages[us[k].start] for k in olds]
         tok = budget.counter.tokenizer
@@ -494,9 +516,11 @@ class Summarize:
             sources += summary_sources(p) or (p.id,)
         # An earlier summary's facts are kept whole, up to half the summary.
         carried = carried.limited(int(self.max_tokens * CARRIED_SHARE), tok)
-        facts = carried.merged(extract_facts(evicted))
+        if self.read_originals and budget.history is not None:
+            evicted = originals_of(budget.history, evicted)
         # Not the placeholder turn a repair put first: no history holds it.
         sources += [m.id for m in evicted if m.id != CONTINUED_ID]
+        facts = carried.merged(extract_facts(evicted))
         summarizer = self.summarizer or _DEFAULT
         text = summary_text(
             summarizer,

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextwindow._memo import WhileAlive
+from contextwindow.handles import without_handles
 from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 from contextwindow.summarizers._patterns import (
     CODE_FENCE,
@@ -64,7 +65,8 @@ def _read(m: Message) -> tuple[tuple[FactKind, str], ...]:
 def _facts(m: Message) -> Iterator[tuple[FactKind, str]]:
     for part in m.parts:
         if isinstance(part, Text) and m.role in ("user", "assistant"):
-            yield from _text_facts(part.text, m.role)
+            # A run's line names its handle: no identifier of the agent's.
+            yield from _text_facts(without_handles(part.text), m.role)
         elif isinstance(part, Thinking) and m.role == "assistant":
             yield from _named_facts(part.text)
         elif isinstance(part, ToolCall):
@@ -136,7 +138,7 @@ def _call_facts(call: ToolCall) -> Iterator[tuple[FactKind, str]]:
 
 
 def _result_facts(result: ToolResult) -> Iterator[tuple[FactKind, str]]:
-    text = result.text
+    text = without_handles(result.text)  # a marker's handle is no fact
     errors = 0
     if result.is_error:
         lines = [ln.strip() for ln in _TAGS.sub("", text).splitlines() if ln.strip()]
