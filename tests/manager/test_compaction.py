@@ -7,14 +7,17 @@ import itertools
 import pytest
 
 from contextwindow import (
+    ClearToolResults,
     ContextWindowError,
     Message,
+    Summarize,
     ToolCall,
     problems,
 )
 from contextwindow.manager import CompactionPolicy
 from contextwindow.messages import Message as Msg
 from contextwindow.strategies import Budget, Fitted, finish
+from contextwindow.summarizers import NamesSummarizer, is_summary
 
 from ._support import manager, words
 
@@ -247,3 +250,22 @@ def test_prepare_query_reaches_relevance_aware_strategies() -> None:
     assert any("train to Porto" in t for t in kept[:-1])
     assert not any("hotel near Rossio" in t for t in kept[:-1])
     assert loaded("the hotel near Rossio") != kept
+
+
+def test_a_summary_reads_what_an_earlier_compaction_cleared() -> None:
+    """The manager's history holds the originals: a later summary names what
+    the placeholders of an earlier compaction no longer show."""
+    m = manager(limit=100_000)
+    m.push(Message.user("task"))
+    for i in range(6):
+        names = ", ".join(f"row_{i}_{k}" for k in range(40))
+        call = ToolCall(f"c{i}", "query", "{}")
+        m.push_many([Message.assistant(tool_calls=[call]), Msg.tool(f"c{i}", names)])
+        m.push(Message.user(f"next {i}"))
+    assert m.force_compress_with(ClearToolResults(keep_recent=0), target=0).applied
+    shown = " ".join(x.text for x in m.messages)
+    reads = Summarize(NamesSummarizer(), keep_recent=1, read_originals=True)
+    assert m.force_compress_with(reads, target=0).applied
+    (summary,) = [x for x in m.messages if is_summary(x)]
+    assert "row_0_14," in summary.text
+    assert "row_0_14," not in shown  # the placeholder named fewer
