@@ -207,7 +207,9 @@ def originals_of(
     """
     if not any(ORIGIN_KEY in m.meta for m in messages):
         return list(messages)
-    at = {m.id: i for i, m in reversed(list(enumerate(history)))}
+    at: dict[str, int] = {}
+    for i, m in enumerate(history):
+        at.setdefault(m.id, i)
     out: list[Message] = []
     for m in messages:
         handle = _origin(m).get("handle")
