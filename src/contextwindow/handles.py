@@ -208,8 +208,8 @@ def originals_of(
     if not any(ORIGIN_KEY in m.meta for m in messages):
         return list(messages)
     at: dict[str, int] = {}
-    for i, m in enumerate(history):
-        at.setdefault(m.id, i)
+    for k, m in enumerate(history):
+        at.setdefault(m.id, k)
     out: list[Message] = []
     for m in messages:
         handle = _origin(m).get("handle")
