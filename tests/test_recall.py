@@ -5,13 +5,21 @@ from pathlib import Path
 
 from contextwindow import ContextManager, Message, ToolCall, fit
 from contextwindow.handles import find_handles
+from contextwindow.formats import to_openai
 from contextwindow.recalling import (
     RECALL_TOOL,
     answer_recall,
     context_recall,
     recall_tool,
+    render,
 )
-from contextwindow.strategies import ClearToolResults, DropOldest, Pipeline
+from contextwindow.strategies import ClearToolResults, DropOldest, Pipeline, Summarize
+from contextwindow.summarizers import (
+    is_summary,
+    recall,
+    summary_handle,
+    summary_sources,
+)
 from contextwindow.testing import FakeTokenizer
 
 FILE = "\n".join(f"def handler_{i}(): return {1000 + i}" for i in range(200))
@@ -61,6 +69,26 @@ class TestRecallThroughFit:
         bad = ToolCall("r2", RECALL_TOOL, '{"max_tokens": 3}')
         assert "needs a 'handle'" in answer_recall(conv, bad).text
 
+    def test_a_summary_names_a_handle_that_recalls_what_it_replaced(self) -> None:
+        """Its header's handle, in the conversation sent, brings the messages back;
+        the same messages in another shape (new ids) show the same handle."""
+        conv = session(12)
+        fitted = fit(conv, limit=300, tokenizer=FakeTokenizer())
+        (summary,) = [m for m in fitted.messages if is_summary(m)]
+        handle = summary_handle(summary)
+        assert handle is not None
+        assert find_handles(summary.text.splitlines()[0]) == [handle]
+        call = recall_call(handle, max_tokens=32000)
+        got = answer_recall(conv, call, view=fitted.messages)
+        assert not got.tool_results[0].is_error
+        assert got.text == render(recall(conv, summary_sources(summary)))
+        assert "m1_199" in got.text  # a result the summary replaced, whole
+        assert answer_recall(conv, call).tool_results[0].is_error  # no view given
+        dicts = fit(to_openai(conv), limit=300, tokenizer=FakeTokenizer())
+        (again,) = [m for m in dicts.messages if is_summary(m)]
+        assert summary_handle(again) == handle
+        assert again.text == summary.text
+
     def test_schemas(self) -> None:
         """One tool, in each provider's shape."""
         assert recall_tool("openai")["function"]["parameters"]["required"] == ["handle"]
@@ -97,3 +125,16 @@ class TestRecallThroughTheManager:
                 answer.text == answer_recall(conv, call, tokenizer=FakeTokenizer()).text
             )
             assert any(text in answer.text for text in tools)
+
+    def test_a_summarys_handle_is_answered(self) -> None:
+        """The manager answers a summary's handle from its history and view."""
+        m = ContextManager(token_limit=100_000, tokenizer=FakeTokenizer())
+        conv = session(8)
+        m.push_many(conv)
+        assert m.force_compress_with(Summarize(keep_recent=2), target=0).applied
+        (summary,) = [x for x in m.messages if is_summary(x)]
+        handle = summary_handle(summary)
+        assert handle is not None
+        answer = m.answer_recall(recall_call(handle, max_tokens=32000))
+        assert not answer.tool_results[0].is_error
+        assert answer.text == render(recall(conv, summary_sources(summary)))

@@ -53,6 +53,7 @@ __all__ = [
     "originals",
     "originals_of",
     "run_handle",
+    "span_handle",
     "with_origin",
     "without_handles",
 ]
@@ -125,6 +126,19 @@ def run_handle(messages: Sequence[Message]) -> str:
         True
     """
     return f"{_joined([handle_of(m) for m in messages])}+{len(messages)}"
+
+
+def span_handle(messages: Sequence[Message]) -> str:
+    """Ten hex digits naming ``messages`` together, by their originals' content.
+
+    What a summary of them shows (``summary_handle``): the same messages give
+    the same handle, whatever their ids.
+
+    Example:
+        >>> span_handle([Message.user("a")]) == span_handle([Message.user("a")])
+        True
+    """
+    return _joined([handle_of(m) for m in messages])
 
 
 def _joined(handles: Sequence[str]) -> str:

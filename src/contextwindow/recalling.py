@@ -4,10 +4,12 @@ Contract:
 
 - Every marker a strategy leaves (a cleared, truncated, deduplicated or stale
   result, a collapsed run) names a handle (``contextwindow.handles``); a
-  summary is known by its id, a dropped message by its id (the report's
-  ``Change.ids``). ``context_recall(history, handle)`` answers from the full
-  history, which the strategies never change: the originals' text, within a
-  token cap (head and tail, with a marker of the cut, beyond it).
+  summary names one too (``[Summary of 12 earlier messages; recall
+  9c3e5a0b1d]``: its sources, the summary found in ``view``), and is known
+  by its id; a dropped message by its id (the report's ``Change.ids``).
+  ``context_recall(history, handle)`` answers from the full history, which
+  the strategies never change: the originals' text, within a token cap
+  (head and tail, with a marker of the cut, beyond it).
 - ``recall_tool(provider)`` is the tool's schema in the shape of OpenAI Chat
   Completions, Anthropic Messages or OpenAI Responses; ``RECALL_SPEC`` is the
   neutral ``ToolSpec`` (its tokens count like any tool's).
@@ -54,7 +56,12 @@ from contextwindow.messages import (
     check_provider,
 )
 from contextwindow.strategies.tool_results import truncate
-from contextwindow.summarizers.record import is_summary, recall, summary_sources
+from contextwindow.summarizers.record import (
+    is_summary,
+    recall,
+    summary_handle,
+    summary_sources,
+)
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
 
@@ -81,7 +88,8 @@ RECALL_SPEC = ToolSpec(
     RECALL_TOOL,
     "Get back the original of content compacted out of this conversation. "
     "Markers such as '[tool result cleared: 2,637 tokens; recall 3f2a9c1b0d]' "
-    "name a handle; a summary or a dropped message is known by its id.",
+    "name a handle; so does a summary ('[Summary of 12 earlier messages; "
+    "recall 9c3e5a0b1d]': the messages it replaced).",
     {
         "type": "object",
         "properties": {
@@ -193,8 +201,9 @@ def context_recall(
     tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
     found = originals(history, handle)
     if not found:
+        wanted = handle.strip()
         for m in view:
-            if m.id == handle.strip() and is_summary(m):
+            if is_summary(m) and wanted in (m.id, summary_handle(m)):
                 found = recall(history, summary_sources(m))
                 break
     if not found:

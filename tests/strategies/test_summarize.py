@@ -30,6 +30,7 @@ from contextwindow.summarizers import (
     is_summary,
     recall,
     summary_facts,
+    summary_handle,
     summary_sources,
 )
 from contextwindow.summarizers.facts import FACTS_HEADER
@@ -176,7 +177,10 @@ class TestSummarize:
         replaced = recall(conv, summary_sources(s))
         assert not extract_facts(replaced).missing_from(s.text)
         assert summary_facts(s).keys() == extract_facts(replaced).keys()
-        assert s.text.startswith(f"[Summary of {len(replaced)} earlier messages]\n")
+        handle = summary_handle(s)
+        assert handle is not None
+        header = f"[Summary of {len(replaced)} earlier messages; recall {handle}]\n"
+        assert s.text.startswith(header)
 
     def test_a_summarizer_that_drops_facts_gets_them_back(self) -> None:
         """Whatever the summarizer writes, the dropped facts are re-attached."""

@@ -361,8 +361,8 @@ class ThresholdContext(_Context):
             >>> def summarize(ctx):
             ...     n = ctx.summarize_old_exchanges(older_than=3)
             ...     return n, ctx.message_count, ctx.messages[1].text.splitlines()[0]
-            >>> call_handler(summarize)
-            (15, 5, '[Summary of 15 earlier messages]')
+            >>> call_handler(summarize)  # doctest: +ELLIPSIS
+            (15, 5, '[Summary of 15 earlier messages; recall ...]')
         """
         strategy = self._summarize(older_than)
         if strategy is None:

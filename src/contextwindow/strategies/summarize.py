@@ -60,8 +60,8 @@ Example:
     >>> [m.role for m in fitted.messages]
     ['system', 'user', 'user', 'assistant']
     >>> summary = fitted.messages[1]
-    >>> print(summary.text)
-    [Summary of 10 earlier messages]
+    >>> print(summary.text)  # doctest: +ELLIPSIS
+    [Summary of 10 earlier messages; recall ...]
     assistant: Fixed the login form; 10 tests passed.
     user: Step 1: fix password reset in src/mod1.py.
     <BLANKLINE>
@@ -69,7 +69,7 @@ Example:
     - files: src/mod0.py, src/mod2.py, src/mod3.py, src/mod4.py
     - numbers: 11 tests; 12 tests; 13 tests; 14 tests
     >>> [(c.kind, c.index, c.units, c.saved) for c in fitted.report.changes]
-    [('summarized', 1, 10, 63)]
+    [('summarized', 1, 10, 61)]
     >>> from contextwindow.summarizers import recall, summary_sources
     >>> recall(conv, summary_sources(summary)) == conv[1:11]
     True
@@ -87,7 +87,7 @@ from typing import NamedTuple
 from contextwindow._args import check_bool, check_int, check_number, shown
 from contextwindow._prefix import identical_prefix, same_objects
 from contextwindow.errors import ArgumentTypeError
-from contextwindow.handles import originals_of
+from contextwindow.handles import originals_of, span_handle
 from contextwindow.messages import COMPARED, Message, Unit, units
 from contextwindow.strategies.base import (
     Budget,
@@ -539,7 +539,13 @@ class Summarize:
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
         if not body.strip():
             return None  # says nothing: dropping says as much, for nothing
-        summary = summary_message(body, list(dict.fromkeys(sources)), kept)
+        # Shown in its header for ``context_recall``: what it replaced, by
+        # content (an earlier summary by its own text), so the same messages
+        # in any shape give the same summary.
+        handle = span_handle([*previous, *evicted])
+        summary = summary_message(
+            body, list(dict.fromkeys(sources)), kept, handle=handle
+        )
         if budget.counter.message(summary) > self.max_share * before:
             return None
         return summary

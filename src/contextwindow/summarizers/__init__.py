@@ -8,8 +8,8 @@
 - ``OpenAICompatibleSummarizer``, ``AnthropicSummarizer``: LLM summaries over
   HTTP (extra ``llm``), with the facts the model dropped re-attached.
 - ``extract_facts``, ``Facts``, ``check_facts``: the fact record (``facts``).
-- ``is_summary``, ``summary_sources``, ``recall``: summary messages in a
-  conversation (``record``).
+- ``is_summary``, ``summary_sources``, ``summary_handle``, ``recall``:
+  summary messages in a conversation (``record``).
 
 Example:
     >>> from contextwindow.messages import Message
@@ -41,6 +41,7 @@ from contextwindow.summarizers.record import (
     recall,
     summary_body,
     summary_facts,
+    summary_handle,
     summary_message,
     summary_sources,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "render_transcript",
     "summary_body",
     "summary_facts",
+    "summary_handle",
     "summary_message",
     "summary_sources",
 ]

@@ -4,10 +4,12 @@ Contract:
 
 - A summary message is a ``user`` message (valid first turn for every
   provider, and valid anywhere after it) whose text is a header line,
-  ``[Summary of 42 earlier messages]``, then the summary and its fact
-  record. Its ``meta[SUMMARY_KEY]`` holds the ids of every message it
-  replaces (``summary_sources``, through earlier summaries too) and the facts
-  it holds (``summary_facts``), as JSON values, so stores keep them.
+  ``[Summary of 42 earlier messages; recall 3f2a9c1b0d]`` (a handle of
+  what it replaced, by content, which ``context_recall`` takes as it takes
+  a marker's: ``summary_handle``), then the summary and its fact record.
+  Its ``meta[SUMMARY_KEY]`` holds the ids of every message it replaces
+  (``summary_sources``, through earlier summaries too) and the facts it
+  holds (``summary_facts``), as JSON values, so stores keep them.
 - Its id is derived from what it replaces, so summarising the same messages
   twice gives the same id (a stable prefix for prompt caches).
 - ``is_summary`` tells one apart by its ``meta``; every strategy but
@@ -33,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -47,6 +50,7 @@ __all__ = [
     "recall",
     "summary_body",
     "summary_facts",
+    "summary_handle",
     "summary_message",
     "summary_sources",
 ]
@@ -97,21 +101,44 @@ def summary_body(message: Message) -> str:
     return text
 
 
-def summary_message(body: str, sources: Sequence[str], facts: Facts) -> Message:
+def summary_message(
+    body: str, sources: Sequence[str], facts: Facts, *, handle: str | None = None
+) -> Message:
     """The summary message replacing the messages ``sources`` names.
 
     Args:
         body: The summary (and its fact record).
         sources: Ids of every message it replaces, in order.
         facts: The facts it holds, for ``summary_facts``.
+        handle: What its header shows for ``context_recall`` (ten hex digits
+            of what it replaced, by content: ``Summarize``'s); none when
+            ``None``.
     """
     n = len(sources)
-    header = f"[Summary of {n} earlier message{'' if n == 1 else 's'}]"
+    header = f"[Summary of {n} earlier message{'' if n == 1 else 's'}"
+    header += f"; recall {handle}]" if handle else "]"
     digest = hashlib.sha1("\n".join(sources).encode(), usedforsecurity=False)
     meta = {SUMMARY_KEY: {"sources": list(sources), "facts": facts.to_json()}}
     return Message.user(
         f"{header}\n{body}", id=f"summary-{digest.hexdigest()[:16]}", meta=meta
     )
+
+
+def summary_handle(message: Message) -> str | None:
+    """The handle a summary's header shows (``None``: it shows none).
+
+    Example:
+        >>> s = summary_message("done.", ["u1"], Facts(), handle="0123456789")
+        >>> (s.text.splitlines()[0], summary_handle(s))
+        ('[Summary of 1 earlier message; recall 0123456789]', '0123456789')
+    """
+    if not is_summary(message):
+        return None
+    found = _HANDLE.search(message.text.partition("\n")[0])
+    return found.group(1) if found else None
+
+
+_HANDLE = re.compile(r"; recall ([0-9a-f]{10})\]$")
 
 
 def recall(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
