@@ -96,6 +96,16 @@ class TestBudget:
         with pytest.raises(ContextWindowError, match="markers that are not empty"):
             budget(protected=["KEEP", ""])
 
+    def test_history(self) -> None:
+        """The conversation as its owner holds it: no setting, a sequence."""
+        conv = [Message.user("a")]
+        b = budget(history=conv)
+        assert b.history is conv
+        plain = Budget(b.limit, b.counter)
+        assert (b, b.settings) == (plain, plain.settings)  # no decision keyed by it
+        with pytest.raises(ContextWindowError, match="^history: expected a sequence"):
+            budget(history=iter(conv))
+
 
 class TestChange:
     def test_saved(self) -> None:

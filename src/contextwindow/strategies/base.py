@@ -139,8 +139,8 @@ class Budget:
             by it.
 
     Raises:
-        ContextWindowError: A negative limit, or an empty marker (every
-            message would hold it).
+        ContextWindowError: A negative limit, an empty marker (every
+            message would hold it), or a ``history`` that is no sequence.
 
     Example:
         >>> from contextwindow.testing import FakeTokenizer
@@ -169,6 +169,10 @@ class Budget:
             )
         object.__setattr__(self, "protected", markers)
         check_str(self.query, "query", none=True)
+        if self.history is not None and not isinstance(self.history, Sequence):
+            raise ArgumentTypeError(
+                "history", shown(self.history), "a sequence of Message objects"
+            )
 
     @property
     def provider(self) -> Provider:
