@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 from contextwindow import ContextManager, Message, ToolCall, fit
-from contextwindow.handles import find_handles
 from contextwindow.formats import to_openai
+from contextwindow.handles import find_handles
 from contextwindow.recalling import (
     RECALL_TOOL,
     answer_recall,
