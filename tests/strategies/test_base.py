@@ -103,7 +103,7 @@ class TestBudget:
         assert b.history is conv
         plain = Budget(b.limit, b.counter)
         assert (b, b.settings) == (plain, plain.settings)  # no decision keyed by it
-        with pytest.raises(ContextWindowError, match="^history: expected a sequence"):
+        with pytest.raises(ContextWindowError, match=r"^history: expected a sequence"):
             budget(history=iter(conv))
 
 
