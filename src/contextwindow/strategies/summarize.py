@@ -33,7 +33,17 @@ Contract:
 - Facts: the record of what is replaced (``extract_facts``, no LLM) is
   checked against the summary, and what the summary dropped is re-attached
   (``check_facts``); the summary's ``meta`` keeps the facts it holds and the
-  ids of every message it replaces, for ``recall``.
+  ids of every message it replaces, for ``recall``, and its header shows a
+  handle of them by content (``summary_handle``), for ``context_recall``.
+- Originals: with ``read_originals``, what earlier stages rewrote is read
+  as it was (``handles.originals_of`` over ``Budget.history``: a cleared
+  result's original, the messages a run's line stands for), so the summary
+  and its fact record name what the results said, not what their
+  placeholders kept of it.
+- Size: a quarter of what is replaced, within ``max_tokens``
+  (``_target``); when every candidate is replaced and the rest of the
+  conversation fits, at most ``ROOM_MARGIN`` of the room the rest leaves (a
+  larger summary would leave it over, and be dropped with all it names).
 - Refusal, so that compaction cannot loop: no change is made (the report
   holds no ``summarized`` change) when the summary says nothing (neither the
   summarizer nor the fact record gave any text), when it is not materially
