@@ -58,7 +58,7 @@ from contextwindow.strategies import (
     TruncateToolInputs,
     TruncateToolResults,
 )
-from contextwindow.summarizers import is_summary
+from contextwindow.summarizers import is_summary, summary_handle, summary_sources
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import HeuristicTokenizer
 from contextwindow.tokens.base import Tokenizer
@@ -126,7 +126,9 @@ OWN_KINDS: dict[str, frozenset[str]] = {
     "TruncateToolInputs": frozenset(),
     # The same holds for the default's stale reads; its truncation rarely
     # gets a turn.
-    "default": frozenset(("compacted", "deduplicated", "cleared", "dropped")),
+    "default": frozenset(
+        ("compacted", "deduplicated", "cleared", "summarized", "dropped")
+    ),
     "Pipeline": frozenset(("dropped", "truncated", "cleared", "deduplicated")),
     "Pipeline-window": frozenset(("dropped",)),
     "SelectRelevant": frozenset(("dropped",)),
@@ -550,6 +552,12 @@ def check_order(run: Run) -> None:
     assert len(set(out)) == len(out), "a message appears twice"
     assert is_subsequence(out, ids(c.valid)), (out, ids(c.valid))
     assert is_subsequence(ids(c.valid), ids(c.conv))
+    for s in (m for m in run.fitted.messages if is_summary(m)):
+        # What it stands for: input messages, in order, none of them sent.
+        sources = list(summary_sources(s))
+        assert is_subsequence(sources, ids(c.conv)), (sources, ids(c.conv))
+        assert not set(sources) & set(out), "summarised and sent"
+        assert summary_handle(s) is not None, "a summary names no handle"
 
 
 def check_provider(run: Run) -> None:
