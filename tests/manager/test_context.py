@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from contextwindow import (
+    ClearToolResults,
     ContextManager,
     Event,
     InvalidMessageError,
@@ -17,6 +18,7 @@ from contextwindow import (
     ToolCall,
     problems,
 )
+from contextwindow.summarizers import ExtractiveSummarizer, is_summary
 from contextwindow.testing import FakeTokenizer, agent_session
 
 from ._support import words
@@ -195,6 +197,30 @@ class TestTools:
         assert n >= 10
         assert len(m.messages) < 19
         assert len(m.history) == 19
+
+    @pytest.mark.parametrize("given", [False, True])
+    def test_the_default_summary_reads_what_clearing_cut(self, given: bool) -> None:
+        """After an earlier compaction cleared results, the default summarizer
+        names what they held; one the user gave reads the view (an LLM would
+        be sent every original whole)."""
+        summarizer = ExtractiveSummarizer() if given else None
+        m = ContextManager(
+            token_limit=100,
+            tokenizer=FakeTokenizer(),
+            strategy=None,
+            summarizer=summarizer,
+        )
+        m.push(Message.user("Fix the bug."))
+        for i in range(8):
+            out = words(200, f"log{i}_") + f"\nKeyError: 'field_{i}'"
+            call = Message.assistant(tool_calls=[ToolCall(f"c{i}", "pytest")])
+            m.push_many([call, Message.tool(f"c{i}", out, is_error=True)])
+        m.push(Message.user("Where is it?"))
+        assert m.force_compress_with(ClearToolResults(keep_recent=0), target=0).applied
+        assert "KeyError" not in " ".join(x.text for x in m.messages)
+        in_handler(m, lambda ctx: ctx.summarize_old_exchanges(older_than=1))
+        (summary,) = [x for x in m.messages if is_summary(x)]
+        assert ("KeyError: 'field_" in summary.text) is not given
 
     def test_log_action(self) -> None:
         m = loaded(agent_name="coder")

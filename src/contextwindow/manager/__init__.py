@@ -109,7 +109,9 @@ _ARGS = """
             ``on_threshold`` adds more.
         policy: When and how far to compact on its own (``CompactionPolicy``).
         summarizer: What ``summarize_old_exchanges`` summarizes with (default:
-            the offline extractive summarizer).
+            the offline extractive summarizer, which reads the originals of
+            what earlier compactions cut, from the history; one given here
+            reads the conversation as it stands).
         agent_name: The agent served, in events and handler contexts.
         system: A system prompt to start a new conversation with.
         store: Where the conversation is kept: a ``Store``, or a URL such as

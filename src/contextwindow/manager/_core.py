@@ -398,8 +398,17 @@ class Core(State):
         return self._keep(fitted, "forced", reason, len(view))
 
     def _summarize_strategy(self, keep_recent: int) -> Strategy:
-        """The ``Summarize`` strategy over the manager's summarizer."""
-        return Summarize(self._summarizer, keep_recent=keep_recent)
+        """The ``Summarize`` strategy over the manager's summarizer.
+
+        The default one, offline, reads the originals of what earlier
+        compactions cut (the history holds them); one the user gave (an LLM,
+        whose input each original would take whole) reads the view.
+        """
+        return Summarize(
+            self._summarizer,
+            keep_recent=keep_recent,
+            read_originals=self._summarizer is None,
+        )
 
     def _forced_strategy(self, fallback_window: int) -> Strategy:
         if self._strategy is not None:
