@@ -25,7 +25,7 @@ Contract:
   compacted messages should read, not their placeholders.
 
 Example:
-    >>> from contextwindow.messages import Message
+    >>> from contextwindow.messages import Message, ToolResult
     >>> history = [Message.user("fix a.py"), Message.tool("c1", "x = 1\n" * 50)]
     >>> h = handle_of(history[1])
     >>> (len(h), originals(history, h) == [history[1]])
@@ -41,7 +41,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from contextwindow.messages import Message
+from contextwindow.messages import Message, ToolResult
 
 __all__ = [
     "HANDLE_PATTERN",
@@ -49,6 +49,8 @@ __all__ = [
     "content_handle",
     "find_handles",
     "handle_of",
+    "is_marker",
+    "marker_names",
     "original_sizes",
     "originals",
     "originals_of",
@@ -154,6 +156,54 @@ def find_handles(text: str) -> list[str]:
         ['0123456789']
     """
     return _MARKED.findall(text)
+
+
+NAMING = ", naming "
+"""What comes before the names a marker keeps of what it cut."""
+
+
+def is_marker(result: ToolResult) -> bool:
+    """Whether a result is one of the strategies' one-line markers (with a handle).
+
+    Example:
+        >>> text = "[tool result cleared: 9 tokens; recall 0123456789]"
+        >>> (is_marker(ToolResult("c1", text)), is_marker(ToolResult("c1", "9 tokens")))
+        (True, False)
+    """
+    if not isinstance(result.content, str):
+        return False
+    text = result.content
+    return (
+        text.startswith("[")
+        and text.endswith("]")
+        and "\n" not in text
+        and bool(find_handles(text))
+    )
+
+
+def marker_names(text: str) -> str:
+    """What a one-line marker named (``", naming a.py, 8080"``: ``"a.py, 8080"``).
+
+    Empty when it names nothing: the rest of a marker (the size it states,
+    its lines, its sha, the message that superseded it) describes the cut,
+    not what the output said.
+
+    Example:
+        >>> marker_names("[tool result cleared: 375 tokens, lines 1-80, "
+        ...              "naming a.py, 8080; recall 0123456789]")
+        'a.py, 8080'
+        >>> marker_names("[tool result cleared: 375 tokens; recall 0123456789]")
+        ''
+    """
+    found = naming_span(text)
+    return text[found[0] + len(NAMING) : found[1]] if found else ""
+
+
+def naming_span(text: str) -> tuple[int, int] | None:
+    """Where ``, naming ...`` lies before a marker's ``; recall`` (``None``: none)."""
+    end = text.rfind("; recall ")
+    at = text.rfind(NAMING, 0, end)
+    return (at, end) if at >= 0 and end >= 0 else None
 
 
 def without_handles(text: str) -> str:

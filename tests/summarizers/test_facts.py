@@ -246,7 +246,8 @@ class TestExtractFacts:
         assert not extract_facts(conv)
 
     def test_a_markers_handle_is_no_fact(self) -> None:
-        """Ten hex digits after ``recall`` name a cut, not the agent's work."""
+        """Ten hex digits after ``recall`` name a cut, not the agent's work; of
+        a marker, only what it named is read."""
         line = "[2 earlier tool calls, results cut: Bash x2; recall c97af312c0+4]"
         cleared = "[tool result cleared: 290 tokens, naming a/b.py; recall 3f2a9c1b0d]"
         facts = kinds(
@@ -257,6 +258,9 @@ class TestExtractFacts:
         assert "c97af312c0" not in str(facts)
         assert "3f2a9c1b0d" not in str(facts)
         assert facts["path"] == ["a/b.py"]
+        # A marker's own figures and first line are no facts of the output.
+        assert "error" not in facts
+        assert "290 tokens" not in str(facts)
 
     def test_deterministic(self) -> None:
         """The same messages give the same record."""

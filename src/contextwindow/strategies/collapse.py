@@ -79,13 +79,19 @@ from operator import attrgetter, is_
 from typing import Any, cast
 
 from contextwindow._prefix import common_prefix, shared_spans
-from contextwindow.handles import ORIGIN_KEY, find_handles, run_handle
+from contextwindow.handles import (
+    NAMING,
+    ORIGIN_KEY,
+    is_marker,
+    marker_names,
+    naming_span,
+    run_handle,
+)
 from contextwindow.messages import (
     Message,
     Text,
     Thinking,
     ToolCall,
-    ToolResult,
     Unit,
     units,
 )
@@ -147,19 +153,6 @@ def named_in(text: str, limit: int = MAX_NAMED) -> list[str]:
         ['lib/a.ex', 'Repo.all', '8080']
     """
     return names(text)[:limit]
-
-
-def is_marker(result: ToolResult) -> bool:
-    """Whether a result is one of the strategies' one-line markers (with a handle)."""
-    if not isinstance(result.content, str):
-        return False
-    text = result.content
-    return (
-        text.startswith("[")
-        and text.endswith("]")
-        and "\n" not in text
-        and bool(find_handles(text))
-    )
 
 
 RUN_DIGEST_SHARE = 0.25
@@ -344,9 +337,6 @@ def line_of(message: Message) -> str | None:
     return found.group(0) if found else None
 
 
-_NAMING = ", naming "
-
-
 _BARE = re.compile(r"\[(\d+) earlier tool calls?, results cut: .*; recall (\S+)\]\Z")
 
 
@@ -366,35 +356,10 @@ def bare_line(line: str) -> str:
     return f"[{n} earlier tool {calls}, results cut; recall {handle}]"
 
 
-def marker_names(text: str) -> str:
-    """What a one-line marker named (``", naming a.py, 8080"``: ``"a.py, 8080"``).
-
-    Empty when it names nothing: the rest of a marker (the size it states,
-    its lines, its sha, the message that superseded it) describes the cut,
-    not what the output said.
-
-    Example:
-        >>> marker_names("[tool result cleared: 375 tokens, lines 1-80, "
-        ...              "naming a.py, 8080; recall 0123456789]")
-        'a.py, 8080'
-        >>> marker_names("[tool result cleared: 375 tokens; recall 0123456789]")
-        ''
-    """
-    found = _naming(text)
-    return text[found[0] + len(_NAMING) : found[1]] if found else ""
-
-
-def _naming(text: str) -> tuple[int, int] | None:
-    """Where ``, naming ...`` lies before a marker's ``; recall`` (``None``: none)."""
-    end = text.rfind("; recall ")
-    at = text.rfind(_NAMING, 0, end)
-    return (at, end) if at >= 0 and end >= 0 else None
-
-
 def _digest_of(line: str) -> tuple[int, int] | None:
     """Where the digest of a run's line lies (``None``: it has none)."""
-    found = _naming(line)
-    if found is None or " " in line[found[0] + len(_NAMING) : found[1]].replace(
+    found = naming_span(line)
+    if found is None or " " in line[found[0] + len(NAMING) : found[1]].replace(
         ", ", ""
     ):
         return None  # names hold no spaces
@@ -421,8 +386,8 @@ def plain_line(line: str, keep: int = 0) -> str:
     at, end = found
     if keep <= 0:
         return line[:at] + line[end:]
-    named = line[at + len(_NAMING) : end].split(", ")
-    return line[:at] + _NAMING + ", ".join(named[:keep]) + line[end:]
+    named = line[at + len(NAMING) : end].split(", ")
+    return line[:at] + NAMING + ", ".join(named[:keep]) + line[end:]
 
 
 def _name_count(line: str) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from contextwindow._memo import WhileAlive
-from contextwindow.handles import without_handles
+from contextwindow.handles import is_marker, marker_names, without_handles
 from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 from contextwindow.summarizers._patterns import (
     CODE_FENCE,
@@ -138,7 +138,13 @@ def _call_facts(call: ToolCall) -> Iterator[tuple[FactKind, str]]:
 
 
 def _result_facts(result: ToolResult) -> Iterator[tuple[FactKind, str]]:
-    text = without_handles(result.text)  # a marker's handle is no fact
+    if is_marker(result):
+        # A cut's marker: its size, lines and handle describe the cut; what
+        # the output said is only what it named (the original's error line is
+        # not in it).
+        yield from _references(marker_names(result.text))
+        return
+    text = without_handles(result.text)  # a handle is no fact
     errors = 0
     if result.is_error:
         lines = [ln.strip() for ln in _TAGS.sub("", text).splitlines() if ln.strip()]
