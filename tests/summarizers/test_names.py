@@ -77,6 +77,12 @@ class TestNamesSummarizer:
         m = Message.tool("c1", marker)
         assert NamesSummarizer().summarize([m]) == f"{PREFIX}4242"
 
+    def test_a_markers_figures_are_not_named(self) -> None:
+        """The size a marker states is no fact: only what it named is."""
+        marker = "[tool result cleared: 375 tokens, naming a/b.py; recall 1234567890]"
+        m = Message.tool("c1", marker)
+        assert NamesSummarizer().summarize([m]) == f"{PREFIX}a/b.py"
+
     def test_stays_within_max_tokens(self) -> None:
         """The summary fits ``max_tokens`` as its tokenizer counts, names whole."""
         tok = HeuristicTokenizer()

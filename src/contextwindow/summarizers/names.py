@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from contextwindow._args import as_tokenizer
-from contextwindow.handles import find_handles
+from contextwindow.handles import find_handles, is_marker, marker_names
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
 from contextwindow.strategies.digest import Scan, ordered, pick, scan
 from contextwindow.summarizers.base import summary_input
@@ -122,4 +122,5 @@ def _texts(m: Message) -> Iterable[str]:
             yield p.name
             yield p.arguments
         elif isinstance(p, ToolResult):
-            yield p.text
+            # A cut's marker: only what it named (its size is no fact).
+            yield marker_names(p.text) if is_marker(p) else p.text
