@@ -41,6 +41,7 @@ from contextwindow.messages import (
     ToolSpec,
     units,
 )
+from contextwindow.recalling import MAX_RECALL_TOKENS, context_recall, render
 from contextwindow.relevance import EmbeddingScorer
 from contextwindow.strategies import (
     Budget,
@@ -58,7 +59,12 @@ from contextwindow.strategies import (
     TruncateToolInputs,
     TruncateToolResults,
 )
-from contextwindow.summarizers import is_summary, summary_handle, summary_sources
+from contextwindow.summarizers import (
+    is_summary,
+    recall,
+    summary_handle,
+    summary_sources,
+)
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import HeuristicTokenizer
 from contextwindow.tokens.base import Tokenizer
@@ -683,6 +689,20 @@ def check_handles(run: Run) -> None:
                 "a marker names an unknown handle",
                 named,
             )
+    sent = run.fitted.messages
+    for s in (m for m in sent if is_summary(m)):
+        # Its header's handle recalls, from the input and the output sent,
+        # every message it stands for, in order.
+        sources = summary_sources(s)
+        replaced = recall(c.conv, sources)
+        assert [m.id for m in replaced] == list(sources), "a source is not recalled"
+        handle = summary_handle(s)
+        assert handle is not None
+        assert find_handles(s.text.partition("\n")[0]) == [handle]
+        got = context_recall(c.conv, handle, view=sent, max_tokens=MAX_RECALL_TOKENS)
+        whole = render(replaced)
+        if HeuristicTokenizer().count(whole) <= MAX_RECALL_TOKENS:
+            assert got == whole, "a summary's handle does not recall its sources"
 
 
 ALL_CHECKS = (
