@@ -23,6 +23,7 @@ from contextwindow import fit
 from contextwindow.errors import BudgetError
 from contextwindow.handles import ORIGIN_KEY, content_handle, handle_of, originals
 from contextwindow.messages import Message, Provider, ToolSpec, units
+from contextwindow.recalling import MAX_RECALL_TOKENS, context_recall, render
 from contextwindow.strategies import (
     ClearToolResults,
     CompactLossless,
@@ -36,7 +37,12 @@ from contextwindow.strategies import (
     Strategy,
     TruncateToolResults,
 )
-from contextwindow.summarizers import is_summary
+from contextwindow.summarizers import (
+    is_summary,
+    recall,
+    summary_handle,
+    summary_sources,
+)
 from contextwindow.tokens import BPETokenizer
 from contextwindow.tokens.counting import TokenCounter
 from contextwindow.transcripts import read_transcripts
@@ -282,6 +288,18 @@ def check_handles(t: Trace, fitted: Fitted) -> None:
             assert originals(t.valid, h) == [own[i] for i in collapsed[m.id]], h
         else:
             assert by_handle.get(h) == was, ("handle does not recall", m.id, h)
+    for s in (m for m in fitted.messages if is_summary(m)):
+        # Its header's handle brings back every message it stands for.
+        sources = summary_sources(s)
+        replaced = recall(t.messages, sources)
+        assert [m.id for m in replaced] == list(sources), "a source is not recalled"
+        handle = summary_handle(s)
+        assert handle is not None
+        got = context_recall(
+            t.messages, handle, view=fitted.messages, max_tokens=MAX_RECALL_TOKENS
+        )
+        assert got is not None
+        assert got.startswith(render(replaced)[:200])
 
 
 def errors_expected(outcomes: Sequence[Outcome]) -> list[bool]:
