@@ -77,6 +77,12 @@ class TestNamesSummarizer:
         m = Message.tool("c1", marker)
         assert NamesSummarizer().summarize([m]) == f"{PREFIX}4242"
 
+    def test_tool_names_are_not_named(self) -> None:
+        """The tools called are in the request's schemas; their arguments are facts."""
+        call = ToolCall("c1", "get_user_details", '{"user_id": "mia_li_3668"}')
+        m = Message.assistant(tool_calls=[call])
+        assert NamesSummarizer().summarize([m]) == f"{PREFIX}mia_li_3668, user_id"
+
     def test_a_markers_figures_are_not_named(self) -> None:
         """The size a marker states is no fact: only what it named is."""
         marker = "[tool result cleared: 375 tokens, naming a/b.py; recall 1234567890]"

@@ -5,8 +5,8 @@ Contract:
 - No network, no model, deterministic: the same messages give the same
   summary. It is the digest every marker keeps (``strategies.digest``) of
   the messages it replaces: the paths, code identifiers and numbers of 3+
-  digits of their text, tool calls (name and arguments) and tool results,
-  paths first, then identifiers, then numbers, each in the order met, a
+  digits of their text, tool calls' arguments and tool results (not the
+  tools' names: the request's tool schemas hold them), paths first, then identifiers, then numbers, each in the order met, a
   JSON object's keys last (they are the schema). No prose: where a budget
   leaves room for little but the conversation's newest turns, a list of the
   names the older ones held keeps more of what later turns need per token
@@ -119,7 +119,6 @@ def _texts(m: Message) -> Iterable[str]:
         if isinstance(p, Text):
             yield p.text
         elif isinstance(p, ToolCall):
-            yield p.name
             yield p.arguments
         elif isinstance(p, ToolResult):
             # A cut's marker: only what it named (its size is no fact).
