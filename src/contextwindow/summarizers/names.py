@@ -6,11 +6,12 @@ Contract:
   summary. It is the digest every marker keeps (``strategies.digest``) of
   the messages it replaces: the paths, code identifiers and numbers of 3+
   digits of their text, tool calls' arguments and tool results (not the
-  tools' names: the request's tool schemas hold them), paths first, then identifiers, then numbers, each in the order met, a
-  JSON object's keys last (they are the schema). No prose: where a budget
-  leaves room for little but the conversation's newest turns, a list of the
-  names the older ones held keeps more of what later turns need per token
-  than their sentences do (``benchmarks/fact_retention.py``).
+  tools' names: the request's tool schemas hold them), paths first, then
+  identifiers, then numbers, each in the order met, a JSON object's keys
+  last (they are the schema). No prose: where a budget leaves room for
+  little but the conversation's newest turns, a list of the names the older
+  ones held keeps more of what later turns need per token than their
+  sentences do (``benchmarks/fact_retention.py``).
 - Reasoning (``Thinking``) is not read: a path it guesses is no fact.
 - ``previous`` (an earlier summary's text) is read first, so a summary
   rolled forward names what the earlier one named before the new names.
