@@ -23,9 +23,13 @@ Contract:
   ``history`` holds, found by id (a rewrite keeps its message's id; a run's
   line its first message's) and checked by handle: what a summary of
   compacted messages should read, not their placeholders.
+- A marker's text is read here too: ``is_marker`` (a one-line result with a
+  handle), ``marker_names`` (what it named of the original: the rest, its
+  size and lines, describes the cut) and ``without_handles``; a summary
+  shows ``span_handle`` of what it replaced.
 
 Example:
-    >>> from contextwindow.messages import Message, ToolResult
+    >>> from contextwindow.messages import Message
     >>> history = [Message.user("fix a.py"), Message.tool("c1", "x = 1\n" * 50)]
     >>> h = handle_of(history[1])
     >>> (len(h), originals(history, h) == [history[1]])
@@ -45,12 +49,14 @@ from contextwindow.messages import Message, ToolResult
 
 __all__ = [
     "HANDLE_PATTERN",
+    "NAMING",
     "ORIGIN_KEY",
     "content_handle",
     "find_handles",
     "handle_of",
     "is_marker",
     "marker_names",
+    "naming_span",
     "original_sizes",
     "originals",
     "originals_of",
