@@ -45,6 +45,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from contextwindow._args import shown
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message, ToolResult
 
 __all__ = [
@@ -268,6 +270,10 @@ def originals_of(
     stays as it is. Costs one pass over ``history`` when ``messages`` holds
     a rewrite; nothing is changed.
 
+    Raises:
+        ContextWindowError: An item of ``history`` that is no ``Message``
+            (named by its index).
+
     Example:
         >>> history = [Message.user("fix a.py"), Message.tool("c1", "x = 1\n" * 50)]
         >>> cleared = with_origin(Message.tool("c1", "[cleared]", id=history[1].id),
@@ -279,6 +285,8 @@ def originals_of(
         return list(messages)
     at: dict[str, int] = {}
     for k, m in enumerate(history):
+        if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError(f"history[{k}]", shown(m), "a Message")
         at.setdefault(m.id, k)
     out: list[Message] = []
     for m in messages:

@@ -358,6 +358,8 @@ class TestReadOriginals:
         assert read[2] is cut[2]  # the first run hashes otherwise
         assert read[3:5] == conv[4:6]  # the reply after it, the next run's
         assert originals_of(conv, cut[:1]) == cut[:1]  # no rewrite: no pass
+        with pytest.raises(ContextWindowError, match=r"^history\[1\]: expected a M"):
+            originals_of([conv[0], {"role": "user"}], cut)  # type: ignore[list-item]  # deliberately wrong
 
     def test_a_summary_of_everything_takes_only_the_room_left(self) -> None:
         """A budget that a small summary meets: one is made to fit, not
