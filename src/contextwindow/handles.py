@@ -25,8 +25,9 @@ Contract:
   compacted messages should read, not their placeholders.
 - A marker's text is read here too: ``is_marker`` (a one-line result with a
   handle), ``marker_names`` (what it named of the original: the rest, its
-  size and lines, describes the cut) and ``without_handles``; a summary
-  shows ``span_handle`` of what it replaced.
+  size and lines, describes the cut), ``output_of`` (a result's output, a
+  marker's names) and ``without_handles``; a summary shows ``span_handle``
+  of what it replaced.
 
 Example:
     >>> from contextwindow.messages import Message
@@ -62,6 +63,7 @@ __all__ = [
     "original_sizes",
     "originals",
     "originals_of",
+    "output_of",
     "run_handle",
     "span_handle",
     "with_origin",
@@ -205,6 +207,22 @@ def marker_names(text: str) -> str:
     """
     found = naming_span(text)
     return text[found[0] + len(NAMING) : found[1]] if found else ""
+
+
+def output_of(result: ToolResult) -> str:
+    """What a result holds of its tool's output: its text, or a marker's names.
+
+    Of a marker only what it named counts (``marker_names``): its size, lines
+    and handle describe the cut, not what the output said.
+
+    Example:
+        >>> output_of(ToolResult("c1", "[tool result cleared: 375 tokens, "
+        ...                      "naming a.py; recall 0123456789]"))
+        'a.py'
+        >>> output_of(ToolResult("c1", "port 8080"))
+        'port 8080'
+    """
+    return marker_names(result.text) if is_marker(result) else result.text
 
 
 def naming_span(text: str) -> tuple[int, int] | None:

@@ -85,6 +85,7 @@ from contextwindow.handles import (
     is_marker,
     marker_names,
     naming_span,
+    output_of,
     run_handle,
 )
 from contextwindow.messages import (
@@ -1062,7 +1063,7 @@ def _collapsed(
     # A marker's own figures (the size it states, a line count, a message
     # index) are no facts of the output: only what it named is.
     held = [
-        marker_names(r.text) if is_marker(r) else r.text
+        output_of(r)
         for u in run
         for m in messages[u.start + 1 : u.stop]
         for r in m.tool_results

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from contextwindow._args import as_tokenizer
-from contextwindow.handles import find_handles, is_marker, marker_names
+from contextwindow.handles import find_handles, output_of
 from contextwindow.messages import Message, Text, ToolCall, ToolResult
 from contextwindow.strategies.digest import Scan, ordered, pick, scan
 from contextwindow.summarizers.base import summary_input
@@ -122,5 +122,4 @@ def _texts(m: Message) -> Iterable[str]:
         elif isinstance(p, ToolCall):
             yield p.arguments
         elif isinstance(p, ToolResult):
-            # A cut's marker: only what it named (its size is no fact).
-            yield marker_names(p.text) if is_marker(p) else p.text
+            yield output_of(p)  # of a cut's marker, what it named
