@@ -75,6 +75,7 @@ from contextwindow.validity import (
 )
 
 __all__ = [
+    "CUT_STEP",
     "Budget",
     "Change",
     "ChangeKind",
@@ -95,6 +96,7 @@ __all__ = [
     "shared_length",
     "shares",
     "stage_name",
+    "step_end",
     "unit_start",
     "verify",
 ]
@@ -463,6 +465,32 @@ class Strategy(Protocol):
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Return the fitted conversation and its report."""
         ...
+
+
+CUT_STEP = 0.05
+"""Where a cut from the oldest stops moves in steps of this share of the
+budget (``step_end``)."""
+
+
+def step_end(position: int, budget: Budget) -> int:
+    """Where the step of ``CUT_STEP`` of the budget holding token ``position`` ends.
+
+    A strategy cutting from the oldest until the budget is met cuts on to
+    there (what starts before it goes too): the cut is then a function of
+    the conversation that stays put while it grows by less than a step, so
+    a re-fit finds the same output up to the new messages (and resumes from
+    it), and a provider's prompt cache over that output keeps serving.
+    ``position`` counts tokens from the conversation's start (``running``).
+
+    Example:
+        >>> from contextwindow import TokenCounter
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> budget = Budget(1000, TokenCounter(FakeTokenizer()))
+        >>> step_end(0, budget), step_end(49, budget), step_end(50, budget)
+        (50, 50, 100)
+    """
+    step = max(1, int(budget.limit * CUT_STEP))
+    return (position // step + 1) * step
 
 
 def stage_name(strategy: object) -> str:

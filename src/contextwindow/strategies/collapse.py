@@ -72,7 +72,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate, islice
 from operator import attrgetter, is_
@@ -106,6 +106,7 @@ from contextwindow.strategies.base import (
     pinned_one,
     relocate,
     shares,
+    step_end,
 )
 from contextwindow.strategies.digest import Counted, digest, names
 from contextwindow.strategies.files import file_actions
@@ -357,6 +358,12 @@ def bare_line(line: str) -> str:
     return f"[{n} earlier tool {calls}, results cut; recall {handle}]"
 
 
+def _name_count(line: str) -> int:
+    """How many names the digest of a run's line holds."""
+    found = _digest_of(line)
+    return 0 if found is None else line.count(", ", *found)
+
+
 def _digest_of(line: str) -> tuple[int, int] | None:
     """Where the digest of a run's line lies (``None``: it has none)."""
     found = naming_span(line)
@@ -389,12 +396,6 @@ def plain_line(line: str, keep: int = 0) -> str:
         return line[:at] + line[end:]
     named = line[at + len(NAMING) : end].split(", ")
     return line[:at] + NAMING + ", ".join(named[:keep]) + line[end:]
-
-
-def _name_count(line: str) -> int:
-    """How many names the digest of a run's line holds."""
-    found = _digest_of(line)
-    return 0 if found is None else line.count(", ", *found)
 
 
 class _Tables:
@@ -680,8 +681,9 @@ def collapse_runs(
     older = 0  # the runs before it, all collapsed
     left = cutsum[-1]
     runs = _trimmed(t.runs)
+    at = budget.counter.running(messages)  # where each message starts
     if total > budget.limit:
-        held = _held(messages, budget, us, runs)
+        held = _held(messages, budget, us, runs, at)
         if held is not None:  # else nothing of note fits: collapse from the oldest
             # The runs before go whole too: what room the lines free lets
             # older units back in, as lines, not as a flood of cut exchanges.
@@ -709,10 +711,17 @@ def collapse_runs(
         done,
         changes,
     )
+    reach = -1  # runs that start before this token position go too
     for k in range(len(counts) - 1, len(runs)):
         a, b = runs[k]
-        if k >= older and (total <= 0 or left <= max_share * total):
+        needed = k < older or not (total <= 0 or left <= max_share * total)
+        if not needed and at[us[a].start] >= reach:
             break
+        if needed and k >= older:
+            # The runs starting in the step this one ends in go too
+            # (``step_end``): the last run collapsed stays put while the
+            # conversation grows by less than a step.
+            reach = step_end(at[us[b].stop], budget)
         span_at = (us[a].start, us[b].stop)
         before = sum(cost[a : b + 1])
         run_key = (id(messages[span_at[0]]), span_at[1] - span_at[0])
@@ -753,13 +762,7 @@ def collapse_runs(
         )
     if not changes:
         return finish(stage, messages, messages, (), budget)
-    out: list[Message] = []
-    at = 0
-    for begin, stop, line in sorted(done, key=_first):
-        out.extend(messages[at:begin])
-        out.append(line)
-        at = stop
-    out.extend(messages[at:])
+    out = _spliced(messages, done)
     # Whole units, and lines that are assistant turns of non-blank text alone,
     # valid wherever a unit may stand: only the first-turn rule can break.
     # Each change counts the messages it replaced and what stands for them.
@@ -776,6 +779,20 @@ def collapse_runs(
     later = named_runs(relocate(more.report, messages, fitted.messages), fitted.report)
     report = fitted.report.then(later)
     return Fitted(more.messages, replace(report, stages=fitted.report.stages))
+
+
+def _spliced(
+    messages: Sequence[Message], done: Sequence[tuple[int, int, Message]]
+) -> list[Message]:
+    """``messages`` with each span of ``done`` replaced by its line."""
+    out: list[Message] = []
+    at = 0
+    for begin, stop, line in sorted(done, key=_first):
+        out.extend(messages[at:begin])
+        out.append(line)
+        at = stop
+    out.extend(messages[at:])
+    return out
 
 
 _Line = tuple[tuple[Message, ...], Change, Message, int]
@@ -856,20 +873,25 @@ def _held(
     budget: Budget,
     us: Sequence[Unit],
     runs: Sequence[tuple[int, int]],
+    run_tokens: Sequence[int],
 ) -> tuple[int, int, int] | None:
     """For a conversation still over: the newest units the budget holds.
 
     The oldest units will go (``DropOldest``), so the share that matters is
-    that of the longest run of units, from the end, whose tokens fit: the
-    number of runs before it, its tokens and its first unit (``None`` when
-    no run lies in it).
+    that of the longest run of units, from the end, whose tokens fit, from
+    the end of a step (``step_end``, so that it moves in steps as the
+    conversation grows): the number of runs before it, its tokens and its
+    first unit (``None`` when no run lies in it). ``run_tokens``: the
+    messages' running totals.
     """
-    run_tokens = budget.counter.running(messages)
     end = run_tokens[-1]
+    # The first unit starting at or after the step boundary at or above
+    # where what fits begins.
+    begin = step_end(end - budget.limit - 1, budget)
     lo, hi = 0, len(us)  # the first unit of that run lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi) // 2
-        if end - run_tokens[us[mid].start] <= budget.limit:
+        if run_tokens[us[mid].start] >= begin:
             hi = mid
         else:
             lo = mid + 1
@@ -895,7 +917,11 @@ def _plainer(
     First each line loses what its results named (``plain_line``; the last
     line touched keeps the first half or quarter of its names when that is
     enough), then, if that is not enough, what its calls touched
-    (``bare_line``). ``done`` and
+    (``bare_line``). In each pass, the lines starting in the step of the
+    budget (``step_end``) that the last one needed ends in go too, so the
+    lines shortened stay put while the conversation grows by less than a
+    step; the last line keeps a part of its names only when no other line
+    starts in that step. ``done`` and
     ``changes`` (the runs collapsed now, and their changes) are updated in
     place: a new line becomes shorter in its change; a line made before (in
     ``messages``, where ``tables`` found them) is one more ``collapsed``
@@ -921,33 +947,28 @@ def _plainer(
         made[id(m), keep] = hit
         return hit
 
+    starts = budget.counter.running(messages)
     for bare in (False, True):
-        for i in at:
+        reach = -1  # lines starting before this token position go too
+        for n_at, i in enumerate(at):
             allowed = max(max_share * total, FLOOR_TOKENS)
-            if left <= allowed:
+            if left <= allowed and starts[i] >= reach:
                 return
             k = new.get(i)
             m = done[k][2] if k is not None else messages[i]
             hit = shorter(m, BARE if bare else 0)
-            # What must go for the share to hold: the request shrinks with
-            # the line, so a share of it allows a little less after.
-            need: float = left - FLOOR_TOKENS
-            if max_share < 1:
-                need = min(need, (left - max_share * total) / (1 - max_share))
-            if not bare and hit[1] is not None and hit[2] > need:
-                # Losing its whole digest frees more than needed: keep the
-                # first half or quarter of its names when that frees enough
-                # (a few fixed steps, so that a re-fit finds the same line).
-                line = line_of(m)
-                n = _name_count(line) if line is not None else 0
-                for keep in sorted({n // 2, n // 4} - {0, n}, reverse=True):
-                    part = shorter(m, keep)
-                    if part[1] is not None and part[2] >= need:
-                        hit = part
-                        break
-            _, fewer, less, after = hit
-            if fewer is None:
+            if hit[1] is None:
                 continue
+            if left > allowed:
+                # The lines starting in the step this one's messages end in
+                # go too: the lines shortened stay put while the
+                # conversation grows by less than a step.
+                reach = step_end(starts[done[k][1] if k is not None else i + 1], budget)
+                last = n_at + 1 == len(at) or starts[at[n_at + 1]] >= reach
+                if not bare and last:
+                    hit = _part(m, hit, left, total, max_share, shorter)
+            _, fewer, less, after = hit
+            assert fewer is not None
             left -= less
             total -= less
             if k is not None:
@@ -971,6 +992,36 @@ def _plainer(
                     1,
                 )
             )
+
+
+def _part(
+    m: Message,
+    hit: _Shorter,
+    left: int,
+    total: int,
+    max_share: float,
+    shorter: Callable[[Message, int], _Shorter],
+) -> _Shorter:
+    """``hit`` (``m``'s line without its digest), or a part of it enough frees.
+
+    Losing its whole digest may free more than the share needs: then the
+    line keeps the first half or quarter of its names when that frees
+    enough (a few fixed steps, so that a re-fit finds the same line).
+    """
+    # What must go for the share to hold: the request shrinks with the
+    # line, so a share of it allows a little less after.
+    need: float = left - FLOOR_TOKENS
+    if max_share < 1:
+        need = min(need, (left - max_share * total) / (1 - max_share))
+    if hit[2] <= need:
+        return hit
+    line = line_of(m)
+    n = _name_count(line) if line is not None else 0
+    for keep in sorted({n // 2, n // 4} - {0, n}, reverse=True):
+        part = shorter(m, keep)
+        if part[1] is not None and part[2] >= need:
+            return part
+    return hit
 
 
 _Shorter = tuple[Message, Message | None, int, int]

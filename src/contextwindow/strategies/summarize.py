@@ -14,8 +14,8 @@ Contract:
   and the new summary takes its place. Nothing pinned is ever
   summarised; every other strategy treats the summary as pinned.
 - The cut moves in steps: after just enough units, the units that fall in
-  the same step of ``CUT_STEP`` of the budget (counting what is replaced
-  from the oldest) are replaced too, so the cut is a function of the
+  the same step of ``CUT_STEP`` of the budget (``step_end``, counting what
+  is replaced from the oldest) are replaced too, so the cut is a function of the
   conversation that stays where it was while it grows by less than a step.
 - Incremental: the summary made for a cut is kept in the budget's memo
   (keyed by the strategy and the budget's settings) with the very messages
@@ -109,6 +109,7 @@ from contextwindow.strategies.base import (
     pinned_one,
     pinned_units,
     shares,
+    step_end,
 )
 from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.summarizers.extractive import ExtractiveSummarizer
@@ -143,9 +144,6 @@ ROOM_MARGIN = 0.9
 """A summary of every candidate is asked for at most this share of the room
 the rest of the conversation leaves it (the summarizer may count with
 another tokenizer)."""
-
-CUT_STEP = 0.05
-"""The cut moves in steps of this share of the budget (see the module)."""
 
 _DEFAULT = ExtractiveSummarizer()
 
@@ -255,8 +253,7 @@ class Summarize:
         prefix = view.prefix[lead : c + 1]
         n = self._enough(prefix, over, rolled)
         # On to the end of the step the cut fell in (see the module).
-        step = max(1, int(budget.limit * CUT_STEP))
-        top = ((rolled + prefix[n]) // step + 1) * step - 1
+        top = step_end(rolled + prefix[n], budget) - 1
         n = bisect_right(prefix, top - rolled, lo=n) - 1
         floor = budget.count(view.floor)
         if (
