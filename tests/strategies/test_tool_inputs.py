@@ -9,6 +9,7 @@ import pytest
 from contextwindow.handles import find_handles, handle_of, originals
 from contextwindow.messages import Message, ToolCall
 from contextwindow.strategies import Budget, StaleReads, TruncateToolInputs
+from contextwindow.strategies.base import step_end
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
 
@@ -54,13 +55,18 @@ class TestTruncateToolInputs:
         assert handle_of(fitted.messages[1]) == h
         assert fitted.messages[7] is c[7]  # the latest call stays whole
 
-    def test_stops_once_it_fits(self) -> None:
-        """Oldest first: once the budget is met the rest stays."""
-        c = conv()
-        b = budget()
-        total = b.count(c)
-        fitted = TruncateToolInputs(keep_recent=0, max_tokens=20)(c, budget(total - 50))
-        assert [ch.index for ch in fitted.report.changes] == [1]
+    def test_stops_at_the_end_of_the_step_it_fits_in(self) -> None:
+        """Oldest first: once the budget is met, the calls that start in the
+        same step of the budget go too (``step_end``), and the rest stays."""
+        c = conv(40)
+        b = budget(budget().count(c) - 50)  # met by the first cut
+        fitted = TruncateToolInputs(keep_recent=0, max_tokens=20)(c, b)
+        starts = b.counter.running(c)
+        end = step_end(starts[2], b)  # where the step the budget was met in ends
+        calls = range(1, len(c) - 1, 2)
+        expected = [i for i in calls if i == 1 or starts[i] < end]
+        assert [ch.index for ch in fitted.report.changes] == expected
+        assert 1 < len(expected) < len(calls)
         assert fitted.report.fits
 
     def test_never_mutates_and_stays_stale_aware(self) -> None:

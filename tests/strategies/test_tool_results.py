@@ -679,7 +679,7 @@ def test_a_resumed_scan_sends_its_unchanged_rewrites_again() -> None:
     start anew: those that come out as before go out as the very objects of
     the last output, so the stages after it find their input the same."""
     conv = [Message.user("go")]
-    for k in range(8):
+    for k in range(12):  # the cuts a larger limit needs end before the last
         conv += exchange(f"c{k}", f"result {k} " + "w " * 100)
     conv.append(Message.user("ok?"))
     counter = TokenCounter(FakeTokenizer())

@@ -52,6 +52,7 @@ from contextwindow.strategies.base import (
     note_shared,
     pinned_one,
     shares,
+    step_end,
     unit_start,
 )
 from contextwindow.strategies.collapse import is_marker
@@ -141,10 +142,12 @@ def scan_messages(
     saved_all = 0
     n = len(messages)
     stop = n
+    reach = _Reach(messages, budget, total)
     for i in range(start, n):
         if total <= budget.limit:
-            stop = i
-            break
+            stop = min(stop, i)
+            if reach.past(i):
+                break
         m = messages[i]
         plan = None if i in finals or pinned_one(m, markers) else rewrite(i, m)
         if plan is None:
@@ -161,8 +164,44 @@ def scan_messages(
         changes.append(Change(kind, stage, (m.id,), i, before, after, what))
         saved_all += before - after
         saved_run.append(saved_all)
-    out.extend(messages[stop:])
+    else:
+        i = n
+    out.extend(messages[i:])
     return out, changes, saved_run, stop
+
+
+class _Reach:
+    """Where a scan that met the budget stops: the end of that step.
+
+    A scan rewrites from the oldest while over budget, then on to the end
+    of the step of the budget (``step_end``) the message it met the budget
+    at starts in: the rewrites stay put while the conversation grows by
+    less than a step, so a re-fit gives the same output up to the new
+    messages. Positions are the messages' running token totals, counted
+    only once a scan meets the budget.
+    """
+
+    __slots__ = ("_budget", "_end", "_messages", "_over", "_starts")
+
+    def __init__(self, messages: Sequence[Message], budget: Budget, total: int) -> None:
+        self._messages = messages
+        self._budget = budget
+        self._over = total > budget.limit
+        self._starts: Sequence[int] = ()
+        self._end = 0
+
+    def past(self, i: int) -> bool:
+        """Whether message ``i`` (the budget met before it) starts past the step.
+
+        A scan that starts within the budget rewrites nothing (a resumed
+        one starts over it, or with no decision kept: ``_resume``).
+        """
+        if not self._over:
+            return True
+        if not self._starts:
+            self._starts = self._budget.counter.running(self._messages)
+            self._end = step_end(self._starts[i], self._budget)
+        return self._starts[i] >= self._end
 
 
 class Policy(Protocol):
@@ -512,11 +551,15 @@ def _scan(
     saved_all = 0
     n = len(messages)
     stop = rest = n  # where the budget was first met; what is left as it was
+    reach = _Reach(messages, budget, total)
+    beyond = False  # the budget met, and this message in the step it was met in
     for i in range(start, n):
         if total <= limit:
             stop = min(stop, i)
-            rest = i
-            break
+            if reach.past(i):
+                rest = i
+                break
+            beyond = True
         m = messages[i]
         if m.role != "tool":
             out.append(m)
@@ -530,8 +573,10 @@ def _scan(
         j = 0
         for part in m.parts:
             if isinstance(part, ToolResult):
-                fits = total <= limit
-                if fits:  # met inside this message: its later results stay
+                # Met inside this message: its later results stay, unless
+                # the message starts inside the step it was met in.
+                fits = total <= limit and not beyond
+                if total <= limit:
                     stop = min(stop, i)
                 named = part
                 name = None

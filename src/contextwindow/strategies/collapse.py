@@ -660,6 +660,7 @@ def collapse_runs(
     *,
     edits: bool = False,
     again: bool = False,
+    lane: str = "",
 ) -> Fitted:
     """Collapse the oldest runs of cut exchanges until they take at most ``max_share``.
 
@@ -672,9 +673,11 @@ def collapse_runs(
             file written) join runs too, their markers counted.
         again: Whether this is the second pass over a conversation the first
             made fit (its own memo, so that each pass resumes).
+        lane: Whose memo, of a caller collapsing several conversations
+            each call (each resumes from what its lane saw last).
     """
     total = counted = budget.count(messages)
-    memo = stage + " again" if again else stage
+    memo = stage + lane + (" again" if again else "")
     t = _tables(messages, budget, memo, edits)
     us, cost, cut, cutsum = t.us, t.cost, t.cut, t.cutsum
     window = 0  # the first message of what the budget holds
@@ -758,7 +761,16 @@ def collapse_runs(
         # Every run is one line and cut exchanges still take too much: the
         # oldest lines lose what their results named, until they do not.
         _plainer(
-            messages, budget, stage, max_share, window, total, left, done, changes, t
+            messages,
+            budget,
+            (stage, memo),
+            max_share,
+            window,
+            total,
+            left,
+            done,
+            changes,
+            t,
         )
     if not changes:
         return finish(stage, messages, messages, (), budget)
@@ -771,10 +783,10 @@ def collapse_runs(
         return fitted
     # It was over, and the lines made it fit: all of it is sent, so the share
     # is that of all of it.
-    if cut_share(fitted.messages, budget, stage + " again", edits) <= max_share:
+    if cut_share(fitted.messages, budget, memo + " again", edits) <= max_share:
         return fitted
     more = collapse_runs(
-        fitted.messages, budget, max_share, stage, edits=edits, again=True
+        fitted.messages, budget, max_share, stage, edits=edits, again=True, lane=lane
     )
     later = named_runs(relocate(more.report, messages, fitted.messages), fitted.report)
     report = fitted.report.then(later)
@@ -903,7 +915,7 @@ def _held(
 def _plainer(
     messages: Sequence[Message],
     budget: Budget,
-    stage: str,
+    names: tuple[str, str],
     max_share: float,
     window: int,
     total: int,
@@ -913,6 +925,8 @@ def _plainer(
     tables: _Tables,
 ) -> None:
     """Make lines shorter, oldest first, until within ``max_share``.
+
+    ``names``: the stage the changes name, and whose memo (its lane).
 
     First each line loses what its results named (``plain_line``; the last
     line touched keeps the first half or quarter of its names when that is
@@ -932,7 +946,8 @@ def _plainer(
     change_at = {c.index: j for j, c in enumerate(changes)}
     before = tables.lines[bisect_left(tables.lines, window) :]
     at = sorted({*before, *(b for b in new if b >= window)})
-    key = ("contextwindow.collapse.shorter", stage, budget.rules)
+    stage, memo = names  # the stage reported, whose memo
+    key = ("contextwindow.collapse.shorter", memo, budget.rules)
     found = budget.memo.get(key)
     known: dict[tuple[int, int], _Shorter] = (
         found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it

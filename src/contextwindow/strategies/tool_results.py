@@ -19,10 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from contextwindow._args import check_int, check_number, check_str
+from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, ToolResult
 from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import (
+    CUT_STEP,
     Budget,
     Fitted,
     Report,
@@ -179,13 +181,25 @@ class ClearToolResults:
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
         tok = _Cached(budget.counter)
+        found = budget.memo.get(_HELD_KEY)
+        known: LRU[tuple[str, int], str] = (
+            found if isinstance(found, LRU) else LRU(HELD_ENTRIES)  # pyright: ignore[reportUnknownVariableType]  # only this method puts it
+        )
+        budget.memo.put(_HELD_KEY, known)
 
         def rewrite(result: ToolResult, origin: Origin) -> str | None:
+            # A result is offered again at each step of the refill below,
+            # and at each re-fit that rescans it: what it held is read once.
+            key = (result.text, origin.tokens)
+            names = known.get(key)
+            if names is None:
+                names = held(result.text, tok, origin.tokens)
+                known.put(key, names)
             return self.placeholder.format(
                 tokens=f"{origin.tokens:,}",
                 name=result.name or "",
                 handle=origin.handle,
-                names=held(result.text, tok, origin.tokens),
+                names=names,
             )
 
         policy = _Older(self.keep_recent, rewrite)
@@ -197,21 +211,25 @@ class ClearToolResults:
             return step
         best = self._collapsed(messages, step, budget, share)
         # Collapsing freed more than clearing needed: clear less, as if the
-        # budget were larger by what is left, while the result still fits.
-        lo, hi = budget.limit, budget.limit + budget.limit - best.report.tokens_after
+        # budget were larger by whole steps of it (``CUT_STEP``) of what is
+        # left, while the result still fits. The same steps are tried again
+        # when the conversation grows by a little, each with a memo of its
+        # own (its lane), so that each resumes.
+        unit = max(1, int(budget.limit * CUT_STEP))
+        lo, hi = 0, (budget.limit - best.report.tokens_after) // unit + 1
         for _ in range(REFILL_TRIES):
-            if hi - lo <= budget.limit * REFILL_SLACK:
+            if hi - lo <= 1:
                 break
-            mid = (lo + hi) // 2
-            given = replace(budget, limit=mid)
+            k = (lo + hi) // 2
+            given = replace(budget, limit=budget.limit + k * unit)
             less = rewrite_results(
-                messages, given, "ClearToolResults", "cleared", policy, self
+                messages, given, "ClearToolResults", "cleared", policy, (self, k)
             )
-            tried = self._collapsed(messages, less, given)
+            tried = self._collapsed(messages, less, given, lane=f"+{k}")
             if tried.report.tokens_after > budget.limit:
-                hi = mid
+                hi = k
             else:
-                best, lo = tried, mid
+                best, lo = tried, k
         return Fitted(best.messages, replace(best.report, limit=budget.limit))
 
     def _collapsed(
@@ -220,17 +238,26 @@ class ClearToolResults:
         step: Fitted,
         budget: Budget,
         share: float | None = None,
+        lane: str = "",
     ) -> Fitted:
         """``step`` with its runs collapsed, and cleared results put back.
 
-        ``share`` is ``step``'s ``cut_share`` when the caller has it already.
+        ``share`` is ``step``'s ``cut_share`` when the caller has it already;
+        ``lane``: whose memo (see ``collapse_runs``).
         """
         if share is None:
-            share = cut_share(step.messages, budget, "ClearToolResults", edits=True)
+            share = cut_share(
+                step.messages, budget, "ClearToolResults" + lane, edits=True
+            )
         if share <= self.max_share:
             return step
         later = collapse_runs(
-            step.messages, budget, self.max_share, "ClearToolResults", edits=True
+            step.messages,
+            budget,
+            self.max_share,
+            "ClearToolResults",
+            edits=True,
+            lane=lane,
         )
         report = step.report.then(relocate(later.report, messages, step.messages))
         out, report = _restore(messages, step.messages, later.messages, report, budget)
@@ -318,11 +345,13 @@ NEAR_NOTE = ", but for timestamps and ids"
 """What a near-duplicate's note adds (its ``{but}``)."""
 
 
+HELD_ENTRIES = 4096
+"""Results whose placeholder names ``ClearToolResults`` keeps (``held``)."""
+
+_HELD_KEY = "contextwindow.clear.held"
+
 REFILL_TRIES = 4
 """Times ``ClearToolResults`` clears less to fill the room its runs' lines freed."""
-
-REFILL_SLACK = 0.02
-"""Room below this share of the budget is not worth clearing less for."""
 
 
 # -- shared machinery ------------------------------------------------------------
@@ -338,34 +367,55 @@ def _restore(
     """Put back, newest first, the cleared results the collapsed runs made room for.
 
     Clearing stopped once the conversation fitted; collapsing runs then freed
-    more. A cleared message still standing (not in a run) gets its original
-    back while that fits the budget: the request holds more, and fewer
-    markers. Its ``cleared`` change goes.
+    more. The cleared messages still standing (not in a run) get their
+    originals back, a step of the budget at a time (``step_end``, by where
+    they start), newest first, while a whole step fits: the request holds
+    more, and fewer markers, and what is put back stays put while the
+    conversation grows by less than a step. Their ``cleared`` changes go.
+    Only the newest messages are looked at: those the steps put back.
     """
     counter = budget.counter
     room = budget.limit - budget.count(collapsed)
     if room <= 0 or len(cleared) != len(given):
         return tuple(collapsed), report  # (a repair moved messages: none put back)
-    at = {id(m): i for i, m in enumerate(collapsed)}
-    out = list(collapsed)
-    back: set[str] = set()
     # Only what clearing rewrote: a message a repair changed stays repaired.
     was_cleared = {c.ids[0] for c in report.changes if c.kind == "cleared"}
+    starts = counter.running(given)
+    unit = max(1, int(budget.limit * CUT_STEP))
+    out = list(collapsed)
+    back: list[tuple[int, Message]] = []  # put back: where, the original
+    step: list[tuple[int, Message]] = []  # of the step being gathered
+    extra = 0  # what the step's originals add
+    step_of = -1
+    i = len(collapsed) - 1  # where cleared[j] stands, walking back with j
     for j in range(len(cleared) - 1, -1, -1):
         new, old = cleared[j], given[j]
-        i = at.get(id(new))
-        if new is old or i is None or new.id != old.id or new.id not in was_cleared:
-            continue
-        extra = counter.message(old) - counter.message(new)
-        if extra > room:
-            continue
-        out[i] = old
-        room -= extra
-        back.add(new.id)
+        at = i
+        if i >= 0 and collapsed[i] is new:
+            i -= 1
+        else:
+            at = -1  # in a run: its line (the run's first message's id) stands
+            if i >= 0 and collapsed[i].id == new.id:
+                i -= 1
+        if starts[j] // unit != step_of:
+            if extra > room:
+                break
+            room -= extra
+            back += step
+            step, extra, step_of = [], 0, starts[j] // unit
+        if at >= 0 and new is not old and new.id == old.id and new.id in was_cleared:
+            step.append((at, old))
+            extra += counter.message(old) - counter.message(new)
+    else:
+        if extra <= room:
+            back += step
     if not back:
         return tuple(collapsed), report
+    for at, old in back:
+        out[at] = old
+    ids = {old.id for _, old in back}
     kept = tuple(
-        c for c in report.changes if not (c.kind == "cleared" and c.ids[0] in back)
+        c for c in report.changes if not (c.kind == "cleared" and c.ids[0] in ids)
     )
     return tuple(out), replace(report, changes=kept, tokens_after=budget.count(out))
 
