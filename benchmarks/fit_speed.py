@@ -2,7 +2,8 @@
 
 Usage::
 
-    python benchmarks/fit_speed.py [--turns 20] [--profile] [--only NAME] [--tools]
+    python benchmarks/fit_speed.py [--turns 20] [--share 0.25] [--profile] [--only NAME]
+                                   [--tools]
 
 ``--profile`` profiles the default pipeline's re-fits (or, with ``--only``, those
 of the one strategy it names). ``--tools`` gives every fit of ours the
@@ -14,7 +15,8 @@ Builds a 10,000-message conversation with tool calls from the tau-bench
 trajectories: one system prompt, then every trajectory's user, assistant,
 tool-call and tool messages, concatenated; a second pass with re-labelled texts
 fills it up, so no message repeats an earlier one by accident. Every tool call
-gets a fresh id (tau-bench re-uses ids). The budget is 25 % of its tokens.
+gets a fresh id (tau-bench re-uses ids). The budget is 25 % of its tokens
+(``--share``: another share).
 
 Both sides count with the same exact tokenizer, ``BPETokenizer("o200k_base")``,
 and the same OpenAI framing (the OpenAI cookbook's: 3 per message, the role, 3
@@ -42,6 +44,12 @@ appended tool exchange (and, beside it, over the mixed turns), ours and the
 peers timed in the same turns, interleaved, so machine load hits both alike.
 The cold fit (a fresh counter) is shown too, and the mean and the slowest
 re-fit over every turn (where a strategy redoing work now and then shows).
+
+Last, what a provider's prompt cache could serve: the share of each request's
+tokens that are a prefix it has in common with the request before (the same
+messages, compared by content, counted as the request counts them), the median
+and the mean over every turn, ours and the peer's (the output of the memoised
+``trim_messages``), outside the timed calls.
 """
 
 from __future__ import annotations
@@ -74,6 +82,7 @@ from contextwindow.tokens.base import Tokenizer
 
 SIZE = 10_000
 SHARE = 0.25
+PEER = "trim (memoised)"
 ROLE = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 PACKAGE = "contextwindow/"
 TOP = 13
@@ -224,7 +233,12 @@ def main() -> None:
     tok = BPETokenizer("o200k_base")
     conv = conversation()
     total = TokenCounter(tok).messages(conv)
-    limit = int(total * SHARE)
+    share = (
+        float(sys.argv[sys.argv.index("--share") + 1])
+        if "--share" in sys.argv
+        else SHARE
+    )
+    limit = int(total * share)
     # --tools: every fit of ours is given the tool schemas, as dicts (as an
     # agent holds them), and a budget larger by their tokens; the peer, which
     # takes no tools, keeps the conversation's budget.
@@ -237,7 +251,7 @@ def main() -> None:
         f"conversation: {len(conv):,} messages, {calls:,} tool calls, "
         f"{total:,} tokens (o200k, OpenAI framing)"
     )
-    print(f"budget: {peer_limit:,} tokens ({SHARE:.0%}); median of {n_turns} turns")
+    print(f"budget: {peer_limit:,} tokens ({share:.0%}); median of {n_turns} turns")
     if tools:
         print(
             f"with {len(TOOLS)} tools ({limit - peer_limit:,} tokens) given to every "
@@ -249,16 +263,14 @@ def main() -> None:
     naive = cookbook_counter(tok)
     careful = memoised_counter(tok)
 
-    def trim(msgs: list[BaseMessage], counter: Callable[..., int]) -> int:
-        return len(
-            trim_messages(
-                msgs,
-                strategy="last",
-                max_tokens=peer_limit,
-                token_counter=counter,
-                include_system=True,
-                start_on="human",
-            )
+    def trim(msgs: list[BaseMessage], counter: Callable[..., int]) -> list[BaseMessage]:
+        return trim_messages(
+            msgs,
+            strategy="last",
+            max_tokens=peer_limit,
+            token_counter=counter,
+            include_system=True,
+            start_on="human",
         )
 
     strategies: dict[str, Strategy | None] = {
@@ -275,21 +287,25 @@ def main() -> None:
     grown = {name: list(conv) for name in strategies}
     counters = {name: TokenCounter(tok) for name in strategies}
     cold: dict[str, float] = {}
+    sent: dict[str, Sequence[Any]] = {}  # each one's last request
     for name, strategy in strategies.items():
         t0 = time.perf_counter()
-        fit(conv, limit=limit, strategy=strategy, tokenizer=counters[name], tools=tools)
+        sent[name] = fit(
+            conv, limit=limit, strategy=strategy, tokenizer=counters[name], tools=tools
+        ).messages
         cold[name] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    trim(lc, careful)  # counts every message once: the careful peer's cold fit
+    # Counts every message once: the careful peer's cold fit.
+    sent[PEER] = trim(lc, careful)
     peer_cold = time.perf_counter() - t0
+    cached: dict[str, list[float]] = {name: [] for name in sent}
     naive_cold = best_of(lambda: trim(lc, naive), 1)
 
     times: dict[str, dict[str, list[float]]] = {
-        name: {"tool": [], "all": []}
-        for name in (*strategies, "trim (memoised)", "trim (naive)")
+        name: {"tool": [], "all": []} for name in (*strategies, PEER, "trim (naive)")
     }
     cpu: dict[str, dict[str, list[float]]] = {
-        name: {"tool": [], "all": []} for name in (*strategies, "trim (memoised)")
+        name: {"tool": [], "all": []} for name in (*strategies, PEER)
     }
     source = turns(conv)
     done_tool = 0
@@ -300,19 +316,25 @@ def main() -> None:
         for name, strategy in strategies.items():
             grown[name].extend(new)
             t0, c0 = time.perf_counter(), time.process_time()
-            fit(
+            out = fit(
                 grown[name],
                 limit=limit,
                 strategy=strategy,
                 tokenizer=counters[name],
                 tools=tools,
-            )
+            ).messages
             _record(times[name], kind, time.perf_counter() - t0)
             _record(cpu[name], kind, time.process_time() - c0)
+            run = counters[name].running(out)
+            cached[name].append(run[common(sent[name], out)] / run[-1])
+            sent[name] = out
         t0, c0 = time.perf_counter(), time.process_time()
-        trim(lc, careful)
-        _record(times["trim (memoised)"], kind, time.perf_counter() - t0)
-        _record(cpu["trim (memoised)"], kind, time.process_time() - c0)
+        trimmed = trim(lc, careful)
+        _record(times[PEER], kind, time.perf_counter() - t0)
+        _record(cpu[PEER], kind, time.process_time() - c0)
+        same = common(sent[PEER], trimmed)
+        cached[PEER].append(careful(trimmed[:same]) / careful(trimmed))
+        sent[PEER] = trimmed
         if k % 8 == 0 or (kind == "tool" and done_tool % 8 == 0):
             t0 = time.perf_counter()
             trim(lc, naive)  # about a second: every 8th turn
@@ -320,8 +342,8 @@ def main() -> None:
         done_tool += kind == "tool"
         k += 1
 
-    peer = median(times["trim (memoised)"]["tool"])
-    peer_all = median(times["trim (memoised)"]["all"])
+    peer = median(times[PEER]["tool"])
+    peer_all = median(times[PEER]["all"])
     naive_tool = median(times["trim (naive)"]["tool"])
     print(
         f"re-fit after one appended tool exchange (median of {n_turns}; "
@@ -344,12 +366,12 @@ def main() -> None:
         "redoes work now and then, a summary made again, shows here):"
     )
     print(f"{'':<26}{'mean ms':>10}{'slowest ms':>12}")
-    for name in (*strategies, "trim (memoised)"):
+    for name in (*strategies, PEER):
         every = times[name]["all"]
         print(
             f"{name:<26}{sum(every) / len(every) * 1e3:>10.2f}{max(every) * 1e3:>12.1f}"
         )
-    peer_cpu = median(cpu["trim (memoised)"]["tool"])
+    peer_cpu = median(cpu[PEER]["tool"])
     print(
         "\nthe same in CPU time of this process (time.process_time), which the "
         "machine's load does not inflate:"
@@ -370,6 +392,16 @@ def main() -> None:
         "goal (each under 2 ms and >= 5x the memoised peer): "
         + ("met" if goal else "NOT met")
     )
+    print(
+        f"\nwhat a prompt cache could serve: the share of each request's tokens "
+        f"that repeat the request before, over all {k} turns:"
+    )
+    print(f"{'':<26}{'median':>10}{'mean':>8}{'lowest':>8}")
+    for name, shares in cached.items():
+        print(
+            f"{name:<26}{median(shares):>10.1%}{sum(shares) / len(shares):>8.1%}"
+            f"{min(shares):>8.1%}"
+        )
     if "--profile" in sys.argv:
         # The default pipeline's re-fit, or the one strategy --only names.
         default = "default pipeline"
@@ -380,6 +412,15 @@ def main() -> None:
                 grown[name], source, counters[name], limit, strategies[name], tools
             )
         )
+
+
+def common(before: Sequence[Any], after: Sequence[Any]) -> int:
+    """How many leading messages two requests have in common (by content)."""
+    n = min(len(before), len(after))
+    k = 0
+    while k < n and (before[k] is after[k] or before[k] == after[k]):
+        k += 1
+    return k
 
 
 def _record(row: dict[str, list[float]], kind: str, seconds: float) -> None:

@@ -97,6 +97,7 @@ __all__ = [
     "shares",
     "stage_name",
     "step_end",
+    "step_size",
     "unit_start",
     "verify",
 ]
@@ -489,8 +490,13 @@ def step_end(position: int, budget: Budget) -> int:
         >>> step_end(0, budget), step_end(49, budget), step_end(50, budget)
         (50, 50, 100)
     """
-    step = max(1, int(budget.limit * CUT_STEP))
+    step = step_size(budget)
     return (position // step + 1) * step
+
+
+def step_size(budget: Budget) -> int:
+    """Tokens in a step of ``CUT_STEP`` of the budget (at least 1)."""
+    return max(1, int(budget.limit * CUT_STEP))
 
 
 def stage_name(strategy: object) -> str:

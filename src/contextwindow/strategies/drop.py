@@ -30,6 +30,8 @@ from contextwindow.strategies.base import (
     pinned_one,
     pinned_units,
     shares,
+    step_end,
+    step_size,
 )
 from contextwindow.summarizers.record import is_summary
 from contextwindow.validity import CONTINUED_ID
@@ -51,6 +53,11 @@ MAX_PINNED_SHOWN = 5
 class DropOldest:
     """Drop the oldest unpinned units until the conversation fits the budget.
 
+    Once it fits, the units that start in the same step of the budget as the
+    last one needed go too (``step_end``): the cut stays where it was while
+    the conversation grows by less than a step, so the request starts the
+    same from one turn to the next (a provider's prompt cache keeps serving
+    it) and a re-fit costs what was appended.
     The first ``keep_first`` units after the system prompt are kept whenever
     dropping newer units alone can meet the budget: in an agent loop the first
     user turn is usually the task. When they must go as well, the drop is plain
@@ -115,8 +122,10 @@ class DropOldest:
         # keeps more of the recent units than dropping everything else first.
         found = self._drop(messages, us, later, cost, total, budget)
         if found is not None:
-            fitted, keep = found
-            budget.memo.put(key, _DropState.of(messages, us, keep, cost, lead, fitted))
+            fitted, keep, grid = found
+            budget.memo.put(
+                key, _DropState.of(messages, us, keep, cost, lead, fitted, grid, budget)
+            )
             return fitted
         budget.memo.pop(key)
         # A summary is kept as pinned, but it stands for messages the full
@@ -149,34 +158,50 @@ class DropOldest:
         cost: Sequence[int],
         total: int,
         budget: Budget,
-    ) -> tuple[Fitted, list[bool]] | None:
-        """Drop units in ``order`` until the budget is met; ``None`` if it is not."""
+    ) -> tuple[Fitted, list[bool], int] | None:
+        """Drop units in ``order`` until the budget is met; ``None`` if it is not.
+
+        Then the units that start before the end of the step the last one
+        needed starts in; also returns that end (0: nothing was needed).
+        """
         keep = [True] * len(us)
-        pos = 0
+        starts = budget.counter.running(messages)
+        grid = pos = 0
         while True:
             while total > budget.limit and pos < len(order):
+                k = order[pos]
+                keep[k] = False
+                total -= cost[k]
+                pos += 1
+                grid = step_end(starts[us[k].start], budget)
+            while pos < len(order) and starts[us[order[pos]].start] < grid:
                 keep[order[pos]] = False
                 total -= cost[order[pos]]
                 pos += 1
             fitted = keep_units("DropOldest", messages, us, keep, cost, budget)
             if fitted.report.fits:
-                return fitted, keep
+                return fitted, keep, grid
             if pos == len(order):
                 return None
             # A repair (Anthropic's first user turn) cost tokens: drop one more.
-            keep[order[pos]] = False
-            total -= cost[order[pos]]
+            k = order[pos]
+            keep[k] = False
+            total -= cost[k]
             pos += 1
+            grid = step_end(starts[us[k].start], budget)
 
 
 @dataclass(slots=True)
 class _DropState:
     """What ``DropOldest`` decided for the conversation it last fitted.
 
-    Units are dropped oldest first, so the decision is a cut: every
-    unpinned unit up to ``last`` went (the lead aside), ``head`` holds what
-    stayed before the cut, everything after it stayed. A grown conversation
-    needs the same drops and maybe more: the cut moves on from ``last``.
+    Units are dropped oldest first, on to the end of a step of the budget,
+    so the decision is a cut: every unpinned unit up to ``last`` went (the
+    lead aside), those that start before ``grid``; ``head`` holds what
+    stayed before the cut, everything after it stayed. A conversation that
+    shares the messages up to the cut keeps it while the units that start
+    before the step before ``grid`` are not enough and all of them are
+    (``short`` and ``dropped``); when more must go, the cut moves on.
     Kept only for a clean decision (the first order, no repair).
     """
 
@@ -190,8 +215,10 @@ class _DropState:
     """The messages kept before ``stop``."""
     dropped: int
     """Tokens dropped in all."""
-    last_cost: int
-    """Tokens of the last unit dropped."""
+    short: int
+    """Tokens of the units dropped that start before the step before ``grid``."""
+    grid: int
+    """Where the step the last unit needed started in ends."""
     lead: int
     """Index of the last lead unit (-1: none)."""
     changes: tuple[Change, ...]
@@ -209,6 +236,8 @@ class _DropState:
         cost: Sequence[int],
         lead: Sequence[int],
         fitted: Fitted,
+        grid: int,
+        budget: Budget,
     ) -> _DropState | None:
         changes = fitted.report.changes
         gone = [k for k, kept in enumerate(keep) if not kept]
@@ -226,13 +255,16 @@ class _DropState:
             if keep[k]
             for m in messages[us[k].start : us[k].stop]
         )
+        starts = budget.counter.running(messages)
+        before = grid - step_size(budget)
         return _DropState(
             messages if isinstance(messages, tuple) else list(messages),
             last,
             us[last].stop,
             head,
             sum(cost[k] for k in gone),
-            cost[last],
+            sum(cost[k] for k in gone if starts[us[k].start] < before),
+            grid,
             max(lead, default=-1),
             changes,
             tally,
@@ -260,8 +292,9 @@ def _resume(
     finals = final_indices(messages, budget.provider)
     if min(finals) < stop:
         return None
-    if total - (state.dropped - state.last_cost) <= budget.limit:
+    if total - state.short <= budget.limit:
         return _undrop(state, messages, budget, total)  # fewer drops do
+    starts = budget.counter.running(messages)
     message = budget.counter.message
     markers = budget.protected
     at = stop  # where the next unit starts
@@ -274,9 +307,10 @@ def _resume(
     run_ids: tuple[str, ...] = changes[-1].ids
     run_cost = changes[-1].tokens_before
     changes.pop()
-    last, dropped, last_cost = state.last, state.dropped, state.last_cost
-    k, new_stop = state.last + 1, stop
-    while left > budget.limit:
+    last, dropped, grid = state.last, state.dropped, state.grid
+    k, new_stop, kept = state.last + 1, stop, len(head)
+    walked: list[tuple[int, int]] = []  # each unit dropped now: start, all dropped
+    while left > budget.limit or (at < len(messages) and starts[at] < grid):
         if at == len(messages):
             return None  # not enough to drop: the full path says what is pinned
         u = unit_at(messages, at)
@@ -298,10 +332,15 @@ def _resume(
             run.append(u)
             run_ids += tuple(m.id for m in span)
             run_cost += c
+            if left > budget.limit:  # needed: the cut's step moves with it
+                grid = step_end(starts[u.start], budget)
             left -= c
-            last, dropped, last_cost, new_stop = k, dropped + c, c, u.stop
+            last, dropped, new_stop, kept = k, dropped + c, u.stop, len(head)
+            walked.append((starts[u.start], dropped))
         k += 1
-    assert tally is not None  # the loop ends on a drop, or did not run
+    if tally is None:  # pinned units after the last drop: they follow the cut
+        return None
+    del head[kept:]
     changes.append(_run_change(run_start, run_ids, run_cost, tally))
     out = [*head, *messages[new_stop:]]
     # Whole units of a valid input: only the first-turn rule can break.
@@ -312,13 +351,19 @@ def _resume(
     )
     if fitted.report.changes != tuple(changes) or not fitted.report.fits:
         return None
+    before = grid - step_size(budget)
+    short = state.short if grid == state.grid else state.dropped
+    for begin, so_far in walked:
+        if begin < before:
+            short = so_far
     new_state = _DropState(
         messages if isinstance(messages, tuple) else list(messages),
         last,
         new_stop,
         tuple(head),
         dropped,
-        last_cost,
+        short,
+        grid,
         state.lead,
         tuple(changes),
         tally,
@@ -332,23 +377,36 @@ def _undrop(
 ) -> tuple[Fitted, _DropState] | None:
     """The fit of ``messages`` with the cut ``state`` holds moved back.
 
-    What came before it shrank (a result cut since), so the last drops are
-    not needed: from the end of the last run, its units come back while the
-    rest still fits, as dropping oldest first from scratch decides. ``None``
-    when the whole run would come back (then the fit is done from scratch).
+    What came before it shrank (a result cut since), so fewer drops do: the
+    last unit needed now is found in the last run, from its end, and the
+    run's units that start before the end of its step stay dropped, as
+    dropping from scratch decides. ``None`` when that unit lies before the
+    run, or the step before it reaches before the run over drops it cannot
+    tell (then the fit is done from scratch).
     """
     message = budget.counter.message
+    starts = budget.counter.running(messages)
     run = state.run
-    dropped, n = state.dropped, len(run)
-    cost = state.last_cost
-    while n > 1 and total - (dropped - cost) <= budget.limit:
-        dropped -= cost
+    costs = [sum(map(message, messages[u.start : u.stop])) for u in run]
+    before_run = state.dropped - sum(costs)  # the drops before the run
+    # The fewest leading units of the run whose drop still makes it fit.
+    n, dropped = len(run), state.dropped
+    while n and total - (dropped - costs[n - 1]) <= budget.limit:
         n -= 1
-        u = run[n - 1]
-        cost = sum(map(message, messages[u.start : u.stop]))
-    if total - (dropped - cost) <= budget.limit:
+        dropped -= costs[n]
+    if n == 0:
         return None  # the run's first unit need not go either
+    grid = step_end(starts[run[n - 1].start], budget)
+    while n < len(run) and starts[run[n].start] < grid:
+        dropped += costs[n]
+        n += 1
+    before = grid - step_size(budget)
+    if before < starts[run[0].start] and before_run:
+        return None  # what the drops before the run hold is not known here
     kept_run = run[:n]
+    short = before_run + sum(
+        c for u, c in zip(kept_run, costs[:n], strict=True) if starts[u.start] < before
+    )
     stop = kept_run[-1].stop
     last_change = state.changes[-1]
     start = last_change.index
@@ -371,7 +429,8 @@ def _undrop(
         stop,
         state.head,
         dropped,
-        cost,
+        short,
+        grid,
         state.lead,
         changes,
         tally,

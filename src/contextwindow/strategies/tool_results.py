@@ -24,11 +24,11 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, ToolResult
 from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import (
-    CUT_STEP,
     Budget,
     Fitted,
     Report,
     relocate,
+    step_size,
 )
 from contextwindow.strategies.collapse import (
     MAX_CUT_SHARE,
@@ -215,7 +215,7 @@ class ClearToolResults:
         # left, while the result still fits. The same steps are tried again
         # when the conversation grows by a little, each with a memo of its
         # own (its lane), so that each resumes.
-        unit = max(1, int(budget.limit * CUT_STEP))
+        unit = step_size(budget)
         lo, hi = 0, (budget.limit - best.report.tokens_after) // unit + 1
         for _ in range(REFILL_TRIES):
             if hi - lo <= 1:
@@ -381,7 +381,7 @@ def _restore(
     # Only what clearing rewrote: a message a repair changed stays repaired.
     was_cleared = {c.ids[0] for c in report.changes if c.kind == "cleared"}
     starts = counter.running(given)
-    unit = max(1, int(budget.limit * CUT_STEP))
+    unit = step_size(budget)
     out = list(collapsed)
     back: list[tuple[int, Message]] = []  # put back: where, the original
     step: list[tuple[int, Message]] = []  # of the step being gathered
