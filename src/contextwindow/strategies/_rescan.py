@@ -8,26 +8,28 @@ Contract:
   rewrite while the conversation does not fit; a new text is taken when it
   saves tokens and brings in no protected marker; a rewritten message keeps
   its original's handle and sizes (``handles.with_origin``); each changed
-  message is one change. The scan stops once the conversation fits.
+  message is one change. Once the conversation fits, the scan goes on to
+  the end of the step of the budget (``step_end``) the message it fitted at
+  starts in, then stops: what it rewrote stays put while the conversation
+  grows by less than a step. A scan that starts within the budget
+  rewrites nothing.
 - Incremental: what the scan decided is kept in the budget's memo (under
-  ``key`` and the budget's settings but its limit, ``Budget.rules``: one
-  entry a stage, whatever limit it is asked for; ``key=None`` keeps
-  nothing). When the
-  next call's conversation starts with the same message objects, the
+  ``key`` and the budget's settings but its limit, ``Budget.rules``: one entry
+  a stage, whatever limit it is asked for; ``key=None`` keeps nothing). When
+  the next call's conversation starts with the same message objects, the
   decisions before the first place where one could differ are reused (the
-  rewritten messages themselves, not rebuilt), and only the rest is scanned.
-  A decision can differ from where the conversations differ, from where the
-  last scan stopped (the budget was met there; a grown conversation may need
-  more), from the final messages (pinned, then not), and from where the
-  policy says its own rule moved (``Policy.resume``). A conversation that
-  counts fewer tokens than the last one, or a larger limit, keeps the
+  rewritten messages themselves, not rebuilt), and only the rest is scanned. A
+  decision can differ from where the conversations differ, from where the last
+  scan met the budget (a grown conversation may need more, and the step it
+  ends in moves with it), from the final messages (pinned, then not), and from
+  where the policy says its own rule moved (``Policy.resume``). A conversation
+  that counts fewer tokens than the last one, or a larger limit, keeps the
   decisions after which it is still over budget (the scan could stop sooner
   otherwise), and a smaller limit resumes where the last scan stopped.
-  Anything else (a repaired output) means a full scan, which
-  sends again the very messages the last scan rewrote the same way, so the
-  stages after it still resume. The memo entry holds references, no copies
-  of messages: the input, the output, the changes and one index per tool
-  result.
+  Anything else (a repaired output) means a full scan, which sends again the
+  very messages the last scan rewrote the same way, so the stages after it
+  still resume. The memo entry holds references, no copies of messages: the
+  input, the output, the changes and one index per tool result.
 """
 
 from __future__ import annotations

@@ -31,6 +31,12 @@ Contract:
   change for a line made before. What a run's markers named goes into its
   line, not their own figures (``marker_names``: the size a placeholder
   states is no fact of the output).
+- Each cut moves in steps of the budget (``step_end``): the window starts
+  at a step boundary, the runs that start in the step the last run needed
+  ends in collapse too, and so do the lines shortened (the last keeps a
+  part of its names only when no other line starts in its step). What is
+  collapsed is then the same while the conversation grows by less than a
+  step: a re-fit sends the request it sent before, and the new messages.
 - ``cut_share`` is the measure: tokens of cut exchanges (their markers, and
   their calls when bare) and of runs' lines (``line_of``; not the agent's
   text before them) over the request's.

@@ -117,9 +117,11 @@ class ClearToolResults:
     the request, clearing no longer pays: the oldest runs of them become one
     line each, naming the tools and the paths and commands they touched
     (``strategies.collapse``). The lines free more than clearing needed, so
-    it then clears fewer of the newest results (as if the budget were larger,
-    by bisection, ``REFILL_TRIES`` times), and puts back cleared results the
-    room still holds: the request is about as full as the budget allows.
+    it then clears fewer of the newest results (as if the budget were larger
+    by whole steps of it, ``step_size``, by bisection, ``REFILL_TRIES``
+    times), and puts back cleared results the room still holds, a step at a
+    time: the request is about as full as the budget allows, and what is
+    cleared stays put while the conversation grows by less than a step.
 
     Args:
         keep_recent: The most recent results left whole.
