@@ -9,10 +9,10 @@ Contract:
   saves tokens and brings in no protected marker; a rewritten message keeps
   its original's handle and sizes (``handles.with_origin``); each changed
   message is one change. Once the conversation fits, the scan goes on to
-  the end of the step of the budget (``step_end``) the message it fitted at
-  starts in, then stops: what it rewrote stays put while the conversation
-  grows by less than a step. A scan that starts within the budget
-  rewrites nothing.
+  the end of the step of the budget (``step_end``, ``REWRITE_STEP``) the
+  message it fitted at starts in, then stops: what it rewrote stays put
+  while the conversation grows by less than a step. A scan that starts
+  within the budget rewrites nothing.
 - Incremental: what the scan decided is kept in the budget's memo (under
   ``key`` and the budget's settings but its limit, ``Budget.rules``: one entry
   a stage, whatever limit it is asked for; ``key=None`` keeps nothing). When
@@ -44,6 +44,7 @@ from contextwindow._prefix import common_prefix
 from contextwindow.handles import handle_of, original_sizes, with_origin
 from contextwindow.messages import Message, Part, ToolResult
 from contextwindow.strategies.base import (
+    REWRITE_STEP,
     Budget,
     Change,
     ChangeKind,
@@ -176,11 +177,11 @@ class _Reach:
     """Where a scan that met the budget stops: the end of that step.
 
     A scan rewrites from the oldest while over budget, then on to the end
-    of the step of the budget (``step_end``) the message it met the budget
-    at starts in: the rewrites stay put while the conversation grows by
-    less than a step, so a re-fit gives the same output up to the new
-    messages. Positions are the messages' running token totals, counted
-    only once a scan meets the budget.
+    of the step of the budget (``step_end``, ``REWRITE_STEP``) the message
+    it met the budget at starts in: the rewrites stay put while the
+    conversation grows by less than a step, so a re-fit gives the same
+    output up to the new messages. Positions are the messages' running
+    token totals, counted only once a scan meets the budget.
     """
 
     __slots__ = ("_budget", "_end", "_messages", "_over", "_starts")
@@ -202,7 +203,7 @@ class _Reach:
             return True
         if not self._starts:
             self._starts = self._budget.counter.running(self._messages)
-            self._end = step_end(self._starts[i], self._budget)
+            self._end = step_end(self._starts[i], self._budget, REWRITE_STEP)
         return self._starts[i] >= self._end
 
 

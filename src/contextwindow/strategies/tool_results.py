@@ -24,6 +24,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, ToolResult
 from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
 from contextwindow.strategies.base import (
+    REWRITE_STEP,
     Budget,
     Fitted,
     Report,
@@ -118,7 +119,7 @@ class ClearToolResults:
     line each, naming the tools and the paths and commands they touched
     (``strategies.collapse``). The lines free more than clearing needed, so
     it then clears fewer of the newest results (as if the budget were larger
-    by whole steps of it, ``step_size``, by bisection, ``REFILL_TRIES``
+    by whole steps of it, ``CUT_STEP``, by bisection, ``REFILL_TRIES``
     times), and puts back cleared results the room still holds, a step at a
     time: the request is about as full as the budget allows, and what is
     cleared stays put while the conversation grows by less than a step.
@@ -214,9 +215,10 @@ class ClearToolResults:
         best = self._collapsed(messages, step, budget, share)
         # Collapsing freed more than clearing needed: clear less, as if the
         # budget were larger by whole steps of it (``CUT_STEP``) of what is
-        # left, while the result still fits. The same steps are tried again
-        # when the conversation grows by a little, each with a memo of its
-        # own (its lane), so that each resumes.
+        # left, while the result still fits (``_restore`` fills what is left
+        # in smaller steps). The same steps are tried again when the
+        # conversation grows by a little, each with a memo of its own (its
+        # lane, one of at most 20), so that each resumes.
         unit = step_size(budget)
         lo, hi = 0, (budget.limit - best.report.tokens_after) // unit + 1
         for _ in range(REFILL_TRIES):
@@ -383,7 +385,7 @@ def _restore(
     # Only what clearing rewrote: a message a repair changed stays repaired.
     was_cleared = {c.ids[0] for c in report.changes if c.kind == "cleared"}
     starts = counter.running(given)
-    unit = step_size(budget)
+    unit = step_size(budget, REWRITE_STEP)
     out = list(collapsed)
     back: list[tuple[int, Message]] = []  # put back: where, the original
     step: list[tuple[int, Message]] = []  # of the step being gathered
