@@ -349,7 +349,7 @@ NEAR_NOTE = ", but for timestamps and ids"
 """What a near-duplicate's note adds (its ``{but}``)."""
 
 
-HELD_ENTRIES = 4096
+HELD_ENTRIES = 512
 """Results whose placeholder names ``ClearToolResults`` keeps (``held``)."""
 
 _HELD_KEY = "contextwindow.clear.held"
