@@ -119,7 +119,7 @@ class ClearToolResults:
     line each, naming the tools and the paths and commands they touched
     (``strategies.collapse``). The lines free more than clearing needed, so
     it then clears fewer of the newest results (as if the budget were larger
-    by whole steps of it, ``CUT_STEP``, by bisection, ``REFILL_TRIES``
+    by whole steps of it, ``REFILL_STEP``, by bisection, ``REFILL_TRIES``
     times), and puts back cleared results the room still holds, a step at a
     time: the request is about as full as the budget allows, and what is
     cleared stays put while the conversation grows by less than a step.
@@ -214,22 +214,21 @@ class ClearToolResults:
             return step
         best = self._collapsed(messages, step, budget, share)
         # Collapsing freed more than clearing needed: clear less, as if the
-        # budget were larger by whole steps of it (``CUT_STEP``) of what is
-        # left, while the result still fits (``_restore`` fills what is left
-        # in smaller steps). The same steps are tried again when the
-        # conversation grows by a little, each with a memo of its own (its
-        # lane, one of at most 20), so that each resumes.
-        unit = step_size(budget)
+        # budget were larger by whole steps of it (``REFILL_STEP``) of what
+        # is left, while the result still fits. The same steps are tried
+        # again when the conversation grows by a little: each try keeps a
+        # memo of its own (its lane), so that each resumes.
+        unit = step_size(budget, REFILL_STEP)
         lo, hi = 0, (budget.limit - best.report.tokens_after) // unit + 1
-        for _ in range(REFILL_TRIES):
+        for attempt in range(REFILL_TRIES):
             if hi - lo <= 1:
                 break
             k = (lo + hi) // 2
             given = replace(budget, limit=budget.limit + k * unit)
             less = rewrite_results(
-                messages, given, "ClearToolResults", "cleared", policy, (self, k)
+                messages, given, "ClearToolResults", "cleared", policy, (self, attempt)
             )
-            tried = self._collapsed(messages, less, given, lane=f"+{k}")
+            tried = self._collapsed(messages, less, given, lane=f"+{attempt}")
             if tried.report.tokens_after > budget.limit:
                 hi = k
             else:
@@ -356,6 +355,14 @@ _HELD_KEY = "contextwindow.clear.held"
 
 REFILL_TRIES = 4
 """Times ``ClearToolResults`` clears less to fill the room its runs' lines freed."""
+
+REFILL_STEP = 0.02
+"""The share of the budget ``ClearToolResults`` clears less by, in whole steps:
+the same steps are tried again at each re-fit of a growing conversation.
+Chosen on the shared data: at 1 % and 3 % the tries moved with each turn of
+the 10,000-message tau-bench case at 50 % (the request rebuilt, 1.4 s a
+re-fit at 1 %); at 5 % the Claude Code sessions at 25 % held 4 % fewer
+tokens and 2 points fewer identifiers."""
 
 
 # -- shared machinery ------------------------------------------------------------
