@@ -379,8 +379,8 @@ def _restore(
 
     Clearing stopped once the conversation fitted; collapsing runs then freed
     more. The cleared messages still standing (not in a run) get their
-    originals back, a step of the budget at a time (``step_end``, by where
-    they start), newest first, while a whole step fits: the request holds
+    originals back, a step of ``REWRITE_STEP`` of the budget at a time (by
+    where they start), newest first, while a whole step fits: the request holds
     more, and fewer markers, and what is put back stays put while the
     conversation grows by less than a step. Their ``cleared`` changes go.
     Only the newest messages are looked at: those the steps put back.
