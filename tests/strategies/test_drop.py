@@ -392,7 +392,7 @@ class TestRefit:
         assert undone == [None]
         assert again.messages == fresh.messages
         assert again.report == fresh.report
-            # The later run comes back whole; the one before stays (what is still
+        # The later run comes back whole; the one before stays (what is still
         # needed ends in the step its last unit starts in).
         assert [(c.index, c.units) for c in again.report.changes] == [(2, 42)]
 
