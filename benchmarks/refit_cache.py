@@ -1,0 +1,136 @@
+"""What a prompt cache serves when a growing session is fitted again at each turn.
+
+Usage::
+
+    python benchmarks/refit_cache.py [--share 0.5] [--every 3]
+
+Every Claude Code session file of the shared data (16, Anthropic) grows from
+half its messages to all of them, ``--every`` messages at a time (the agent's
+turns: big tool results, often thousands of tokens each), and is fitted again
+each time to the same budget, ``--share`` of the whole session's tokens (exact
+o200k with Anthropic's framing, one ``TokenCounter`` per session, reused, as an
+agent loop does):
+
+- ours: ``fit`` with ``DropOldest`` and with the default pipeline;
+- the peer, as a careful user runs it: LangChain ``trim_messages(strategy=
+  "last", include_system=True, start_on="human")`` on the same messages as
+  LangChain messages, its counter memoised per message (``fit_speed.py``'s).
+
+Reported for each: the share of each request's tokens that repeat the request
+before (the same leading messages, by content), which is what a provider's
+prompt cache serves, as the mean and the median over all re-fits of all
+sessions; and how full the requests are (tokens over the budget; the lowest
+and the median), since a cut that moves in steps may cut more than it must.
+Re-fits whose session still fits the budget whole are counted too (everything
+repeats); a session whose pinned content is over the budget is left out.
+``fit_speed.py`` measures the same on a 10,000-message tau-bench conversation
+whose turns are small.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from statistics import mean, median
+from typing import Any
+
+from _data import claude_files, data_dir
+from fit_speed import common, memoised_counter, to_langchain
+from langchain_core.messages import BaseMessage, trim_messages
+
+from contextwindow import fit, read_transcripts
+from contextwindow.errors import BudgetError
+from contextwindow.messages import Message
+from contextwindow.strategies import DropOldest
+from contextwindow.tokens import BPETokenizer, TokenCounter
+
+
+def option(name: str, default: float) -> float:
+    return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+def main() -> None:
+    share = option("--share", 0.5)
+    every = int(option("--every", 3))
+    tok = BPETokenizer("o200k_base")
+    rows: dict[str, tuple[list[float], list[float]]] = {
+        name: ([], []) for name in ("DropOldest", "default pipeline", "trim (memoised)")
+    }
+    sessions = 0
+    for path in claude_files(data_dir()):
+        (t,) = read_transcripts(path)
+        msgs = list(t.messages)
+        whole = TokenCounter(tok, "anthropic").messages(msgs)
+        limit = int(whole * share)
+        try:
+            got = {
+                "DropOldest": replay(msgs, limit, every, tok, DropOldest()),
+                "default pipeline": replay(msgs, limit, every, tok, None),
+                "trim (memoised)": replay_peer(msgs, limit, every, tok),
+            }
+        except BudgetError:
+            continue
+        sessions += 1
+        for name, (kept, full) in got.items():
+            rows[name][0].extend(kept)
+            rows[name][1].extend(full)
+    print(
+        f"{sessions} Claude Code sessions, each grown from half its messages by "
+        f"{every} at a time and fitted to {share:.0%} of its tokens at each step"
+    )
+    print(
+        f"{'':<20}{'repeated: mean':>16}{'median':>8}{'full: lowest':>14}"
+        f"{'median':>8}{'re-fits':>9}"
+    )
+    for name, (kept, full) in rows.items():
+        print(
+            f"{name:<20}{mean(kept):>16.1%}{median(kept):>8.1%}"
+            f"{min(full):>14.2f}{median(full):>8.2f}{len(kept):>9,}"
+        )
+
+
+def replay(
+    msgs: Sequence[Message], limit: int, every: int, tok: Any, strategy: Any
+) -> tuple[list[float], list[float]]:
+    """Our fits of the growing session: what each repeats, and how full it is."""
+    counter = TokenCounter(tok, "anthropic")
+    kept: list[float] = []
+    full: list[float] = []
+    before: Sequence[Message] | None = None
+    for n in range(len(msgs) // 2, len(msgs) + 1, every):
+        out = fit(msgs[:n], limit=limit, strategy=strategy, tokenizer=counter).messages
+        run = counter.running(out)
+        if before is not None:
+            kept.append(run[common(before, out)] / run[-1])
+        full.append(counter.messages(out) / limit)
+        before = out
+    return kept, full
+
+
+def replay_peer(
+    msgs: Sequence[Message], limit: int, every: int, tok: Any
+) -> tuple[list[float], list[float]]:
+    """The same with the memoised ``trim_messages``."""
+    lc = to_langchain(msgs)
+    counter: Callable[[Sequence[BaseMessage]], int] = memoised_counter(tok)
+    kept: list[float] = []
+    full: list[float] = []
+    before: list[BaseMessage] | None = None
+    for n in range(len(msgs) // 2, len(msgs) + 1, every):
+        out = trim_messages(
+            lc[: len(to_langchain(msgs[:n]))],
+            strategy="last",
+            max_tokens=limit,
+            token_counter=counter,
+            include_system=True,
+            start_on="human",
+        )
+        if before is not None and out:
+            kept.append(counter(out[: common(before, out)]) / counter(out))
+        full.append(counter(out) / limit)
+        before = out
+    return kept, full
+
+
+if __name__ == "__main__":
+    main()
