@@ -9,6 +9,8 @@ enough instead moves the cut at every turn.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from contextwindow import Message, TokenCounter, ToolCall, fit
@@ -22,6 +24,7 @@ from contextwindow.strategies import (
     TruncateToolResults,
 )
 from contextwindow.strategies.base import CUT_STEP, step_end, step_size
+from contextwindow.strategies.tool_results import REFILL_TRIES
 from contextwindow.testing import FakeTokenizer
 
 TURNS = 40
@@ -121,3 +124,32 @@ def test_dropping_goes_on_to_the_end_of_the_step() -> None:
     gone = [m.id for u in expected for m in conv[u.start : u.stop]]
     assert [i for c in fitted.report.changes for i in c.ids] == gone
     assert fitted.report.fits
+
+
+def test_refill_tries_resume_and_equal_a_fresh_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ClearToolResults`` clears less in whole steps once runs collapsed, each
+    try in a memo lane of its own: a re-fit with the counter of the last one
+    gives what a fresh counter gives, turn after turn."""
+    lanes: list[str] = []
+    collapsed = ClearToolResults._collapsed  # pyright: ignore[reportPrivateUsage]  # the path under test
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        lanes.append(kw.get("lane", ""))
+        return collapsed(*args, **kw)
+
+    monkeypatch.setattr(ClearToolResults, "_collapsed", spy)
+    conv = history()
+    counter = TokenCounter(FakeTokenizer())
+    limit = int(counter.messages(conv) * 0.5)
+    strategy = ClearToolResults(keep_recent=2)
+    for i in range(6):
+        conv += turn(i, limit // 100)
+        again = strategy(conv, Budget(limit, counter))
+        fresh = strategy(conv, Budget(limit, TokenCounter(FakeTokenizer())))
+        assert again.messages == fresh.messages
+        assert again.report == fresh.report
+        assert again.report.fits
+    assert {"+0", "+1"} <= set(lanes)  # the refill ran, in lanes
+    assert all(not lane or int(lane[1:]) < REFILL_TRIES for lane in lanes)
