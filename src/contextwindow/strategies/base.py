@@ -481,7 +481,7 @@ sessions' numbers at headroom-ai's output size)."""
 
 
 def step_end(position: int, budget: Budget, share: float = CUT_STEP) -> int:
-    """Where the step of ``CUT_STEP`` of the budget holding token ``position`` ends.
+    """Where the step of ``share`` of the budget holding token ``position`` ends.
 
     A strategy cutting from the oldest until the budget is met cuts on to
     there (what starts before it goes too): the cut is then a function of

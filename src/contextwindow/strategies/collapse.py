@@ -771,7 +771,7 @@ def collapse_runs(
             budget,
             (stage, memo),
             max_share,
-            window,
+            (window, at),
             total,
             left,
             done,
@@ -923,7 +923,7 @@ def _plainer(
     budget: Budget,
     names: tuple[str, str],
     max_share: float,
-    window: int,
+    where: tuple[int, Sequence[int]],
     total: int,
     left: int,
     done: list[tuple[int, int, Message]],
@@ -932,7 +932,9 @@ def _plainer(
 ) -> None:
     """Make lines shorter, oldest first, until within ``max_share``.
 
-    ``names``: the stage the changes name, and whose memo (its lane).
+    ``names``: the stage the changes name, and whose memo (its lane);
+    ``where``: the first message of what the budget holds, and where each
+    message starts (the running token totals).
 
     First each line loses what its results named (``plain_line``; the last
     line touched keeps the first half or quarter of its names when that is
@@ -948,6 +950,7 @@ def _plainer(
     change. A line made shorter before is that same message again (the
     budget's memo keeps them for the lines of the last call).
     """
+    window, starts = where
     new = {begin: k for k, (begin, _, _) in enumerate(done)}
     change_at = {c.index: j for j, c in enumerate(changes)}
     before = tables.lines[bisect_left(tables.lines, window) :]
@@ -968,7 +971,6 @@ def _plainer(
         made[id(m), keep] = hit
         return hit
 
-    starts = budget.counter.running(messages)
     for bare in (False, True):
         reach = -1  # lines starting before this token position go too
         for n_at, i in enumerate(at):

@@ -295,7 +295,6 @@ def _resume(
     if total - state.short <= budget.limit:
         return _undrop(state, messages, budget, total)  # fewer drops do
     starts = budget.counter.running(messages)
-    message = budget.counter.message
     markers = budget.protected
     at = stop  # where the next unit starts
     left = total - state.dropped
@@ -316,7 +315,7 @@ def _resume(
         u = unit_at(messages, at)
         at = u.stop
         span = messages[u.start : u.stop]
-        c = sum(map(message, span))
+        c = starts[u.stop] - starts[u.start]
         if any(pinned_one(m, markers) for m in span) or any(
             u.start <= i < u.stop for i in finals
         ):
@@ -384,11 +383,11 @@ def _undrop(
     run, or the step before it reaches before the run over drops it cannot
     tell (then the fit is done from scratch).
     """
-    message = budget.counter.message
     starts = budget.counter.running(messages)
     run = state.run
-    costs = [sum(map(message, messages[u.start : u.stop])) for u in run]
-    before_run = state.dropped - sum(costs)  # the drops before the run
+    costs = [starts[u.stop] - starts[u.start] for u in run]
+    # The drops before the run (its units are consecutive).
+    before_run = state.dropped - (starts[run[-1].stop] - starts[run[0].start])
     # The fewest leading units of the run whose drop still makes it fit.
     n, dropped = len(run), state.dropped
     while n and total - (dropped - costs[n - 1]) <= budget.limit:
