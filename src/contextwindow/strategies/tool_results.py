@@ -28,6 +28,8 @@ from contextwindow.strategies.base import (
     Budget,
     Fitted,
     Report,
+    known_valid,
+    note_valid,
     relocate,
     step_size,
 )
@@ -383,52 +385,62 @@ def _restore(
     where they start), newest first, while a whole step fits: the request holds
     more, and fewer markers, and what is put back stays put while the
     conversation grows by less than a step. Their ``cleared`` changes go.
-    Only the newest messages are looked at: those the steps put back.
+    Only the cleared messages are looked at, newest first, until a step does
+    not fit.
     """
     counter = budget.counter
     room = budget.limit - budget.count(collapsed)
     if room <= 0 or len(cleared) != len(given):
         return tuple(collapsed), report  # (a repair moved messages: none put back)
     # Only what clearing rewrote: a message a repair changed stays repaired.
+    # Clearing rewrites in place: a change's index is its message's in both.
+    wheres = sorted(
+        {c.index for c in report.changes if c.kind == "cleared"}, reverse=True
+    )
     was_cleared = {c.ids[0] for c in report.changes if c.kind == "cleared"}
+    # Where each message object stands in the output (one in a run does not).
+    standing = dict(zip(map(id, collapsed), range(len(collapsed))))
     starts = counter.running(given)
     unit = step_size(budget, REWRITE_STEP)
-    out = list(collapsed)
     back: list[tuple[int, Message]] = []  # put back: where, the original
     step: list[tuple[int, Message]] = []  # of the step being gathered
     extra = 0  # what the step's originals add
     step_of = -1
-    i = len(collapsed) - 1  # where cleared[j] stands, walking back with j
-    for j in range(len(cleared) - 1, -1, -1):
+    for j in wheres:
+        if j >= len(given):
+            continue
         new, old = cleared[j], given[j]
-        at = i
-        if i >= 0 and collapsed[i] is new:
-            i -= 1
-        else:
-            at = -1  # in a run: its line (the run's first message's id) stands
-            if i >= 0 and collapsed[i].id == new.id:
-                i -= 1
+        at = standing.get(id(new))
+        if at is None or new is old or new.id != old.id or new.id not in was_cleared:
+            continue
         if starts[j] // unit != step_of:
+            # A step with nothing to put back changes nothing: only those
+            # holding cleared messages are looked at.
             if extra > room:
                 break
             room -= extra
             back += step
             step, extra, step_of = [], 0, starts[j] // unit
-        if at >= 0 and new is not old and new.id == old.id and new.id in was_cleared:
-            step.append((at, old))
-            extra += counter.message(old) - counter.message(new)
+        step.append((at, old))
+        extra += counter.message(old) - counter.message(new)
     else:
         if extra <= room:
             back += step
     if not back:
         return tuple(collapsed), report
+    out = list(collapsed)
     for at, old in back:
         out[at] = old
+    restored = tuple(out)
+    if known_valid(budget, collapsed):
+        # Each original stands where its cleared form stood, its call before
+        # it: the rules hold as they held.
+        note_valid(budget, restored)
     ids = {old.id for _, old in back}
     kept = tuple(
         c for c in report.changes if not (c.kind == "cleared" and c.ids[0] in ids)
     )
-    return tuple(out), replace(report, changes=kept, tokens_after=budget.count(out))
+    return restored, replace(report, changes=kept, tokens_after=budget.count(restored))
 
 
 def _check_format(field: str, template: str, **sample: str) -> None:
