@@ -595,7 +595,9 @@ def _trimmed(runs: array[int]) -> list[tuple[int, int]]:
     """Each run's trimmed bounds, of the runs holding a cut unit."""
     firsts = runs[2::_RUN]
     # At C speed: this runs each call, over every run of the conversation.
-    return list(compress(zip(firsts, runs[3::_RUN]), map((-1).__lt__, firsts)))
+    return list(
+        compress(zip(firsts, runs[3::_RUN], strict=True), map((-1).__lt__, firsts))
+    )
 
 
 def _add_runs(runs: array[int], joins: bytearray, cut: bytearray) -> None:
@@ -719,20 +721,16 @@ def collapse_runs(
         changes,
     )
     reach = -1  # runs that start before this token position go too
-    last = -1  # the last unit of the last run needed, until ``reach`` is set
     for k in range(len(counts) - 1, len(runs)):
         a, b = runs[k]
         needed = k < older or not (total <= 0 or left <= max_share * total)
-        if not needed:
-            if last >= 0:
-                # The runs starting in the step the last needed one ends in
-                # go too (``step_end``): the last run collapsed stays put
-                # while the conversation grows by less than a step.
-                reach, last = step_end(at[us[last].stop], budget), -1
-            if at[us[a].start] >= reach:
-                break
-        elif k >= older:
-            last = b
+        if not needed and at[us[a].start] >= reach:
+            break
+        if needed and k >= older:
+            # The runs starting in the step this one ends in go too
+            # (``step_end``): the last run collapsed stays put while the
+            # conversation grows by less than a step.
+            reach = step_end(at[us[b].stop], budget)
         span_at = (us[a].start, us[b].stop)
         before = sum(cost[a : b + 1])
         run_key = (id(messages[span_at[0]]), span_at[1] - span_at[0])

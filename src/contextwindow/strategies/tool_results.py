@@ -399,7 +399,7 @@ def _restore(
     )
     was_cleared = {c.ids[0] for c in report.changes if c.kind == "cleared"}
     # Where each message object stands in the output (one in a run does not).
-    standing = dict(zip(map(id, collapsed), range(len(collapsed))))
+    standing = dict(zip(map(id, collapsed), range(len(collapsed)), strict=True))
     starts = counter.running(given)
     unit = step_size(budget, REWRITE_STEP)
     back: list[tuple[int, Message]] = []  # put back: where, the original
