@@ -372,16 +372,29 @@ class Summarize:
         assert summary is not None  # a cut is kept only for a summary that fit
         at = bisect_left(view.floor_units, cut.first_unit)
         gone = set(olds)
-        shown = [
+        rolled = [
             m
             for m, k in zip(view.floor[at:], view.floor_units[at:], strict=True)
-            if k not in gone
+            if k in gone
         ]
-        after_floor = budget.count([*view.floor[:at], summary, *shown])
+        counter = budget.counter
+        if not budget.tools or (at and view.floor[0].role == "system"):
+            # A request's tokens add up by message (with tools, while its
+            # first system message stands): the floor less the summaries
+            # rolled in, and the summary.
+            rest = sum(map(counter.message, rolled))
+            after_floor = floor - rest + counter.message(summary)
+        else:
+            shown = [
+                m
+                for m, k in zip(view.floor[at:], view.floor_units[at:], strict=True)
+                if k not in gone
+            ]
+            after_floor = budget.count([*view.floor[:at], summary, *shown])
         if floor <= budget.limit < after_floor:
             return None  # refused: the attempts say what happens instead
         out = [*cut.head, *messages[cut.stop :]]
-        saved = run[cut.stop] - sum(map(budget.counter.message, cut.head))
+        saved = run[cut.stop] - sum(map(counter.message, cut.head))
         fitted = finish(
             "Summarize",
             messages,
