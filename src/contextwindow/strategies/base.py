@@ -1173,16 +1173,28 @@ def verify(
         out = _checked_output(name, given_out)
         valid = False
     given_changes = tuple(cast("Iterable[object]", report.changes))
-    for k, c in enumerate(given_changes):
+    # What this stage reported last time (the same changes, mostly): only
+    # the rest is checked and added up.
+    key = (_VERIFIED_KEY, name)
+    last = budget.memo.get(key)
+    k, saved = 0, 0
+    if isinstance(last, tuple):
+        seen, total = cast("tuple[tuple[Change, ...], int]", last)
+        k = common_prefix(seen, given_changes)
+        saved = total - sum(c.saved for c in seen[k:])
+    for j in range(k, len(given_changes)):
+        c = given_changes[j]
         if not isinstance(c, Change):
             raise ContextWindowError(
-                f"strategy {name!r} returned report.changes[{k}] of type "
+                f"strategy {name!r} returned report.changes[{j}] of type "
                 f"{type(c).__name__}, not a Change"
             )
+        saved += c.saved
     changes = cast("tuple[Change, ...]", given_changes)
+    budget.memo.put(key, (changes, saved))
     before = budget.count(given) if counted is None else counted
     after = budget.count(out)
-    unaccounted = before - sum(c.saved for c in changes) - after
+    unaccounted = before - saved - after
     if unaccounted:
         changes = (*changes, _unreported(name, given, out, unaccounted))
     if not valid and ensure_valid(out, budget.provider).problems:
@@ -1201,6 +1213,11 @@ def verify(
     if checked == report and out is fitted.messages:
         return fitted
     return Fitted(out, checked)
+
+
+_VERIFIED_KEY = "contextwindow.verify"
+"""The memo entry, per stage name, of the changes ``verify`` last checked and
+what they save in all."""
 
 
 def _checked_output(name: str, messages: object) -> tuple[Message, ...]:

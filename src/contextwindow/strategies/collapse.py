@@ -963,6 +963,15 @@ def _plainer(
     )
     made: dict[tuple[int, int], _Shorter] = {}
     budget.memo.put(key, made)
+    # A new run's change, its line made shorter: the same objects as last
+    # call for the same change and line (a re-fit redoes these each call).
+    at_key = ("contextwindow.collapse.shorter-changes", memo, budget.rules)
+    found = budget.memo.get(at_key)
+    moved: dict[tuple[int, int], tuple[Change, Change]] = (
+        found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
+    )
+    kept: dict[tuple[int, int], tuple[Change, Change]] = {}
+    budget.memo.put(at_key, kept)
 
     def shorter(m: Message, keep: int) -> _Shorter:
         hit = known.get((id(m), keep))
@@ -998,7 +1007,12 @@ def _plainer(
                 begin, stop, _ = done[k]
                 done[k] = (begin, stop, fewer)
                 j = change_at[begin]
-                changes[j] = changes[j].at(changes[j].index, after)
+                was = changes[j]
+                pair = moved.get((id(was), after))
+                if pair is None or pair[0] is not was:
+                    pair = (was, was.at(was.index, after))
+                kept[id(was), after] = pair
+                changes[j] = pair[1]
                 continue
             new[i] = len(done)
             done.append((i, i + 1, fewer))
