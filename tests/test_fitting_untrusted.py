@@ -9,6 +9,7 @@ error naming it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -130,6 +131,31 @@ class TestUntrustedStrategies:
         for strategy in (DropOldest(), SlidingWindow(2), TruncateToolResults()):
             out = strategy(conv, b)
             assert verify(strategy, conv, out, b) is out
+
+    def test_a_stage_called_again_is_checked_again(self) -> None:
+        """What a stage reported last time is not checked twice, but a new bad
+        change is caught, and one gone from the report is added up again."""
+        from contextwindow.strategies.base import Change, verify
+
+        b = Budget(LIMIT, counter())
+        conv = agent_conv()
+        stage = TruncateToolResults(keep_recent=0, max_tokens=10)
+        first = stage(conv, b)
+        changes = first.report.changes
+        assert len(changes) > 2
+        assert verify(stage, conv, first, b) is first
+
+        def reported(*found: object) -> Fitted:
+            return Fitted(first.messages, replace(first.report, changes=found))  # type: ignore[arg-type]  # a strategy may return anything
+
+        with pytest.raises(ContextWindowError, match=r"changes\[3\] of type str"):
+            verify(stage, conv, reported(*changes[:3], "oops"), b)
+        # The last change unreported: its tokens are accounted for again.
+        step = verify(stage, conv, reported(*changes[:-1]), b)
+        [extra] = step.report.changes[len(changes) - 1 :]
+        assert isinstance(extra, Change) and extra.stage == "TruncateToolResults"
+        assert extra.saved == changes[-1].saved
+        assert adds_up(step.report)
 
 
 class TestWrongTypes:

@@ -23,8 +23,10 @@ from contextwindow.strategies import (
     Strategy,
     TruncateToolResults,
 )
-from contextwindow.strategies.base import CUT_STEP, step_end, step_size
+from contextwindow.strategies import tool_results
+from contextwindow.strategies.base import CUT_STEP, known_valid, step_end, step_size
 from contextwindow.strategies.tool_results import REFILL_TRIES
+from contextwindow.validity import problems
 from contextwindow.testing import FakeTokenizer
 
 TURNS = 40
@@ -153,3 +155,32 @@ def test_refill_tries_resume_and_equal_a_fresh_fit(
         assert again.report.fits
     assert {"+0", "+1"} <= set(lanes)  # the refill ran, in lanes
     assert all(not lane or int(lane[1:]) < REFILL_TRIES for lane in lanes)
+
+
+def test_results_put_back_are_known_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cleared results the collapsed runs made room for come back in place,
+    newest first; the output is valid, and known so (no stage checks it again)."""
+    restore = tool_results._restore  # pyright: ignore[reportPrivateUsage]  # the path under test
+    seen: list[tuple[Any, Any]] = []
+
+    def spy(given: Any, cleared: Any, collapsed: Any, *rest: Any) -> Any:
+        out = restore(given, cleared, collapsed, *rest)
+        seen.append((collapsed, out[0]))
+        return out
+
+    monkeypatch.setattr(tool_results, "_restore", spy)
+    conv = history()
+    counter = TokenCounter(FakeTokenizer())
+    limit = int(counter.messages(conv) * 0.7)  # room left beside the lines
+    budget = Budget(limit, counter)
+    fitted = ClearToolResults(keep_recent=2)(conv, budget)
+    back = [(before, after) for before, after in seen if after != tuple(before)]
+    assert back  # some were put back
+    ids = {m.id: m for m in conv}
+    for before, after in back:
+        assert len(after) == len(before)
+        put = [a for a, b in zip(after, before, strict=True) if a is not b]
+        assert put and all(ids[m.id] is m for m in put)  # the very originals
+        assert known_valid(budget, after)
+        assert not problems(after, budget.provider)
+    assert fitted.report.fits
