@@ -22,12 +22,12 @@ from contextwindow.strategies import (
     Pipeline,
     Strategy,
     TruncateToolResults,
+    tool_results,
 )
-from contextwindow.strategies import tool_results
 from contextwindow.strategies.base import CUT_STEP, known_valid, step_end, step_size
 from contextwindow.strategies.tool_results import REFILL_TRIES
-from contextwindow.validity import problems
 from contextwindow.testing import FakeTokenizer
+from contextwindow.validity import problems
 
 TURNS = 40
 
