@@ -153,7 +153,8 @@ class TestUntrustedStrategies:
         # The last change unreported: its tokens are accounted for again.
         step = verify(stage, conv, reported(*changes[:-1]), b)
         [extra] = step.report.changes[len(changes) - 1 :]
-        assert isinstance(extra, Change) and extra.stage == "TruncateToolResults"
+        assert isinstance(extra, Change)
+        assert extra.stage == "TruncateToolResults"
         assert extra.saved == changes[-1].saved
         assert adds_up(step.report)
 

@@ -180,7 +180,8 @@ def test_results_put_back_are_known_valid(monkeypatch: pytest.MonkeyPatch) -> No
     for before, after in back:
         assert len(after) == len(before)
         put = [a for a, b in zip(after, before, strict=True) if a is not b]
-        assert put and all(ids[m.id] is m for m in put)  # the very originals
+        assert put
+        assert all(ids[m.id] is m for m in put)
         assert known_valid(budget, after)
         assert not problems(after, budget.provider)
     assert fitted.report.fits
