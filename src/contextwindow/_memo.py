@@ -38,8 +38,12 @@ __all__ = ["DEFAULT_MEMO_ENTRIES", "Memo", "WhileAlive"]
 K = TypeVar("K")
 V = TypeVar("V")
 
-DEFAULT_MEMO_ENTRIES = 32
-"""Entries a memo holds: a few per stage of a few pipelines and budgets."""
+DEFAULT_MEMO_ENTRIES = 128
+"""Entries a memo holds: a few per stage of a few pipelines and budgets. The
+default pipeline keeps up to about 60 on a coding session (``ClearToolResults``
+and ``collapse_runs`` keep a set per refill lane); at 32 they pushed each other
+out, and each re-fit was a fit from scratch
+(``tests/strategies/test_refit_resumes.py``)."""
 
 
 class Memo:

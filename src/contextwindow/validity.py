@@ -58,11 +58,13 @@ Example:
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from contextwindow._args import check_int
+from contextwindow._lru import LRU
 from contextwindow.formats._coerce import neutral
 from contextwindow.messages import (
     Image,
@@ -318,7 +320,7 @@ def neutral_ensure_valid(
     first = found[0].index  # problems come in message order
     out: list[Message] = list(messages[:first])
     replaced: dict[int, Message | None] = {}
-    placeholder = Message.user(CONTINUED, id=CONTINUED_ID)
+    placeholder = _PLACEHOLDER
     for i in range(first, len(messages)):
         m = messages[i]
         if i == insert:
@@ -328,7 +330,7 @@ def neutral_ensure_valid(
             continue
         gone = strip.get(i)
         if gone:
-            m = m.with_parts(p for k, p in enumerate(m.parts) if k not in gone)
+            m = _stripped(m, gone)
             replaced[i] = m
         out.append(m)
     return Valid(
@@ -342,6 +344,36 @@ def neutral_ensure_valid(
 
 
 # -- helpers -----------------------------------------------------------------------
+
+_PLACEHOLDER = Message.user(CONTINUED, id=CONTINUED_ID)
+"""The user turn put first where one must open the conversation: one object,
+so that a conversation repaired again is the same messages (messages are
+immutable)."""
+
+STRIPPED_KEPT = 4096
+"""Messages whose repaired form (parts dropped) is kept, by identity."""
+
+_STRIPPED: LRU[tuple[int, frozenset[int]], tuple[Message, Message]] = LRU(STRIPPED_KEPT)
+_stripped_lock = threading.Lock()
+
+
+def _stripped(m: Message, gone: set[int]) -> Message:
+    """``m`` without the parts at ``gone``: the same object for the same message.
+
+    A history repaired at every fit (a transcript holding blank text blocks,
+    which Anthropic refuses) then comes out as the very messages it came out
+    as before, so that what is kept for it by identity (the strategies'
+    memos, the counter's running totals) still holds.
+    """
+    key = (id(m), frozenset(gone))
+    with _stripped_lock:
+        hit = _STRIPPED.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    new = m.with_parts(p for k, p in enumerate(m.parts) if k not in gone)
+    with _stripped_lock:
+        _STRIPPED.put(key, (m, new))
+    return new
 
 
 def _is_call(part: Part) -> bool:

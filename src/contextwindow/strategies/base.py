@@ -1175,11 +1175,15 @@ def verify(
     given_changes = tuple(cast("Iterable[object]", report.changes))
     # What this stage reported last time (the same changes, mostly): only
     # the rest is checked and added up.
-    key = (_VERIFIED_KEY, name)
-    last = budget.memo.get(key)
+    found = budget.memo.get(_VERIFIED_KEY)
+    verified: dict[str, tuple[tuple[Change, ...], int]] = (
+        found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
+    )
+    budget.memo.put(_VERIFIED_KEY, verified)
+    last = verified.get(name)
     k, saved = 0, 0
-    if isinstance(last, tuple):
-        seen, total = cast("tuple[tuple[Change, ...], int]", last)
+    if last is not None:
+        seen, total = last
         k = common_prefix(seen, given_changes)
         saved = total - sum(c.saved for c in seen[k:])
     for j in range(k, len(given_changes)):
@@ -1191,7 +1195,7 @@ def verify(
             )
         saved += c.saved
     changes = cast("tuple[Change, ...]", given_changes)
-    budget.memo.put(key, (changes, saved))
+    verified[name] = (changes, saved)
     before = budget.count(given) if counted is None else counted
     after = budget.count(out)
     unaccounted = before - saved - after
@@ -1216,8 +1220,8 @@ def verify(
 
 
 _VERIFIED_KEY = "contextwindow.verify"
-"""The memo entry, per stage name, of the changes ``verify`` last checked and
-what they save in all."""
+"""The memo entry holding, per stage name, the changes ``verify`` last
+checked and what they save in all (one entry: the memo is small)."""
 
 
 def _checked_output(name: str, messages: object) -> tuple[Message, ...]:

@@ -958,20 +958,15 @@ def _plainer(
     stage, memo = names  # the stage reported, whose memo
     key = ("contextwindow.collapse.shorter", memo, budget.rules)
     found = budget.memo.get(key)
-    known: dict[tuple[int, int], _Shorter] = (
-        found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
-    )
+    # The lines made shorter last call, and a new run's change with its line
+    # made shorter: the same objects for the same line and change (a re-fit
+    # redoes these each call). One memo entry: the memo is small.
+    known: dict[tuple[int, int], _Shorter]
+    moved: dict[tuple[int, int], tuple[Change, Change]]
+    known, moved = found if isinstance(found, tuple) else ({}, {})  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
     made: dict[tuple[int, int], _Shorter] = {}
-    budget.memo.put(key, made)
-    # A new run's change, its line made shorter: the same objects as last
-    # call for the same change and line (a re-fit redoes these each call).
-    at_key = ("contextwindow.collapse.shorter-changes", memo, budget.rules)
-    found = budget.memo.get(at_key)
-    moved: dict[tuple[int, int], tuple[Change, Change]] = (
-        found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
-    )
     kept: dict[tuple[int, int], tuple[Change, Change]] = {}
-    budget.memo.put(at_key, kept)
+    budget.memo.put(key, (made, kept))
 
     def shorter(m: Message, keep: int) -> _Shorter:
         hit = known.get((id(m), keep))

@@ -1,0 +1,99 @@
+"""A re-fit of a grown conversation resumes every stage of the default pipeline.
+
+Each stage keeps in the counter's memo what it decided (``_rescan``), and
+resumes when the next conversation starts with the very messages it saw. Two
+things broke that on coding sessions, and each made every re-fit a fit from
+scratch (700 ms instead of 20 on a 3,000-message session): a memo too small
+for the pipeline's entries (``ClearToolResults`` keeps one set per refill
+lane), and a history repaired again at each fit (a transcript's blank text
+blocks, which Anthropic refuses) coming out as new message objects each time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextwindow import Message, TokenCounter, ToolCall, fit
+from contextwindow._memo import DEFAULT_MEMO_ENTRIES
+from contextwindow.messages import Text
+from contextwindow.strategies import _rescan
+from contextwindow.testing import FakeTokenizer
+from contextwindow.validity import ensure_valid
+
+
+def session(n: int, blank: bool = False) -> list[Message]:
+    """A coding session: reads of about a hundred tokens each, the user asking
+    again every fifth; ``blank``: each call's message opens with a blank text
+    block, as Claude Code transcripts hold."""
+    conv = [Message.system("You are a coding agent."), Message.user("Fix the build.")]
+    for i in range(n):
+        conv += exchange(i, blank)
+    return conv
+
+
+def exchange(i: int, blank: bool = False) -> list[Message]:
+    out: list[Message] = []
+    if i and i % 5 == 0:
+        out.append(Message.user(f"Part {i} next."))
+    call = ToolCall(f"c{i}", "read_file", f'{{"path": "src/m{i}.py"}}')
+    asked = Message.assistant(f"Reading part {i}.", tool_calls=[call])
+    if blank:
+        asked = asked.with_parts((Text("\n\n"), *asked.parts))
+    out += [
+        asked,
+        Message.tool(f"c{i}", f"# module {i}\n" + f"value_{i} = {i * 37}\n" * 8),
+    ]
+    return out
+
+
+def scans_from_scratch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The stages that rescan a whole conversation from now on, one per scan."""
+    full = _rescan._full  # pyright: ignore[reportPrivateUsage]  # the path under test
+    seen: list[str] = []
+
+    def spy(messages: Any, budget: Any, stage: str, *rest: Any) -> Any:
+        seen.append(stage)
+        return full(messages, budget, stage, *rest)
+
+    monkeypatch.setattr(_rescan, "_full", spy)
+    return seen
+
+
+@pytest.mark.parametrize("share", [0.25, 0.4, 0.55])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_every_stage_resumes(
+    monkeypatch: pytest.MonkeyPatch, share: float, provider: str
+) -> None:
+    """On a session whose calls carry blank text blocks (repaired for
+    Anthropic at each fit), re-fits after an exchange rescan nothing whole,
+    and the memo holds what the pipeline keeps with room to spare."""
+    conv = session(600, blank=True)
+    counter = TokenCounter(FakeTokenizer(), provider)  # type: ignore[arg-type]  # the two providers named above
+    limit = int(counter.messages(conv) * share)
+    last = fit(conv, limit=limit, tokenizer=counter)
+    assert "ClearToolResults" in last.report.stages  # the refill's lanes are in use
+    full = scans_from_scratch(monkeypatch)
+    for i in range(600, 606):
+        conv += exchange(i, blank=True)
+        fitted = fit(conv, limit=limit, tokenizer=counter)
+        assert fitted.report.fits
+        if fitted.report.stages == last.report.stages:
+            assert full == [], f"re-fit {i}: {full} scanned from scratch"
+        full.clear()
+        last = fitted
+    assert len(counter.memo) < DEFAULT_MEMO_ENTRIES // 2  # room for another budget
+
+
+def test_a_repair_gives_the_same_messages_again() -> None:
+    """Repairing the same history twice gives the very same repaired messages."""
+    conv = session(3, blank=True)
+    once = ensure_valid(conv, "anthropic")
+    again = ensure_valid(list(conv), "anthropic")
+    assert once.problems
+    assert len(once.messages) == len(again.messages)
+    assert all(a is b for a, b in zip(once.messages, again.messages, strict=True))
+    opens = ensure_valid([Message.assistant("hi"), Message.user("go")], "anthropic")
+    twice = ensure_valid([Message.assistant("hi"), Message.user("go")], "anthropic")
+    assert opens.messages[0] is twice.messages[0]  # the placeholder turn
