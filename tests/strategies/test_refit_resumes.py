@@ -97,3 +97,49 @@ def test_a_repair_gives_the_same_messages_again() -> None:
     opens = ensure_valid([Message.assistant("hi"), Message.user("go")], "anthropic")
     twice = ensure_valid([Message.assistant("hi"), Message.user("go")], "anthropic")
     assert opens.messages[0] is twice.messages[0]  # the placeholder turn
+
+
+def test_stale_reads_read_only_the_last_unit_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-read file makes the earlier read stale. When the last unit read
+    changes in the next conversation (its result, final before, is compacted
+    once it is not), ``StaleReads`` reads that unit again, not every call;
+    the output is a fresh fit's."""
+    from contextwindow.strategies import stale
+
+    def rereads(i: int) -> list[Message]:
+        call = ToolCall(f"r{i}", "read_file", f'{{"path": "src/m{i % 7}.py"}}')
+        return [
+            Message.assistant(f"Reading {i}.", tool_calls=[call]),
+            Message.tool(
+                f"r{i}",
+                f"# m{i % 7} at {i}\n"
+                + "".join(f"x{k} = {i * k}\n" for k in range(30))
+                + "\n\n",
+            ),
+        ]
+
+    conv = [Message.system("You are a coding agent."), Message.user("Fix it.")]
+    for i in range(60):
+        conv += rereads(i)
+    counter = TokenCounter(FakeTokenizer())
+    limit = int(counter.messages(conv) * 0.3)
+    fit(conv, limit=limit, tokenizer=counter)
+    whole = stale._Superseded._all  # pyright: ignore[reportPrivateUsage]  # the path under test
+    read_all: list[int] = []
+
+    def spy(self: Any, messages: Any) -> Any:
+        read_all.append(len(messages))
+        return whole(self, messages)
+
+    monkeypatch.setattr(stale._Superseded, "_all", spy)  # pyright: ignore[reportPrivateUsage]  # the path under test
+    for i in range(60, 68):
+        conv += rereads(i)
+        again = fit(conv, limit=limit, tokenizer=counter)
+        assert read_all == []
+        fresh = fit(conv, limit=limit, tokenizer=TokenCounter(FakeTokenizer()))
+        read_all.clear()
+        assert again.messages == fresh.messages
+        assert again.report == fresh.report
+        assert any(c.kind == "stale" for c in again.report.changes)

@@ -554,6 +554,7 @@ def _scan(
     saved_all = 0
     n = len(messages)
     stop = rest = n  # where the budget was first met; what is left as it was
+    alike = _alike(budget, stage)
     reach = _Reach(messages, budget, total)
     beyond = False  # the budget met, and this message in the step it was met in
     for i in range(start, n):
@@ -615,7 +616,7 @@ def _scan(
             out.append(m)
             continue
         assert sizes is not None  # a result was rewritten
-        new_msg = with_origin(m.with_parts(parts), m, sizes)
+        new_msg = _same_as(alike, i, m, with_origin(m.with_parts(parts), m, sizes))
         out.append(new_msg)
         change = Change(
             kind,
@@ -631,6 +632,49 @@ def _scan(
         saved_run.append(saved_all)
     out.extend(messages[rest:])
     return out, changes, saved_run, stop
+
+
+_ALIKE_KEY = "contextwindow.rewrite.alike"
+"""The memo entry of a stage's output that scans with other budgets reuse."""
+
+
+def share_rewrites(budget: Budget, stage: str, messages: Sequence[Message]) -> None:
+    """Let ``stage``'s scans with other budgets take their rewrites from ``messages``.
+
+    A stage that scans the same conversation with several budgets
+    (``ClearToolResults``' refill, one per lane) rewrites many of the same
+    results the same way: each scan then puts out that output's very
+    objects where it rewrites a message as it did, not equal copies, so
+    that the outputs compare by identity (at C speed) where they agree.
+    """
+    budget.memo.put(_ALIKE_KEY, (stage, messages))
+
+
+def _same_as(
+    alike: Sequence[Message], i: int, message: Message, new: Message
+) -> Message:
+    """``new`` (``message`` rewritten), or ``alike[i]`` when that is the same rewrite.
+
+    The very object a scan of this stage with another budget made.
+    """
+    if i < len(alike):
+        was = alike[i]
+        if (
+            was is not message
+            and was.id == new.id
+            and was == new
+            and was.meta == new.meta
+        ):
+            return was
+    return new
+
+
+def _alike(budget: Budget, stage: str) -> Sequence[Message]:
+    """The output ``share_rewrites`` offers ``stage`` (empty: none)."""
+    found = budget.memo.get(_ALIKE_KEY)
+    if isinstance(found, tuple) and found[0] == stage:
+        return cast("Sequence[Message]", found[1])
+    return ()
 
 
 def _size(counter: TokenCounter, result: ToolResult) -> int:

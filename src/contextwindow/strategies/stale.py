@@ -223,6 +223,8 @@ class _Reads:
     the text it brought: a read's result, a write's string arguments)."""
     open: dict[str, list[tuple[FileAction, int, int]]]
     """Per path, the reads not superseded yet: (read, result position, message)."""
+    last: _Undo | None = None
+    """What reading the last unit did, to read it again (``undo``)."""
 
     def copy(self) -> _Reads:
         return _Reads(
@@ -230,7 +232,35 @@ class _Reads:
             self.results,
             dict(self.stale),
             {k: list(v) for k, v in self.open.items()},
+            self.last,
         )
+
+    def undo(self) -> None:
+        """Be as before the last unit was read (``last`` says what it did)."""
+        last = self.last
+        assert last is not None
+        for path, before in last.open.items():
+            if before is None:
+                self.open.pop(path, None)
+            else:
+                self.open[path] = list(before)
+        for position in last.stale:
+            self.stale.pop(position, None)
+        self.messages, self.results, self.last = last.start, last.results, None
+
+
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    """What reading one unit did to a ``_Reads``: enough to take it back."""
+
+    start: int
+    """The unit's first message."""
+    results: int
+    """Result positions before it."""
+    open: dict[str, list[tuple[FileAction, int, int]] | None]
+    """Each path it touched, with its reads before (``None``: none listed)."""
+    stale: tuple[int, ...]
+    """The result positions it made stale."""
 
 
 def _first_change(
@@ -259,44 +289,72 @@ class _Superseded:
         for i in range(start, len(messages)):
             positions[i] = position
             position += len(messages[i].tool_results)
-        tools, shell = self.strategy.tools, self.strategy.shell
-        for u in units(messages[start:]):
-            if u.kind != "tool_exchange":
-                continue
+        grouped = units(messages[start:])
+        for n, u in enumerate(grouped, 1):
             at_unit = u.start + start
-            calls = messages[at_unit].tool_calls
-            where: dict[str, int] = {}
-            got: dict[str, str] = {}
-            for k in range(at_unit + 1, u.stop + start):
-                for j, r in enumerate(messages[k].tool_results):
-                    where.setdefault(r.call_id, positions[k] + j)
-                    got.setdefault(r.call_id, r.text)
-            for c in calls:
-                for a in file_actions(c, tools, shell):
-                    pending = reads.open.get(a.path)
-                    if pending:
-                        brought = (
-                            got.get(c.id, "")
-                            if a.action == "read"
-                            else "\n".join(_strings(c.input))
-                        )
-                        left: list[tuple[FileAction, int, int]] = []
-                        for read, at, index in pending:
-                            if index < at_unit and _supersedes(a, read):
-                                reads.stale[at] = (read, c.name, at_unit, brought)
-                                since = min(since, at)
-                            else:
-                                left.append((read, at, index))
-                        reads.open[a.path] = left
-                    if a.action == "read":
-                        found = where.get(c.id)
-                        if found is not None:
-                            reads.open.setdefault(a.path, []).append(
-                                (a, found, at_unit)
-                            )
+            touched: dict[str, list[tuple[FileAction, int, int]] | None] | None = None
+            if n == len(grouped):
+                # The last unit: what it does is kept, so that a conversation
+                # that changes it (a result rewritten once no longer final,
+                # results appended to its calls) reads it again, not all.
+                touched = {}
+            made: list[int] = []
+            if u.kind == "tool_exchange":
+                self._exchange(
+                    reads, messages, (at_unit, u.stop + start), positions, touched, made
+                )
+                since = min(since, *made) if made else since
+            if touched is not None:
+                reads.last = _Undo(at_unit, positions[at_unit], touched, tuple(made))
         reads.messages = len(messages)
         reads.results = position
         return since
+
+    def _exchange(
+        self,
+        reads: _Reads,
+        messages: Sequence[Message],
+        span: tuple[int, int],
+        positions: Mapping[int, int],
+        touched: dict[str, list[tuple[FileAction, int, int]] | None] | None,
+        made: list[int],
+    ) -> None:
+        """Read the tool exchange ``messages[span[0]:span[1]]`` into ``reads``.
+
+        ``made``: the result positions it makes stale; ``touched``: each path
+        it touches with its reads before (when kept, for ``_Reads.undo``).
+        """
+        at_unit, stop = span
+        tools, shell = self.strategy.tools, self.strategy.shell
+        where: dict[str, int] = {}
+        got: dict[str, str] = {}
+        for k in range(at_unit + 1, stop):
+            for j, r in enumerate(messages[k].tool_results):
+                where.setdefault(r.call_id, positions[k] + j)
+                got.setdefault(r.call_id, r.text)
+        for c in messages[at_unit].tool_calls:
+            for a in file_actions(c, tools, shell):
+                pending = reads.open.get(a.path)
+                if touched is not None and a.path not in touched:
+                    touched[a.path] = None if pending is None else list(pending)
+                if pending:
+                    brought = (
+                        got.get(c.id, "")
+                        if a.action == "read"
+                        else "\n".join(_strings(c.input))
+                    )
+                    left: list[tuple[FileAction, int, int]] = []
+                    for read, at, index in pending:
+                        if index < at_unit and _supersedes(a, read):
+                            reads.stale[at] = (read, c.name, at_unit, brought)
+                            made.append(at)
+                        else:
+                            left.append((read, at, index))
+                    reads.open[a.path] = left
+                if a.action == "read":
+                    found = where.get(c.id)
+                    if found is not None:
+                        reads.open.setdefault(a.path, []).append((a, found, at_unit))
 
     def _all(self, messages: Sequence[Message]) -> _Reads:
         """The file actions of all of ``messages``."""
@@ -327,6 +385,14 @@ class _Superseded:
         ):
             reads = kept.copy()
             since = self._add(reads, messages)
+        elif kept.last is not None and kept.last.start <= shared <= kept.messages:
+            # Only the last unit read changed (its final result rewritten
+            # once no longer final, results appended to its calls): it is
+            # read again, and what follows.
+            reads = kept.copy()
+            reads.undo()
+            # What it made stale may be so no more, or name another text.
+            since = min((self._add(reads, messages), *kept.last.stale))
         else:
             # Changed before its end (an earlier stage rewrote a result), or
             # a unit may span the old end: the calls are read again, which

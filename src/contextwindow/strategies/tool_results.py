@@ -22,7 +22,12 @@ from contextwindow._args import check_int, check_number, check_str
 from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, ToolResult
-from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
+from contextwindow.strategies._rescan import (
+    Origin,
+    Rewrite,
+    rewrite_results,
+    share_rewrites,
+)
 from contextwindow.strategies.base import (
     REWRITE_STEP,
     Budget,
@@ -214,6 +219,9 @@ class ClearToolResults:
         share = cut_share(step.messages, budget, "ClearToolResults", edits=True)
         if self.max_share >= 1 or share <= self.max_share:
             return step
+        # The lanes below clear fewer of the same results the same way: their
+        # outputs hold this one's objects (``share_rewrites``).
+        share_rewrites(budget, "ClearToolResults", step.messages)
         best = self._collapsed(messages, step, budget, share)
         # Collapsing freed more than clearing needed: clear less, as if the
         # budget were larger by whole steps of it (``REFILL_STEP``) of what
