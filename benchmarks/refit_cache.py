@@ -19,8 +19,11 @@ agent loop does):
 Reported for each: the share of each request's tokens that repeat the request
 before (the same leading messages, by content), which is what a provider's
 prompt cache serves, as the mean and the median over all re-fits of all
-sessions; and how full the requests are (tokens over the budget; the lowest
-and the median), since a cut that moves in steps may cut more than it must.
+sessions; how full the requests are (tokens over the budget; the lowest
+and the median), since a cut that moves in steps may cut more than it must;
+and what each re-fit takes (wall time of the call, median and mean over all
+re-fits; the peer's includes its memoised counter, not the conversion of the
+messages to LangChain's, done once outside the timed calls).
 Re-fits whose session still fits the budget whole are counted too (everything
 repeats); a session whose pinned content is over the budget is left out.
 ``fit_speed.py`` measures the same on a 10,000-message tau-bench conversation
@@ -30,6 +33,7 @@ whose turns are small.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from statistics import mean, median
 from typing import Any
@@ -53,8 +57,9 @@ def main() -> None:
     share = option("--share", 0.5)
     every = int(option("--every", 3))
     tok = BPETokenizer("o200k_base")
-    rows: dict[str, tuple[list[float], list[float]]] = {
-        name: ([], []) for name in ("DropOldest", "default pipeline", "trim (memoised)")
+    rows: dict[str, tuple[list[float], list[float], list[float]]] = {
+        name: ([], [], [])
+        for name in ("DropOldest", "default pipeline", "trim (memoised)")
     }
     sessions = 0
     for path in claude_files(data_dir()):
@@ -71,65 +76,78 @@ def main() -> None:
         except BudgetError:
             continue
         sessions += 1
-        for name, (kept, full) in got.items():
+        for name, (kept, full, took) in got.items():
             rows[name][0].extend(kept)
             rows[name][1].extend(full)
+            rows[name][2].extend(took)
     print(
         f"{sessions} Claude Code sessions, each grown from half its messages by "
         f"{every} at a time and fitted to {share:.0%} of its tokens at each step"
     )
     print(
         f"{'':<20}{'repeated: mean':>16}{'median':>8}{'full: lowest':>14}"
-        f"{'median':>8}{'re-fits':>9}"
+        f"{'median':>8}{'ms: median':>12}{'mean':>7}{'re-fits':>9}"
     )
-    for name, (kept, full) in rows.items():
+    for name, (kept, full, took) in rows.items():
         print(
             f"{name:<20}{mean(kept):>16.1%}{median(kept):>8.1%}"
-            f"{min(full):>14.2f}{median(full):>8.2f}{len(kept):>9,}"
+            f"{min(full):>14.2f}{median(full):>8.2f}"
+            f"{median(took) * 1e3:>12.1f}{mean(took) * 1e3:>7.1f}{len(kept):>9,}"
         )
 
 
 def replay(
     msgs: Sequence[Message], limit: int, every: int, tok: Any, strategy: Any
-) -> tuple[list[float], list[float]]:
-    """Our fits of the growing session: what each repeats, and how full it is."""
+) -> tuple[list[float], list[float], list[float]]:
+    """Our fits of the growing session: what each repeats, how full it is, and
+    what each re-fit took (seconds)."""
     counter = TokenCounter(tok, "anthropic")
     kept: list[float] = []
     full: list[float] = []
+    took: list[float] = []
     before: Sequence[Message] | None = None
     for n in range(len(msgs) // 2, len(msgs) + 1, every):
-        out = fit(msgs[:n], limit=limit, strategy=strategy, tokenizer=counter).messages
+        given = msgs[:n]
+        start = time.perf_counter()
+        out = fit(given, limit=limit, strategy=strategy, tokenizer=counter).messages
+        seconds = time.perf_counter() - start
         run = counter.running(out)
         if before is not None:
             kept.append(run[common(before, out)] / run[-1])
+            took.append(seconds)
         full.append(counter.messages(out) / limit)
         before = out
-    return kept, full
+    return kept, full, took
 
 
 def replay_peer(
     msgs: Sequence[Message], limit: int, every: int, tok: Any
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], list[float]]:
     """The same with the memoised ``trim_messages``."""
     lc = to_langchain(msgs)
     counter: Callable[[Sequence[BaseMessage]], int] = memoised_counter(tok)
     kept: list[float] = []
     full: list[float] = []
+    took: list[float] = []
     before: list[BaseMessage] | None = None
     for n in range(len(msgs) // 2, len(msgs) + 1, every):
+        given = lc[: len(to_langchain(msgs[:n]))]
+        start = time.perf_counter()
         out = trim_messages(
-            lc[: len(to_langchain(msgs[:n]))],
+            given,
             strategy="last",
             max_tokens=limit,
             token_counter=counter,
             include_system=True,
             start_on="human",
         )
+        seconds = time.perf_counter() - start
         if before is not None and out:
             kept.append(counter(out[: common(before, out)]) / counter(out))
+            took.append(seconds)
         full.append(counter(out) / limit)
         before = out
-    return kept, full
+    return kept, full, took
 
 
 if __name__ == "__main__":
