@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/refit_cache.py [--share 0.5] [--every 3]
+    python benchmarks/refit_cache.py [--share 0.5] [--every 3] [--long 8077]
 
 Every Claude Code session file of the shared data (16, Anthropic) grows from
 half its messages to all of them, ``--every`` messages at a time (the agent's
@@ -28,6 +28,11 @@ Re-fits whose session still fits the budget whole are counted too (everything
 repeats); a session whose pinned content is over the budget is left out.
 ``fit_speed.py`` measures the same on a 10,000-message tau-bench conversation
 whose turns are small.
+
+``--long N``: instead, ``placeholder_share.py``'s long session (the session files
+cycled into N messages, each a fresh id), its last 300 messages appended
+``--every`` at a time and each time fitted into gpt-4o's window (128,000
+tokens, OpenAI framing), as an agent loop on a long coding session does.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 from _data import claude_files, data_dir
 from fit_speed import common, memoised_counter, to_langchain
 from langchain_core.messages import BaseMessage, trim_messages
+from placeholder_share import long_session
 
 from contextwindow import fit, read_transcripts
 from contextwindow.errors import BudgetError
@@ -61,6 +67,9 @@ def main() -> None:
         name: ([], [], [])
         for name in ("DropOldest", "default pipeline", "trim (memoised)")
     }
+    if "--long" in sys.argv:
+        long_run(int(option("--long", 8077)), every, tok, rows)
+        return
     sessions = 0
     for path in claude_files(data_dir()):
         (t,) = read_transcripts(path)
@@ -84,6 +93,11 @@ def main() -> None:
         f"{sessions} Claude Code sessions, each grown from half its messages by "
         f"{every} at a time and fitted to {share:.0%} of its tokens at each step"
     )
+    report(rows)
+
+
+def report(rows: dict[str, tuple[list[float], list[float], list[float]]]) -> None:
+    """The table: what each re-fit repeats, how full it is, what it takes."""
     print(
         f"{'':<20}{'repeated: mean':>16}{'median':>8}{'full: lowest':>14}"
         f"{'median':>8}{'ms: median':>12}{'mean':>7}{'re-fits':>9}"
@@ -96,17 +110,56 @@ def main() -> None:
         )
 
 
+def long_run(
+    n: int,
+    every: int,
+    tok: Any,
+    rows: dict[str, tuple[list[float], list[float], list[float]]],
+) -> None:
+    """``--long``: the last 300 messages of a long session, fitted as they come."""
+    msgs = long_session(n)
+    start = len(msgs) - LONG_TAIL
+    got = {
+        "DropOldest": replay(msgs, WINDOW, every, tok, DropOldest(), start, "openai"),
+        "default pipeline": replay(msgs, WINDOW, every, tok, None, start, "openai"),
+        "trim (memoised)": replay_peer(msgs, WINDOW, every, tok, start),
+    }
+    for name, found in got.items():
+        for row, values in zip(rows[name], found, strict=True):
+            row.extend(values)
+    print(
+        f"a {len(msgs):,}-message session, its last {LONG_TAIL} messages appended "
+        f"{every} at a time, each time fitted into {WINDOW:,} tokens (OpenAI framing)"
+    )
+    report(rows)
+
+
+LONG_TAIL = 300
+"""Messages ``--long`` appends, fitting after each step."""
+
+WINDOW = 128_000
+"""gpt-4o's window, which ``--long`` fits into."""
+
+
 def replay(
-    msgs: Sequence[Message], limit: int, every: int, tok: Any, strategy: Any
+    msgs: Sequence[Message],
+    limit: int,
+    every: int,
+    tok: Any,
+    strategy: Any,
+    start: int | None = None,
+    provider: Any = "anthropic",
 ) -> tuple[list[float], list[float], list[float]]:
     """Our fits of the growing session: what each repeats, how full it is, and
-    what each re-fit took (seconds)."""
-    counter = TokenCounter(tok, "anthropic")
+    what each re-fit took (seconds). ``start``: the first length fitted (half
+    the session by default)."""
+    counter = TokenCounter(tok, provider)
     kept: list[float] = []
     full: list[float] = []
     took: list[float] = []
     before: Sequence[Message] | None = None
-    for n in range(len(msgs) // 2, len(msgs) + 1, every):
+    first = len(msgs) // 2 if start is None else start
+    for n in range(first, len(msgs) + 1, every):
         given = msgs[:n]
         start = time.perf_counter()
         out = fit(given, limit=limit, strategy=strategy, tokenizer=counter).messages
@@ -121,7 +174,11 @@ def replay(
 
 
 def replay_peer(
-    msgs: Sequence[Message], limit: int, every: int, tok: Any
+    msgs: Sequence[Message],
+    limit: int,
+    every: int,
+    tok: Any,
+    start: int | None = None,
 ) -> tuple[list[float], list[float], list[float]]:
     """The same with the memoised ``trim_messages``."""
     lc = to_langchain(msgs)
@@ -130,7 +187,8 @@ def replay_peer(
     full: list[float] = []
     took: list[float] = []
     before: list[BaseMessage] | None = None
-    for n in range(len(msgs) // 2, len(msgs) + 1, every):
+    first = len(msgs) // 2 if start is None else start
+    for n in range(first, len(msgs) + 1, every):
         given = lc[: len(to_langchain(msgs[:n]))]
         start = time.perf_counter()
         out = trim_messages(
