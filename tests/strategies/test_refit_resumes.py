@@ -143,3 +143,52 @@ def test_stale_reads_read_only_the_last_unit_again(
         assert again.messages == fresh.messages
         assert again.report == fresh.report
         assert any(c.kind == "stale" for c in again.report.changes)
+
+
+def test_summary_kept_when_only_rewrites_inside_it_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Summarize`` (``read_originals``) reads the originals of what it replaces:
+    when an earlier stage rewrites a result in there (a repeated output's note
+    now pointing to the newest copy), the summary is the one made before, not
+    made again; the output is a fresh fit's."""
+    from contextwindow.strategies import summarize
+
+    def checks(i: int) -> list[Message]:
+        out: list[Message] = []
+        if i % 4 == 0:
+            out.append(Message.user(f"Step {i}: check module_{i} and the status."))
+        call = ToolCall(f"c{i}", "run", f'{{"command": "check_{i % 3}"}}')
+        if i % 3 == 0:  # the same output again: Deduplicate repoints the others
+            body = "same status line for every check\n" * 20
+        else:
+            body = "".join(f"value_{i}_{k} = {i * k + 100}\n" for k in range(20))
+        out += [
+            Message.assistant(f"Checking {i}.", tool_calls=[call]),
+            Message.tool(f"c{i}", body),
+        ]
+        return out
+
+    conv = [Message.system("You are an agent."), Message.user("Do the task.")]
+    for i in range(1500):
+        conv += checks(i)
+    counter = TokenCounter(FakeTokenizer())
+    limit = int(counter.messages(conv) * 0.1)
+    assert "Summarize" in fit(conv, limit=limit, tokenizer=counter).report.stages
+    made = summarize.Summarize._summary  # pyright: ignore[reportPrivateUsage]  # the path under test
+    again: list[int] = []
+
+    def spy(self: Any, *args: Any, **kw: Any) -> Any:
+        again.append(len(conv))
+        return made(self, *args, **kw)
+
+    monkeypatch.setattr(summarize.Summarize, "_summary", spy)
+    for i in range(1500, 1508):
+        conv += checks(i)
+        fitted = fit(conv, limit=limit, tokenizer=counter)
+        assert again == [], "the summary was made again"
+        if i % 3 == 0:  # a repeated output: older copies rewritten
+            fresh = fit(conv, limit=limit, tokenizer=TokenCounter(FakeTokenizer()))
+            again.clear()
+            assert fitted.messages == fresh.messages
+            assert fitted.report == fresh.report
