@@ -161,9 +161,9 @@ def replay(
     first = len(msgs) // 2 if start is None else start
     for n in range(first, len(msgs) + 1, every):
         given = msgs[:n]
-        start = time.perf_counter()
+        began = time.perf_counter()
         out = fit(given, limit=limit, strategy=strategy, tokenizer=counter).messages
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - began
         run = counter.running(out)
         if before is not None:
             kept.append(run[common(before, out)] / run[-1])
@@ -190,7 +190,7 @@ def replay_peer(
     first = len(msgs) // 2 if start is None else start
     for n in range(first, len(msgs) + 1, every):
         given = lc[: len(to_langchain(msgs[:n]))]
-        start = time.perf_counter()
+        began = time.perf_counter()
         out = trim_messages(
             given,
             strategy="last",
@@ -199,7 +199,7 @@ def replay_peer(
             include_system=True,
             start_on="human",
         )
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - began
         if before is not None and out:
             kept.append(counter(out[: common(before, out)]) / counter(out))
             took.append(seconds)

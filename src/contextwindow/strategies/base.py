@@ -918,14 +918,11 @@ def _valid_list(budget: Budget) -> list[Sequence[Message]]:
 def note_valid(budget: Budget, messages: Sequence[Message]) -> None:
     """Record that ``messages`` is valid for the budget's provider.
 
-    For a stage that built it from a known-valid conversation in a way that
-    keeps every rule (each message where one with its id and parts' kinds
-    stood): the next stage, and ``verify``, then check nothing again.
+    ``finish`` records what it returns or found valid; a stage that built a
+    conversation from a known-valid one in a way that keeps every rule (each
+    message where one with its id and parts' kinds stood) records it too: the
+    next stage, and ``verify``, then check nothing again.
     """
-    _note_valid(budget, messages)
-
-
-def _note_valid(budget: Budget, messages: Sequence[Message]) -> None:
     known = _valid_list(budget)
     if any(v is messages for v in known):
         return
@@ -944,13 +941,13 @@ def _validate(
     known = _valid_list(budget)
     # Whole units of a valid conversation: only the first-turn rule can break.
     if kept and any(v is before for v in known) and opens_well(shown, budget.provider):
-        _note_valid(budget, shown)
+        note_valid(budget, shown)
         return Valid(shown, ())
     if not start:
         start = _checked_prefix(shown, known)
     valid = neutral_ensure_valid(shown, budget.provider, start=start)
     if not valid.problems:
-        _note_valid(budget, valid.messages)
+        note_valid(budget, valid.messages)
     return valid
 
 

@@ -303,7 +303,7 @@ class _Superseded:
                 self._exchange(
                     reads, messages, (at_unit, u.stop + start), positions, touched, made
                 )
-                since = min(since, *made) if made else since
+                since = min((since, *made))
             if touched is not None:
                 reads.last = _Undo(at_unit, positions[at_unit], touched, tuple(made))
         reads.messages = len(messages)

@@ -483,17 +483,15 @@ class Summarize:
                 summary = old.summary
                 break
         else:
-            read, reused = self._made_of(
-                messages, us, olds, chosen, kept, target, before, budget
-            )
+            read = self._reading(messages, us, olds, chosen, budget)
+            reused = self._made_of(read, kept, target, before, budget)
             if reused is not None:
                 summary = reused.summary
-                made.append(_Made(gone_messages, target, summary, [], reused.read))
             else:
-                summary, read = self._summary(
+                summary = self._summary(
                     messages, us, olds, chosen, budget, before, target, read
                 )
-                made.append(_Made(gone_messages, target, summary, [], read))
+            made.append(_Made(gone_messages, target, summary, [], read))
         if summary is None:
             return None  # not materially smaller: refused (no compaction loop)
         after = budget.counter.message(summary)
@@ -524,48 +522,57 @@ class Summarize:
         known[:] = [change]
         return finish("Summarize", messages, out, known, budget)
 
-    def _made_of(
+    def _reading(
         self,
         messages: Sequence[Message],
         us: Sequence[Unit],
         olds: Sequence[int],
         chosen: Sequence[int],
+        budget: Budget,
+    ) -> list[Message] | None:
+        """What a summary of ``olds`` and ``chosen`` reads, with ``read_originals``.
+
+        The earlier summaries it rolls forward, then the originals of what it
+        replaces (``None``: it reads ``messages`` as they are).
+        """
+        if not self.read_originals or budget.history is None:
+            return None
+        evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
+        return [
+            *(messages[us[k].start] for k in olds),
+            *originals_of(budget.history, evicted),
+        ]
+
+    def _made_of(
+        self,
+        read: list[Message] | None,
         kept: Sequence[_Made],
         target: int,
         before: int,
         budget: Budget,
-    ) -> tuple[list[Message] | None, _Made | None]:
-        """A summary made before from what this one would read, at the same target.
+    ) -> _Made | None:
+        """A summary made before from the same reading (``read``), at the same target.
 
-        With ``read_originals`` a summary reads the earlier summaries it rolls
-        forward and the originals of what it replaces, so an earlier stage
-        rewriting a result in there (a duplicate's note pointing to a newer
-        copy) changes nothing it is made of: it is the same summary, refused
-        or not by the same rule on what it replaces now (``before`` tokens).
-        Returns what it reads (``None`` when not looked at) and the summary.
+        A summary with ``read_originals`` reads the originals of what it
+        replaces, so an earlier stage rewriting a result in there (a
+        duplicate's note pointing to a newer copy) changes nothing it is made
+        of: it is the same summary, refused or not by the same rule on what
+        it replaces now (``before`` tokens).
         """
-        if not self.read_originals or budget.history is None:
-            return None, None
-        if not any(
-            old.read is not None and old.target == target and old.summary is not None
-            for old in kept
-        ):
-            return None, None
-        evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
-        read = originals_of(budget.history, evicted)
-        whole = [*(messages[us[k].start] for k in olds), *read]
+        if read is None:
+            return None
         for old in kept:
             if (
                 old.read is not None
                 and old.target == target
                 and old.summary is not None
-                and len(old.read) == len(whole)
-                and same_objects(old.read, whole, len(whole), COMPARED)
+                and len(old.read) == len(read)
+                and same_objects(old.read, read, len(read), COMPARED)
             ):
                 if budget.counter.message(old.summary) > self.max_share * before:
-                    break  # refused now: made again, as a fresh fit does
-                return read, old
-        return read, None
+                    return None  # refused now: made again, as a fresh fit does
+                return old
+        return None
 
     def _summary(
         self,
@@ -577,12 +584,11 @@ class Summarize:
         before: int,
         target: int,
         read: list[Message] | None = None,
-    ) -> tuple[Message | None, list[Message] | None]:
+    ) -> Message | None:
         """The summary of ``olds`` and ``chosen`` (``before`` tokens), of ``target``.
 
-        ``None`` when it is refused: empty, or not materially smaller. With
-        ``read_originals``, also what it read (the earlier summaries, then the
-        originals of ``chosen``: ``read`` when the caller has them).
+        ``None`` when it is refused: empty, or not materially smaller. ``read``:
+        what it reads with ``read_originals`` (``_reading``).
         """
         evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
         previous = [messages[us[k].start] for k in olds]
@@ -594,12 +600,8 @@ class Summarize:
             sources += summary_sources(p) or (p.id,)
         # An earlier summary's facts are kept whole, up to half the summary.
         carried = carried.limited(int(self.max_tokens * CARRIED_SHARE), tok)
-        whole: list[Message] | None = None
-        if self.read_originals and budget.history is not None:
-            evicted = (
-                read if read is not None else originals_of(budget.history, evicted)
-            )
-            whole = [*previous, *evicted]
+        if read is not None:
+            evicted = read[len(olds) :]  # the originals
         # Not the placeholder turn a repair put first: no history holds it.
         sources += [m.id for m in evicted if m.id != CONTINUED_ID]
         facts = carried.merged(extract_facts(evicted))
@@ -620,7 +622,7 @@ class Summarize:
         held = facts.missing_from(body).keys()
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
         if not body.strip():
-            return None, whole  # says nothing: dropping says as much, for nothing
+            return None  # says nothing: dropping says as much, for nothing
         # Shown in its header for ``context_recall``: what it replaced, by
         # content (an earlier summary by its own text), so the same messages
         # in any shape give the same summary.
@@ -629,8 +631,8 @@ class Summarize:
             body, list(dict.fromkeys(sources)), kept, handle=handle
         )
         if budget.counter.message(summary) > self.max_share * before:
-            return None, whole
-        return summary, whole
+            return None
+        return summary
 
 
 class _Cut(NamedTuple):
