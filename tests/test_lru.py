@@ -1,4 +1,5 @@
-"""The one bounded cache: least recently used out first, and its users."""
+"""The bounded caches (least recently used out first, or a generation at a
+time) and their users."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwindow import Message, TokenCounter
-from contextwindow._lru import LRU
+from contextwindow._lru import LRU, Generations
 from contextwindow.relevance.bm25 import TermCache
 from contextwindow.relevance.embeddings import VectorCache
 
@@ -78,7 +79,7 @@ class TestUsers:
         assert "beta two" in tok.seen  # evicted by gamma
 
     def test_text_cache_keeps_what_it_used_last(self) -> None:
-        """The counter's text cache is an LRU too."""
+        """The counter's text cache keeps the texts used last too."""
         tok = Counting()
         counter = TokenCounter(tok, cache_size=2)
         for t in ("one", "two", "one", "three"):
@@ -131,3 +132,53 @@ class TestUsers:
             tok.seen.clear()
             counter.messages([Message.user(t) for t in texts])  # equal, not the same
             assert [t for t in tok.seen if t in texts] == recounted
+
+
+class TestGenerations:
+    @given(size=st.integers(1, 4), steps=ops)
+    def test_keeps_the_last_used(
+        self, size: int, steps: list[tuple[str, int, int]]
+    ) -> None:
+        """The ``size`` keys used last are kept with their values; at most
+        twice as many are held, and nothing is held that was never stored."""
+        cache: Generations[int, int] = Generations(size)
+        stored: dict[int, int] = {}
+        used: list[int] = []  # keys in order of last use
+        for op, key, value in steps:
+            if op == "get":
+                found = cache.get(key)
+                if found is not None:
+                    assert found == stored[key]
+                    used = [k for k in used if k != key] + [key]
+            else:
+                cache.put(key, value)
+                stored[key] = value
+                used = [k for k in used if k != key] + [key]
+            for k in used[-size:]:
+                assert k in cache
+                assert cache.get(k) == stored[k]
+                used = [u for u in used if u != k] + [k]
+            assert len(cache) <= 2 * size
+            assert all(k in stored for k in range(7) if k in cache)
+
+    def test_drops_a_generation_whole(self) -> None:
+        """An entry not used while a whole generation filled goes."""
+        cache: Generations[str, int] = Generations(2)
+        for k in ("a", "b", "c", "d"):
+            cache.put(k, 1)
+        assert "a" not in cache
+        assert "b" not in cache
+        assert cache.get("c") == 1
+        assert "d" in cache
+        cache.pop("d")
+        assert "d" not in cache
+        assert len(cache) == 1
+        cache.clear()
+        assert len(cache) == 0
+
+    def test_bad_size(self) -> None:
+        """A size below 1 is refused, naming it."""
+        from contextwindow.errors import ContextWindowError
+
+        with pytest.raises(ContextWindowError, match="at least 1, got 0"):
+            Generations(0)

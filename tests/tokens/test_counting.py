@@ -434,14 +434,18 @@ class TestTokenCounter:
         assert counter.messages([]) == 3
 
     def test_cache_is_bounded(self) -> None:
-        """A full cache evicts its oldest entry and still counts correctly."""
+        """A full cache keeps the entries used last and still counts correctly."""
         tok = CountingTokenizer()
         counter = TokenCounter(tok, cache_size=2)
-        msgs = [Message.user(w) for w in ("alpha", "beta", "gamma")]
+        words = ("alpha", "beta", "gamma", "delta", "epsilon")
+        msgs = [Message.user(w) for w in words]
         counts = [counter.message(m) for m in msgs]
         tok.calls.clear()
-        assert counter.message(msgs[2]) == counts[2]
+        # The two used last are kept.
+        assert counter.message(msgs[4]) == counts[4]
+        assert counter.message(msgs[3]) == counts[3]
         assert tok.calls == []
+        # Used four entries ago: evicted, counted again, the same count.
         assert counter.message(msgs[0]) == counts[0]
         assert "alpha" in tok.calls
 

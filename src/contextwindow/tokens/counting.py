@@ -7,9 +7,10 @@ Contract:
   cached per message, keyed by the ``Message`` itself (messages are frozen and
   compare by content, ids excluded), so equal messages share one entry; the
   same object found again is looked up by identity first, which skips hashing
-  its content. The cache is bounded (least recently used entry evicted
-  first, in constant time however long it runs); by default it grows to
-  hold twice the longest sequence counted, so a conversation counted again
+  its content. The cache is bounded (``_lru.Generations``: the
+  ``cache_size`` most recently used counts are kept, at most twice as many
+  held, in constant time however long it runs); by default it grows to
+  keep twice the longest sequence counted, so a conversation counted again
   (or a strategy's output) is never recounted.
 - ``messages(msgs)`` and ``running(msgs)`` also remember the running totals of
   the last few sequences: when a call extends one (the same messages first,
@@ -37,7 +38,7 @@ from typing import Any, cast
 
 from contextwindow._args import as_tokenizer, check_int
 from contextwindow._images import data_uri_bytes, image_size
-from contextwindow._lru import LRU
+from contextwindow._lru import Generations
 from contextwindow._memo import Memo
 from contextwindow._prefix import TRIED, best_spans, longest_prefix
 from contextwindow.errors import ContextWindowError
@@ -124,8 +125,9 @@ MIN_SHARED = 64
 one is counted from scratch (looking for a match would cost more)."""
 
 DEFAULT_CACHE_SIZE = 100_000
-"""Messages remembered per counter before the least recently used are evicted
-(more when a longer sequence is counted, unless ``cache_size`` was given)."""
+"""The most recently used messages a counter always keeps counted (up to twice
+as many held; more when a longer sequence is counted, unless ``cache_size``
+was given)."""
 
 
 class TokenCounter:
@@ -135,7 +137,8 @@ class TokenCounter:
         tokenizer: Counts text (exact BPE, heuristic, HF ...), or names what
             does: a model (``"gpt-4o"``) or an encoding (``"o200k_base"``).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
-        cache_size: How many messages to remember (at least 1). By default
+        cache_size: How many of the messages counted last are always
+            remembered (at least 1; up to twice as many are held). By default
             ``DEFAULT_CACHE_SIZE``, or twice the length of the longest
             sequence counted when that is more: a strategy counts its input,
             then its output made of the same messages and rewritten ones,
@@ -187,8 +190,8 @@ class TokenCounter:
         self._tok = as_tokenizer(tokenizer)
         self._provider: Provider = provider
         self._framing = framing
-        self._cache: LRU[Message, int] = LRU(cache_size)
-        self._texts: LRU[str, int] = LRU(cache_size)
+        self._cache: Generations[Message, int] = Generations(cache_size)
+        self._texts: Generations[str, int] = Generations(cache_size)
         self._last: list[tuple[Sequence[Message], tuple[int, ...]]] = []
         self._memo = Memo()
         # The tools last counted (a copy: a schema changed in place must not
