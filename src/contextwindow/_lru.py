@@ -18,7 +18,7 @@ hit among the newest costs one lookup, with no reordering.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, TypeVar, overload
+from typing import Generic, TypeVar, cast, overload
 
 from contextwindow.errors import ContextWindowError
 
@@ -180,7 +180,7 @@ class Generations(Generic[K, V]):
             value = self._old.pop(key, _MISSING)
             if value is _MISSING:
                 return default
-            self._store(key, value)  # pyright: ignore[reportArgumentType]  # a V: only put stores
+            self._store(key, cast("V", value))  # only put stores
         return value
 
     def put(self, key: K, value: V) -> None:
