@@ -138,3 +138,23 @@ class TestRecallThroughTheManager:
         answer = m.answer_recall(recall_call(handle, max_tokens=32000))
         assert not answer.tool_results[0].is_error
         assert answer.text == render(recall(conv, summary_sources(summary)))
+
+
+class TestContentHandle:
+    def test_computed_once_per_message(self) -> None:
+        """A message's handle is kept with it: the same string each time,
+        equal to an equal message's, not carried by a copy or a pickle."""
+        import pickle
+
+        from contextwindow.handles import content_handle
+
+        m = Message.tool("c1", FILE)
+        first = content_handle(m)
+        assert content_handle(m) is first
+        equal = Message.tool("c1", FILE)
+        assert content_handle(equal) == first
+        assert content_handle(equal) is not first
+        back = pickle.loads(pickle.dumps(m))
+        assert back == m
+        assert content_handle(back) == first
+        assert content_handle(Message.tool("c1", FILE + " ")) != first

@@ -18,6 +18,7 @@ hit among the newest costs one lookup, with no reordering.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar, cast, overload
 
 from contextwindow.errors import ContextWindowError
@@ -129,7 +130,10 @@ class Generations(Generic[K, V]):
     operation costs O(1); there is no order to keep.
 
     Args:
-        size: Entries a generation holds (at least 1).
+        size: Entries a generation holds (at least 1), or with ``weigh``
+            the weight of its keys.
+        weigh: Each key's weight (a text's length, say), to bound what the
+            keys hold rather than how many there are; ``None``: each counts 1.
 
     Raises:
         ContextWindowError: ``size`` below 1.
@@ -145,12 +149,14 @@ class Generations(Generic[K, V]):
         (False, None, 2)
     """
 
-    __slots__ = ("_max", "_old", "_young")
+    __slots__ = ("_max", "_old", "_weigh", "_weight", "_young")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, weigh: Callable[[K], int] | None = None) -> None:
         if size < 1:
             raise ContextWindowError(f"cache size must be at least 1, got {size}")
         self._max = size
+        self._weigh = weigh
+        self._weight = 0  # the young generation's, with ``weigh``
         self._young: dict[K, V] = {}
         self._old: dict[K, V] = {}
 
@@ -194,10 +200,18 @@ class Generations(Generic[K, V]):
 
     def _store(self, key: K, value: V) -> None:
         young = self._young
-        young[key] = value
-        if len(young) >= self._max:
+        if self._weigh is None:
+            young[key] = value
+            full = len(young) >= self._max
+        else:
+            if key not in young:
+                self._weight += self._weigh(key)
+            young[key] = value
+            full = self._weight >= self._max
+        if full:
             self._old = young
             self._young = {}
+            self._weight = 0
 
     def pop(self, key: K) -> None:
         """Forget ``key`` (nothing happens when it is not kept).
@@ -205,7 +219,8 @@ class Generations(Generic[K, V]):
         Raises:
             TypeError: ``key`` is not hashable.
         """
-        self._young.pop(key, None)
+        if self._young.pop(key, _MISSING) is not _MISSING and self._weigh is not None:
+            self._weight -= self._weigh(key)
         self._old.pop(key, None)
 
     def grow(self, size: int) -> None:
@@ -216,3 +231,4 @@ class Generations(Generic[K, V]):
         """Forget every entry."""
         self._young = {}
         self._old = {}
+        self._weight = 0

@@ -82,12 +82,21 @@ _MARKED = re.compile(r"(?:recall|handle) ([0-9a-f]{10}(?:\+\d+)?)")
 def content_handle(message: Message) -> str:
     """Ten hex digits of the hash of ``message``'s content (role, name, parts).
 
+    Computed once per message object (kept in a slot of its own): a re-fit
+    asks again for the handles of every message it cuts or runs together.
+
     Example:
         >>> content_handle(Message.user("hi")) == content_handle(Message.user("hi"))
         True
     """
+    try:
+        return message._handle  # pyright: ignore[reportPrivateUsage]  # the slot kept for it
+    except AttributeError:
+        pass
     shown = repr((message.role, message.name, message.parts))
-    return hashlib.sha1(shown.encode(), usedforsecurity=False).hexdigest()[:10]
+    found = hashlib.sha1(shown.encode(), usedforsecurity=False).hexdigest()[:10]
+    object.__setattr__(message, "_handle", found)
+    return found
 
 
 def _origin(message: Message) -> Mapping[str, Any]:

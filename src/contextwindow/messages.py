@@ -357,15 +357,18 @@ class ToolSpec:
 
 
 class _HashKept:
-    """A slot for a message's hash, computed once, and one for weak references.
+    """Slots for a message's hash and content handle (each computed once).
 
     Not fields: they are never compared, copied or pickled (the hash of a
-    string differs between runs). A weak reference lets a cache keep what it
-    read of a message no longer than the message lives.
+    string differs between runs). The handle is ``handles.content_handle``'s,
+    which markers name and re-fits ask for again and again. A third slot takes
+    weak references: a cache keeps what it read of a message no longer than
+    the message lives.
     """
 
-    __slots__ = ("__weakref__", "_hash")
+    __slots__ = ("__weakref__", "_handle", "_hash")
     _hash: int
+    _handle: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,3 +140,30 @@ class TestMarkers:
         assert (
             O200K.count(held(huge, O200K)) <= PATH_MAX_TOKENS + DIGEST_MAX_TOKENS + 10
         )
+
+
+class TestScansKept:
+    def test_a_long_text_is_scanned_once(self) -> None:
+        """A long text's scan is kept: the same one for the same text, or an
+        equal one; a short text is scanned each time, with the same names."""
+        from contextwindow.strategies.digest import SCAN_MIN_CHARS, scan
+
+        assert len(READ) >= SCAN_MIN_CHARS
+        first = scan(READ)
+        again = scan("".join(list(READ)))  # equal, another object
+        assert again is first
+        assert set(first[0]) == set(names(READ))
+        short = "see lib/a.ex and Repo.all"
+        assert scan(short) is not scan(short)
+        assert scan(short) == scan(short)
+
+    def test_kept_scans_are_bounded_by_their_texts(self) -> None:
+        """The cache holds texts of at most twice its characters."""
+        from contextwindow._lru import Generations
+
+        kept: Generations[str, int] = Generations(10, len)
+        for k in range(20):
+            kept.put(f"{k:04d}", k)  # four characters each
+        assert len(kept) <= 6  # generations of 3 (12 characters), two at most
+        assert kept.get("0019") == 19
+        assert kept.get("0000") is None

@@ -42,8 +42,10 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Container, Iterable
 
+from contextwindow._lru import Generations
 from contextwindow.handles import find_handles
 from contextwindow.tokens.base import Tokenizer
 
@@ -126,13 +128,43 @@ Scan = tuple[tuple[str, ...], frozenset[str]]
 as a JSON object's key."""
 
 
+SCAN_MIN_CHARS = 1_000
+"""A text at least this long has what ``scan`` found kept; a shorter one costs
+less to scan again than to look up."""
+
+SCANS_KEPT_CHARS = 8_000_000
+"""The characters of the texts whose scans a generation keeps (``Generations``:
+the texts scanned last always kept, at most twice as many held, process-wide).
+A re-fit of a long coding session makes the markers of thousands of its tool
+results again (a rescan past a repointed note, say); the texts are the
+conversation's own, held while it is, and a scan is a few names."""
+
+_SCANS: Generations[str, Scan] = Generations(SCANS_KEPT_CHARS, len)
+_scans_lock = threading.Lock()
+
+
 def scan(text: str) -> Scan:
     """The names of ``text`` in the order met (each once), and its JSON keys.
+
+    Kept for a long text (``SCAN_MIN_CHARS``): the same text asks no regular
+    expression again.
 
     Example:
         >>> scan('{"user_id": 1234, "file": "a/b.py", "user_id": 5678}')
         (('user_id', '1234', 'a/b.py', '5678'), frozenset({'user_id'}))
     """
+    if len(text) < SCAN_MIN_CHARS:
+        return _scan(text)
+    with _scans_lock:
+        found = _SCANS.get(text)
+    if found is None:
+        found = _scan(text)
+        with _scans_lock:
+            _SCANS.put(text, found)
+    return found
+
+
+def _scan(text: str) -> Scan:
     seen: dict[str, None] = {}
     keys: set[str] = set()
     for m in NAMED.finditer(text):
