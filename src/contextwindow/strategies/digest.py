@@ -120,7 +120,9 @@ def names(text: str) -> list[str]:
         >>> names("see lib/a.ex and Repo.all at port 8080; lib/a.ex again")
         ['lib/a.ex', 'Repo.all', '8080']
     """
-    return ordered([scan(text)])
+    if len(text) < SCAN_MIN_CHARS:
+        return ordered([_scan(text)])
+    return list(_kept(text)[1])
 
 
 Scan = tuple[tuple[str, ...], frozenset[str]]
@@ -139,7 +141,9 @@ A re-fit of a long coding session makes the markers of thousands of its tool
 results again (a rescan past a repointed note, say); the texts are the
 conversation's own, held while it is, and a scan is a few names."""
 
-_SCANS: Generations[str, Scan] = Generations(SCANS_KEPT_CHARS, len)
+_SCANS: Generations[str, tuple[Scan, tuple[str, ...]]] = Generations(
+    SCANS_KEPT_CHARS, len
+)
 _scans_lock = threading.Lock()
 
 
@@ -155,10 +159,16 @@ def scan(text: str) -> Scan:
     """
     if len(text) < SCAN_MIN_CHARS:
         return _scan(text)
+    return _kept(text)[0]
+
+
+def _kept(text: str) -> tuple[Scan, tuple[str, ...]]:
+    """A long text's scan and its names in ``names``' order, found once."""
     with _scans_lock:
         found = _SCANS.get(text)
     if found is None:
-        found = _scan(text)
+        seen = _scan(text)
+        found = (seen, tuple(ordered([seen])))
         with _scans_lock:
             _SCANS.put(text, found)
     return found
