@@ -582,14 +582,14 @@ def _scan(
                 fits = total <= limit and not beyond
                 if total <= limit:
                     stop = min(stop, i)
-                named = part
                 name = None
-                if part.name is None:
-                    name = call_name(messages, i, part.call_id)
-                    if name is not None:  # for {name}
-                        named = replace(part, name=name)
                 text = None
                 if not (pinned or fits or is_marker(part)):
+                    named = part
+                    if part.name is None:
+                        name = call_name(messages, i, part.call_id)
+                        if name is not None:  # for {name}
+                            named = replace(part, name=name)
                     if sizes is None:
                         sizes = [_size(counter, r) for r in m.tool_results]
                         known = original_sizes(m)
