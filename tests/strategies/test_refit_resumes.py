@@ -192,3 +192,79 @@ def test_summary_kept_when_only_rewrites_inside_it_change(
             again.clear()
             assert fitted.messages == fresh.messages
             assert fitted.report == fresh.report
+
+
+@pytest.mark.parametrize("share", [0.15, 0.5, 0.95])
+def test_repeated_outputs_decide_their_copies_again_alone(
+    monkeypatch: pytest.MonkeyPatch, share: float
+) -> None:
+    """A new copy of an output seen since the start (an empty one, one that
+    repeats) changes only the decisions of its earlier copies: ``Deduplicate``
+    decides those again one by one and scans from the new messages, not from
+    the first copy, also when the last message changed as well; ``Deduplicate``
+    alone and the default pipeline give what a fresh fit gives, at budgets it
+    meets early, late and not at all."""
+    from contextwindow.strategies import Budget, Deduplicate
+
+    def turn(i: int) -> list[Message]:
+        call = ToolCall(f"c{i}", "run", f'{{"command": "step_{i}"}}')
+        if i % 5 == 0:
+            body = ""  # no output: a note would not save a token
+        elif i % 7 == 0:
+            body = "all services up and running, nothing to report\n" * 6
+        else:
+            body = "".join(f"value_{i}_{k} = {i * k + 100}\n" for k in range(12))
+        return [
+            Message.assistant(f"Step {i}.", tool_calls=[call]),
+            Message.tool(f"c{i}", body),
+        ]
+
+    conv = [Message.system("You are an agent."), Message.user("Do the task.")]
+    for i in range(400):
+        conv += turn(i)
+    counter = TokenCounter(FakeTokenizer())  # Deduplicate's alone
+    piped = TokenCounter(FakeTokenizer())  # the default pipeline's
+    limit = int(counter.messages(conv) * share)
+    dedup = Deduplicate()
+    dedup(conv, Budget(limit, counter))
+    fit(conv, limit=limit, tokenizer=piped)
+    scan = _rescan._scan  # pyright: ignore[reportPrivateUsage]  # the path under test
+    starts: list[int] = []
+
+    def spy(
+        messages: Any,
+        budget: Any,
+        stage: str,
+        kind: Any,
+        rewrite: Any,
+        start: int,
+        *rest: Any,
+        **kw: Any,
+    ) -> Any:
+        if stage == "Deduplicate" and "until" not in kw:
+            starts.append(start)
+        return scan(messages, budget, stage, kind, rewrite, start, *rest, **kw)
+
+    monkeypatch.setattr(_rescan, "_scan", spy)
+    for i in range(400, 412):
+        before = len(conv)
+        if i % 3 == 0:  # the last result changed too: the old one is no prefix
+            call_id = conv[-1].tool_results[0].call_id
+            conv[-1] = Message.tool(call_id, turn(7)[1].text)  # a repeated output
+        conv += turn(i)
+        starts.clear()
+        alone = dedup(conv, Budget(limit, counter))
+        assert starts, "Deduplicate rescanned nothing"
+        # From the first copy (message 3) before; now from the new messages,
+        # or from where the last scan met the budget (a step further on).
+        first = before - 2 if share < 0.9 else 4
+        assert min(starts) >= first, f"re-fit {i} rescanned from {min(starts)}"
+        fresh = dedup(list(conv), Budget(limit, TokenCounter(FakeTokenizer())))
+        assert alone.messages == fresh.messages
+        assert alone.report == fresh.report
+        fitted = fit(conv, limit=limit, tokenizer=piped)
+        again = fit(list(conv), limit=limit, tokenizer=TokenCounter(FakeTokenizer()))
+        assert fitted.messages == again.messages
+        assert fitted.report == again.report
+    notes = [m for m in alone.messages if m.text.startswith("[same output")]
+    assert notes  # the repeated output's earlier copies are notes

@@ -38,6 +38,8 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
+from operator import attrgetter
 from typing import NamedTuple, Protocol, cast
 
 from contextwindow._prefix import common_prefix
@@ -66,6 +68,7 @@ __all__ = [
     "MessageRewrite",
     "Origin",
     "Policy",
+    "Resumed",
     "Rewrite",
     "Scan",
     "call_name",
@@ -207,6 +210,22 @@ class _Reach:
         return self._starts[i] >= self._end
 
 
+class Resumed(NamedTuple):
+    """What ``Policy.resume`` gives when some earlier decisions may differ too."""
+
+    rewrite: Rewrite
+    """The rewrite."""
+    since: int
+    """The first result position from which every decision may differ."""
+    kept: object
+    """What to keep."""
+    points: Sequence[int]
+    """Result positions before ``since`` whose decision alone may differ
+    (their messages unchanged): each is decided again by itself, the
+    decisions between them kept (a repeated output's earlier copies, whose
+    note names the newest)."""
+
+
 class Policy(Protocol):
     """Which results a stage rewrites, and how: for a fresh scan, and again.
 
@@ -214,7 +233,8 @@ class Policy(Protocol):
     for a conversation that shares a prefix with the one ``kept`` was made
     for, and the first result position whose decision may differ because of
     the policy's own rule (``results`` when none), or ``None`` when it cannot
-    tell (a full scan follows).
+    tell (a full scan follows). It may give a ``Resumed``, naming single
+    earlier positions to decide again as well.
     """
 
     def fresh(
@@ -230,7 +250,7 @@ class Policy(Protocol):
         results: int,
         shared: int,
         extends: bool,
-    ) -> tuple[Rewrite, int, object] | None:
+    ) -> tuple[Rewrite, int, object] | Resumed | None:
         """The rewrite, the first position it may decide otherwise, what to keep.
 
         ``shared``: the messages the two conversations share at the front;
@@ -464,7 +484,8 @@ def _resume(
     plan = policy.resume(state.kept, messages, len(where), shared, shared == len(old))
     if plan is None:
         return None, None
-    rewrite, since, kept = plan
+    rewrite, since, kept = plan[0], plan[1], plan[2]
+    points = plan.points if isinstance(plan, Resumed) else ()
     start = min(shared, state.stop)
     if since < len(where):
         start = min(start, where[since])
@@ -485,19 +506,27 @@ def _resume(
         start = min(start, state.indices[j])
     if start < len(messages):  # to the start of the unit, where validity is checked
         start = unit_start(messages, start)
+    how = (stage, kind, rewrite)
+    head = _again(
+        state, messages, budget, how, points, start, where, shared, total, finals, scan
+    )
+    if isinstance(head, int):  # the scan goes through the first of them
+        start, head = head, None
     j = bisect_left(state.indices, start)
     before = state.saved[j - 1] if j else 0
+    if head is not None:
+        before = head.running[-1] if head.running else 0
     if not shares(budget, messages, old, start):
         return None, None
     position = bisect_left(where, start)
     tail, changes, saved, stop = scan(
         messages, budget, stage, kind, rewrite, start, total - before, position, finals
     )
-    out = [*state.out[:start], *tail]
+    out = [*(state.out[:start] if head is None else head.out), *tail]
     # The tail's rewrites that equal the last ones: those very objects, so
     # that a later stage finds its input the same as before and resumes too.
     _reuse(out, changes, messages, state, start)
-    all_changes = [*state.changes[:j], *changes]
+    all_changes = [*(state.changes[:j] if head is None else head.changes), *changes]
     fitted = finish(
         stage,
         messages,
@@ -508,12 +537,14 @@ def _resume(
         counted=total,
         saved=before + sum(saved[-1:]),
     )
-    note_shared(budget, fitted.messages, state.out, start)
+    note_shared(
+        budget, fitted.messages, state.out, start if head is None else head.same
+    )
     if len(fitted.report.changes) == len(all_changes):  # no repair moved a message
         note_aligned(budget, fitted.messages, messages)
-    running = state.saved[:j]
+    running = state.saved[:j] if head is None else head.running
+    indices = state.indices[:j] if head is None else head.indices
     running.extend([before + s for s in saved])
-    indices = state.indices[:j]
     indices.extend([c.index for c in changes])
     return fitted, _remember(
         messages,
@@ -529,6 +560,110 @@ def _resume(
     )
 
 
+class _Head(NamedTuple):
+    """A scan's output before where it resumes, some of its messages decided again."""
+
+    out: list[Message]
+    changes: list[Change]
+    running: array[int]
+    """The changes' running savings."""
+    indices: array[int]
+    """The changes' indices."""
+    same: int
+    """How many leading messages are the last output's very objects."""
+
+
+def _again(
+    state: _Scanned,
+    messages: Sequence[Message],
+    budget: Budget,
+    how: tuple[str, ChangeKind, Rewrite],
+    points: Sequence[int],
+    start: int,
+    where: Sequence[int],
+    shared: int,
+    total: int,
+    finals: tuple[int, ...],
+    scan: Scan,
+) -> _Head | int | None:
+    """``points``' messages before ``start`` decided again (``Resumed.points``).
+
+    Where their messages did not change and the last scan passed them over
+    budget, each alone (``_decide_again``); else the start of the first one's
+    unit, where the scan must start. ``None``: none is before ``start``.
+    """
+    redo = sorted({where[p] for p in points if where[p] < start})
+    if not redo:
+        return None
+    if scan is _scan and redo[-1] < min(shared, state.stop):
+        head = _decide_again(state, messages, budget, how, redo, start, total, finals)
+        if head is not None:
+            return head
+    return unit_start(messages, redo[0])
+
+
+def _decide_again(
+    state: _Scanned,
+    messages: Sequence[Message],
+    budget: Budget,
+    how: tuple[str, ChangeKind, Rewrite],
+    redo: Sequence[int],
+    start: int,
+    total: int,
+    finals: tuple[int, ...],
+) -> _Head | None:
+    """The last output and changes before ``start``, ``redo``'s messages scanned again.
+
+    Each alone, as the scan would meet it: the conversation is still over
+    budget there, since it still is at ``start`` with what the decisions
+    before it save (checked: ``None`` when it is not, and the scan must go
+    through). The messages are those the last scan met, so only tool
+    results' contents differ from its output: no rule of validity moves.
+    Returns the output up to ``start``, its changes and their running savings.
+    """
+    stage, kind, rewrite = how
+    out = list(state.out[:start])
+    j = bisect_left(state.indices, start)
+    old_changes = state.changes[:j]
+    where = state.where
+    made: dict[int, Change | None] = {}
+    for i in redo:
+        k = bisect_left(state.indices, i)
+        # The whole conversation's tokens for what is left there: the scan
+        # only asks whether it is over budget, which it is, through this
+        # message, as long as it still is at ``start`` (checked below).
+        got, found, _, _ = _scan(
+            messages,
+            budget,
+            stage,
+            kind,
+            rewrite,
+            i,
+            total,
+            bisect_left(where, i),
+            finals,
+            until=i + 1,
+        )
+        was = state.out[i]
+        new = got[0]
+        if new is not was and new == was and new.meta == was.meta:
+            new = was  # the same rewrite: the very object, for the stages after
+        out[i] = new
+        old = old_changes[k] if k < j and state.indices[k] == i else None
+        made[i] = found[0] if found else None
+        if old is not None and found and new is was:
+            made[i] = old
+    changes = [c for c in old_changes if c.index not in made]
+    changes.extend(c for c in made.values() if c is not None)
+    changes.sort(key=attrgetter("index"))
+    running = array("q", accumulate(c.saved for c in changes))
+    if running and total - running[-1] <= budget.limit:
+        return None
+    same = next((i for i in redo if out[i] is not state.out[i]), start)
+    indices = array("q", [c.index for c in changes])
+    return _Head(out, changes, running, indices, same)
+
+
 def _scan(
     messages: Sequence[Message],
     budget: Budget,
@@ -539,8 +674,9 @@ def _scan(
     total: int,
     position: int,
     finals: tuple[int, ...],
+    until: int | None = None,
 ) -> tuple[list[Message], list[Change], list[int], int]:
-    """Rewrite from ``start`` while over budget.
+    """Rewrite from ``start`` while over budget (up to ``until``: to the end).
 
     Returns the output from ``start`` on, the changes, their running savings
     (from 0), and where the budget was first met.
@@ -552,7 +688,7 @@ def _scan(
     changes: list[Change] = []
     saved_run: list[int] = []
     saved_all = 0
-    n = len(messages)
+    n = len(messages) if until is None else until
     stop = rest = n  # where the budget was first met; what is left as it was
     alike = _alike(budget, stage)
     reach = _Reach(messages, budget, total)
@@ -630,7 +766,7 @@ def _scan(
         changes.append(change)
         saved_all += change.saved
         saved_run.append(saved_all)
-    out.extend(messages[rest:])
+    out.extend(messages[rest:n])
     return out, changes, saved_run, stop
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,6 +25,7 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, ToolResult
 from contextwindow.strategies._rescan import (
     Origin,
+    Resumed,
     Rewrite,
     rewrite_results,
     share_rewrites,
@@ -524,6 +526,8 @@ class _Seen:
     """The last position holding each key."""
     first: dict[tuple[object, bool], int]
     """The first position holding each key."""
+    prev: array[int]
+    """Each position's previous copy (-1: none)."""
 
 
 class _Copies:
@@ -531,7 +535,11 @@ class _Copies:
 
     When the conversation grows, an earlier output repeated by a new result
     changes its decision (and so do its other copies, whose note names the
-    latest call): the scan resumes from the first copy of any repeated key.
+    latest call): those copies alone are decided again (``Resumed.points``),
+    each by itself, so an output repeated since the start of a long session
+    (an empty one, ``No files found``) costs its copies, not a rescan of all
+    that follows the first. So do the earlier copies of an output whose
+    latest copy lay in messages that changed.
     """
 
     __slots__ = ("strategy",)
@@ -539,10 +547,15 @@ class _Copies:
     def __init__(self, strategy: Deduplicate) -> None:
         self.strategy = strategy
 
-    def _add(self, seen: _Seen, messages: Sequence[Message], start: int) -> int:
-        """Add the results of ``messages[start:]``; the first position that changed."""
-        since = len(seen.keys)
+    def _add(self, seen: _Seen, messages: Sequence[Message], start: int) -> list[int]:
+        """Add the results of ``messages[start:]``.
+
+        Returns the earlier copies of the outputs the new results repeat
+        (whose notes name a new latest call).
+        """
+        new = len(seen.keys)
         key_of = self.strategy._key  # pyright: ignore[reportPrivateUsage]  # its own rule
+        repeated: dict[tuple[object, bool], int] = {}  # key: its latest copy before
         for i in range(start, len(messages)):
             for r in messages[i].tool_results:
                 key = (key_of(r), r.is_error)
@@ -551,10 +564,15 @@ class _Copies:
                 seen.exact.append(r.content)
                 seen.calls.append(r.call_id)
                 earlier = seen.first.setdefault(key, position)
+                latest = seen.last.get(key, -1)
+                seen.prev.append(latest)
                 if earlier < position:
-                    since = min(since, earlier)
+                    repeated.setdefault(key, latest)
                 seen.last[key] = position
-        return since
+        copies: list[int] = []
+        for at in repeated.values():
+            _copies(seen.prev, at, new, copies)
+        return copies
 
     def _rewrite(self, seen: _Seen) -> Rewrite:
         keys, exact, calls, lasts = seen.keys, seen.exact, seen.calls, seen.last
@@ -573,7 +591,7 @@ class _Copies:
     def fresh(
         self, messages: Sequence[Message], results: int
     ) -> tuple[Rewrite, object]:
-        seen = _Seen([], [], [], {}, {})
+        seen = _Seen([], [], [], {}, {}, array("q"))
         self._add(seen, messages, 0)
         return self._rewrite(seen), seen
 
@@ -584,40 +602,52 @@ class _Copies:
         results: int,
         shared: int,
         extends: bool,
-    ) -> tuple[Rewrite, int, object] | None:
+    ) -> tuple[Rewrite, int, object] | Resumed | None:
         if not isinstance(kept, _Seen):
             return None
         old = kept
-        if extends:
-            # The old conversation is a prefix: every result it held is kept.
-            seen = _Seen(
-                list(old.keys),
-                list(old.exact),
-                list(old.calls),
-                dict(old.last),
-                dict(old.first),
-            )
-            since = len(seen.keys)
+        # The results of the shared messages are kept; of those, only the
+        # copies of a key whose latest copy changes (one after them, cut off
+        # or repeated by a new result) are decided again, each alone; the
+        # scan starts at the first result after them.
+        before = results - sum(len(m.tool_results) for m in messages[shared:])
+        if not 0 <= before <= len(old.keys):
+            return None
+        seen = _Seen(
+            old.keys[:before],
+            old.exact[:before],
+            old.calls[:before],
+            {},
+            {},
+            old.prev[:before],
+        )
+        points: list[int] = []
+        if before == len(old.keys):  # all of the old conversation (an append)
+            seen.last = dict(old.last)
+            seen.first = dict(old.first)
         else:
-            # The results of the shared messages are kept; a key whose latest
-            # copy was after them decides its copies anew.
-            before = results - sum(len(m.tool_results) for m in messages[shared:])
-            if not 0 <= before <= len(old.keys):
-                return None
-            seen = _Seen(
-                old.keys[:before], old.exact[:before], old.calls[:before], {}, {}
-            )
             for position, key in enumerate(seen.keys):
                 seen.first.setdefault(key, position)
                 seen.last[key] = position
-            since = min(
-                (old.first[k] for k, at in old.last.items() if at >= before),
-                default=before,
-            )
-        since = min(since, self._add(seen, messages, shared))
+            for at in old.last.values():
+                if at >= before:  # its copies before are the latest again, or not
+                    _copies(old.prev, at, before, points)
+        copies = self._add(seen, messages, shared)
         if len(seen.keys) != results:
             return None
-        return self._rewrite(seen), since, seen
+        return Resumed(self._rewrite(seen), before, seen, sorted({*points, *copies}))
+
+
+def _copies(prev: array[int], at: int, before: int, out: list[int]) -> None:
+    """Add to ``out`` the copies before position ``before`` of ``at``'s output.
+
+    ``prev`` links each position to its previous copy.
+    """
+    while at >= before:
+        at = prev[at]
+    while at >= 0:
+        out.append(at)
+        at = prev[at]
 
 
 class _Cached:
