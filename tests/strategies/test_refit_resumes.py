@@ -246,6 +246,15 @@ def test_repeated_outputs_decide_their_copies_again_alone(
         return scan(messages, budget, stage, kind, rewrite, start, *rest, **kw)
 
     monkeypatch.setattr(_rescan, "_scan", spy)
+    in_place = _rescan._in_place  # pyright: ignore[reportPrivateUsage]  # the path under test
+    later: list[int] = []  # results a later stage found rewritten in place
+
+    def spy_in_place(*args: Any) -> Any:
+        found = in_place(*args)
+        later.append(len(found or ()))
+        return found
+
+    monkeypatch.setattr(_rescan, "_in_place", spy_in_place)
     for i in range(400, 412):
         before = len(conv)
         if i % 3 == 0:  # the last result changed too: the old one is no prefix
@@ -266,5 +275,7 @@ def test_repeated_outputs_decide_their_copies_again_alone(
         again = fit(list(conv), limit=limit, tokenizer=TokenCounter(FakeTokenizer()))
         assert fitted.messages == again.messages
         assert fitted.report == again.report
+    if share < 0.9:  # a copy's note changed: the stages after decided it alone
+        assert max(later) > 0
     notes = [m for m in alone.messages if m.text.startswith("[same output")]
     assert notes  # the repeated output's earlier copies are notes

@@ -34,12 +34,12 @@ Contract:
 
 from __future__ import annotations
 
+import operator
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate
-from operator import attrgetter
+from itertools import accumulate, compress, count, islice
 from typing import NamedTuple, Protocol, cast
 
 from contextwindow._prefix import common_prefix
@@ -234,7 +234,11 @@ class Policy(Protocol):
     for, and the first result position whose decision may differ because of
     the policy's own rule (``results`` when none), or ``None`` when it cannot
     tell (a full scan follows). It may give a ``Resumed``, naming single
-    earlier positions to decide again as well.
+    earlier positions to decide again as well. A policy whose decision for a
+    result depends on that result, its message and its position alone says
+    so with a ``local = True`` attribute: then results an earlier stage
+    rewrote in place (``IN_PLACE`` at most) are decided again alone, and the
+    decisions between them stand.
     """
 
     def fresh(
@@ -267,6 +271,9 @@ class Always:
     """
 
     __slots__ = ("rewrite",)
+
+    local = True
+    """Each decision depends on its result alone (see ``Policy``)."""
 
     def __init__(self, rewrite: Rewrite) -> None:
         self.rewrite = rewrite
@@ -478,6 +485,13 @@ def _resume(
     shared = common_prefix(messages, old)
     if not shared:
         return None, None
+    # A few results rewritten in place by an earlier stage: for a policy
+    # whose decisions depend on each result alone, the rest stands.
+    changed = (
+        _in_place(messages, old, shared) if getattr(policy, "local", False) else None
+    )
+    if changed:
+        shared = len(old)
     k = bisect_left(state.where, shared)
     where = state.where[:k]
     _result_places(messages, shared, where)
@@ -485,7 +499,8 @@ def _resume(
     if plan is None:
         return None, None
     rewrite, since, kept = plan[0], plan[1], plan[2]
-    points = plan.points if isinstance(plan, Resumed) else ()
+    points = {where[p] for p in plan.points} if isinstance(plan, Resumed) else set()
+    points.update(changed or ())
     start = min(shared, state.stop)
     if since < len(where):
         start = min(start, where[since])
@@ -508,7 +523,7 @@ def _resume(
         start = unit_start(messages, start)
     how = (stage, kind, rewrite)
     head = _again(
-        state, messages, budget, how, points, start, where, shared, total, finals, scan
+        state, messages, budget, how, points, start, shared, total, finals, scan
     )
     if isinstance(head, int):  # the scan goes through the first of them
         start, head = head, None
@@ -516,7 +531,7 @@ def _resume(
     before = state.saved[j - 1] if j else 0
     if head is not None:
         before = head.running[-1] if head.running else 0
-    if not shares(budget, messages, old, start):
+    if not shares(budget, messages, old, min(start, *(changed or [start]))):
         return None, None
     position = bisect_left(where, start)
     tail, changes, saved, stop = scan(
@@ -560,6 +575,45 @@ def _resume(
     )
 
 
+IN_PLACE = 16
+"""Messages an earlier stage rewrote in place, at most, for a local policy's
+scan to decide them again alone rather than resume at the first."""
+
+
+def _in_place(
+    messages: Sequence[Message], old: Sequence[Message], shared: int
+) -> list[int] | None:
+    """Where ``messages`` holds other objects than ``old`` (all of it, and more).
+
+    Only tool messages answering the same calls and assistant messages
+    making the same calls (an earlier stage's rewrites of results and of
+    arguments), at most ``IN_PLACE`` of them: ``None`` otherwise. Past
+    ``shared`` (by identity, at C speed); ``shares`` checks the rest.
+    """
+    n = len(old)
+    if n > len(messages):
+        return None
+    flags = map(operator.is_, islice(messages, shared, n), islice(old, shared, n))
+    changed = list(compress(count(shared), map(operator.not_, flags)))
+    if len(changed) > IN_PLACE:
+        return None
+    for i in changed:
+        a, b = messages[i], old[i]
+        if a.role != b.role or len(a.parts) != len(b.parts):
+            return None
+        if a.role == "tool":
+            same = [r.call_id for r in a.tool_results] == [
+                r.call_id for r in b.tool_results
+            ]
+        else:
+            same = a.role == "assistant" and [(c.id, c.name) for c in a.tool_calls] == [
+                (c.id, c.name) for c in b.tool_calls
+            ]
+        if not same:
+            return None
+    return changed
+
+
 class _Head(NamedTuple):
     """A scan's output before where it resumes, some of its messages decided again."""
 
@@ -578,21 +632,21 @@ def _again(
     messages: Sequence[Message],
     budget: Budget,
     how: tuple[str, ChangeKind, Rewrite],
-    points: Sequence[int],
+    points: set[int],
     start: int,
-    where: Sequence[int],
     shared: int,
     total: int,
     finals: tuple[int, ...],
     scan: Scan,
 ) -> _Head | int | None:
-    """``points``' messages before ``start`` decided again (``Resumed.points``).
+    """The messages at ``points`` before ``start`` decided again.
 
-    Where their messages did not change and the last scan passed them over
-    budget, each alone (``_decide_again``); else the start of the first one's
-    unit, where the scan must start. ``None``: none is before ``start``.
+    Those of ``Resumed.points`` and those rewritten in place (``_in_place``).
+    Where the last scan passed them over budget, each alone
+    (``_decide_again``); else the start of the first one's unit, where the
+    scan must start. ``None``: none is before ``start``.
     """
-    redo = sorted({where[p] for p in points if where[p] < start})
+    redo = sorted(i for i in points if i < start)
     if not redo:
         return None
     if scan is _scan and redo[-1] < min(shared, state.stop):
@@ -655,7 +709,7 @@ def _decide_again(
             made[i] = old
     changes = [c for c in old_changes if c.index not in made]
     changes.extend(c for c in made.values() if c is not None)
-    changes.sort(key=attrgetter("index"))
+    changes.sort(key=operator.attrgetter("index"))
     running = array("q", accumulate(c.saved for c in changes))
     if running and total - running[-1] <= budget.limit:
         return None

@@ -478,6 +478,9 @@ class _Older:
 
     __slots__ = ("keep_recent", "text")
 
+    local = True
+    """Each decision depends on its result alone (``_rescan.Policy``)."""
+
     def __init__(
         self, keep_recent: int, text: Callable[[ToolResult, Origin], str | None]
     ) -> None:
