@@ -37,3 +37,22 @@ class TestWhileAlive:
             assert read.get(loud, shouting) == ("LOUD",)
         assert calls == [quiet.text, loud.text, quiet.text]
         assert len(read) == 1
+
+    def test_empty_results_kept_for_the_keys_named(self) -> None:
+        """With keep_empty a predicate, the empty results of the keys it names
+        are kept (long messages, costly to read again), the others not."""
+        calls: list[str] = []
+
+        def shouting(m: Message) -> tuple[str, ...]:
+            calls.append(m.text)
+            return tuple(w for w in m.text.split() if w.isupper())
+
+        read = WhileAlive[Message, tuple[str, ...]](
+            keep_empty=lambda m: len(m.text) > 20
+        )
+        short, long = Message.user("all quiet"), Message.user("all quiet here, " * 3)
+        for _ in range(2):
+            assert read.get(short, shouting) == ()
+            assert read.get(long, shouting) == ()
+        assert calls == [short.text, long.text, short.text]
+        assert len(read) == 1

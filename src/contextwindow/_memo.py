@@ -101,7 +101,8 @@ class WhileAlive(Generic[K, V]):
     Args:
         keep_empty: Whether an empty result is kept too (``False``: it is
             computed again each time, where an entry and its weak reference
-            cost more than that, as for keys that mostly give nothing).
+            cost more than that, as for keys that mostly give nothing), or
+            which keys' empty results are (those costly to compute again).
 
     Example:
         >>> from contextwindow.messages import Message
@@ -116,7 +117,7 @@ class WhileAlive(Generic[K, V]):
 
     __slots__ = ("_data", "_keep_empty", "_lock")
 
-    def __init__(self, *, keep_empty: bool = True) -> None:
+    def __init__(self, *, keep_empty: bool | Callable[[K], bool] = True) -> None:
         self._data: WeakKeyDictionary[K, V] = WeakKeyDictionary()
         self._lock = threading.Lock()
         self._keep_empty = keep_empty
@@ -133,7 +134,8 @@ class WhileAlive(Generic[K, V]):
             return compute(key)
         if found is None:
             found = compute(key)
-            if self._keep_empty or found:
+            keep = self._keep_empty
+            if found or (keep if isinstance(keep, bool) else keep(key)):
                 with self._lock:
                     self._data[key] = found
         return found

@@ -46,11 +46,23 @@ MAX_ERRORS_PER_RESULT = 3
 """Error lines read from one tool result."""
 
 
-_KNOWN = WhileAlive[Message, "tuple[tuple[FactKind, str], ...]"](keep_empty=False)
+LONG_MESSAGE = 1_000
+"""A message of at least this many characters of text is read once even when
+it holds no fact (``_KNOWN``)."""
+
+
+def _long(m: Message) -> bool:
+    return sum(len(p.text) for p in m.parts if isinstance(p, Text | ToolResult)) >= (
+        LONG_MESSAGE
+    )
+
+
+_KNOWN = WhileAlive[Message, "tuple[tuple[FactKind, str], ...]"](keep_empty=_long)
 """The facts of each message read while it lives (by content: they depend on
 its role and parts alone). A summary made again as the cut moves reads the
-whole older history again; each message with facts is read once (about half
-hold none: keeping those cost more memory than reading them again)."""
+whole older history again; each message with facts is read once, and so is a
+long one without (about half of all hold none: keeping the short ones costs
+more memory than reading them again; a long one costs more to read)."""
 
 
 def facts_in(m: Message) -> tuple[tuple[FactKind, str], ...]:
