@@ -28,8 +28,15 @@ Contract:
   otherwise), and a smaller limit resumes where the last scan stopped.
   Anything else (a repaired output) means a full scan, which sends again the
   very messages the last scan rewrote the same way, so the stages after it
-  still resume. The memo entry holds references, no copies of messages: the
-  input, the output, the changes and one index per tool result.
+  still resume. Single messages before that point are decided again alone,
+  the decisions between them kept, where the policy names them
+  (``Resumed.points``: a repeated output's earlier copies, whose note names
+  the newest) and, for a policy whose decisions depend on each result alone
+  (``local``), where an earlier stage rewrote a few messages in place
+  (``IN_PLACE``); only while the conversation is still over budget where the
+  scan resumes, else the scan starts at the first of them. The memo entry
+  holds references, no copies of messages: the input, the output, the
+  changes and one index per tool result.
 """
 
 from __future__ import annotations
@@ -649,8 +656,10 @@ def _again(
     redo = sorted(i for i in points if i < start)
     if not redo:
         return None
-    if scan is _scan and redo[-1] < min(shared, state.stop):
-        head = _decide_again(state, messages, budget, how, redo, start, total, finals)
+    if redo[-1] < min(shared, state.stop):
+        head = _decide_again(
+            state, messages, budget, (*how, scan), redo, start, total, finals
+        )
         if head is not None:
             return head
     return unit_start(messages, redo[0])
@@ -660,7 +669,7 @@ def _decide_again(
     state: _Scanned,
     messages: Sequence[Message],
     budget: Budget,
-    how: tuple[str, ChangeKind, Rewrite],
+    how: tuple[str, ChangeKind, Rewrite, Scan],
     redo: Sequence[int],
     start: int,
     total: int,
@@ -675,7 +684,7 @@ def _decide_again(
     results' contents differ from its output: no rule of validity moves.
     Returns the output up to ``start``, its changes and their running savings.
     """
-    stage, kind, rewrite = how
+    stage, kind, rewrite, scan = how
     out = list(state.out[:start])
     j = bisect_left(state.indices, start)
     old_changes = state.changes[:j]
@@ -686,18 +695,32 @@ def _decide_again(
         # The whole conversation's tokens for what is left there: the scan
         # only asks whether it is over budget, which it is, through this
         # message, as long as it still is at ``start`` (checked below).
-        got, found, _, _ = _scan(
-            messages,
-            budget,
-            stage,
-            kind,
-            rewrite,
-            i,
-            total,
-            bisect_left(where, i),
-            finals,
-            until=i + 1,
-        )
+        position = bisect_left(where, i)
+        if scan is _scan:
+            got, found, _, _ = _scan(
+                messages,
+                budget,
+                stage,
+                kind,
+                rewrite,
+                i,
+                total,
+                position,
+                finals,
+                until=i + 1,
+            )
+        else:  # a stage's own scan, given the messages up to this one
+            got, found, _, _ = scan(
+                messages[: i + 1],
+                budget,
+                stage,
+                kind,
+                rewrite,
+                i,
+                total,
+                position,
+                finals,
+            )
         was = state.out[i]
         new = got[0]
         if new is not was and new == was and new.meta == was.meta:

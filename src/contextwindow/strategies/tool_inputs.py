@@ -193,6 +193,10 @@ class _Recent:
 
     keep_recent: int
 
+    local = True
+    """Each decision depends on its message and the boundary alone
+    (``_rescan.Policy``): a message rewritten in place is decided again alone."""
+
     def fresh(
         self, messages: Sequence[Message], results: int
     ) -> tuple[Rewrite, object]:
