@@ -695,32 +695,11 @@ def _decide_again(
         # The whole conversation's tokens for what is left there: the scan
         # only asks whether it is over budget, which it is, through this
         # message, as long as it still is at ``start`` (checked below).
-        position = bisect_left(where, i)
+        args = (budget, stage, kind, rewrite, i, total, bisect_left(where, i), finals)
         if scan is _scan:
-            got, found, _, _ = _scan(
-                messages,
-                budget,
-                stage,
-                kind,
-                rewrite,
-                i,
-                total,
-                position,
-                finals,
-                until=i + 1,
-            )
+            got, found, _, _ = _scan(messages, *args, until=i + 1)
         else:  # a stage's own scan, given the messages up to this one
-            got, found, _, _ = scan(
-                messages[: i + 1],
-                budget,
-                stage,
-                kind,
-                rewrite,
-                i,
-                total,
-                position,
-                finals,
-            )
+            got, found, _, _ = scan(messages[: i + 1], *args)
         was = state.out[i]
         new = got[0]
         if new is not was and new == was and new.meta == was.meta:
