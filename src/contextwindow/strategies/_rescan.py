@@ -680,9 +680,11 @@ def _decide_again(
     Each alone, as the scan would meet it: the conversation is still over
     budget there, since it still is at ``start`` with what the decisions
     before it save (checked: ``None`` when it is not, and the scan must go
-    through). The messages are those the last scan met, so only tool
-    results' contents differ from its output: no rule of validity moves.
-    Returns the output up to ``start``, its changes and their running savings.
+    through). The messages are those the last scan met, or ones an earlier
+    stage rewrote in place keeping their calls (``_in_place``), each valid
+    where it stands: only contents differ from the last output, and no rule
+    of validity moves. Returns the output up to ``start``, its changes and
+    their running savings.
     """
     stage, kind, rewrite, scan = how
     out = list(state.out[:start])
