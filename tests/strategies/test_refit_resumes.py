@@ -279,3 +279,66 @@ def test_repeated_outputs_decide_their_copies_again_alone(
         assert max(later) > 0
     notes = [m for m in alone.messages if m.text.startswith("[same output")]
     assert notes  # the repeated output's earlier copies are notes
+
+
+@pytest.mark.parametrize("share", [0.2, 0.3])
+def test_stale_reads_decide_rewritten_results_again_alone(
+    monkeypatch: pytest.MonkeyPatch, share: float
+) -> None:
+    """Files read again (stale reads) whose outputs repeat (``Deduplicate``
+    notes, repointed as new copies come): ``StaleReads`` decides again alone
+    the results rewritten before it and the reads they superseded, without
+    scanning from the first of them; the default pipeline gives what a
+    fresh fit gives."""
+
+    def turn(i: int) -> list[Message]:
+        path = f"src/m{i % 9}.py"
+        call = ToolCall(f"r{i}", "Read", f'{{"file_path": "{path}"}}')
+        # Files 0-2 never change: their reads repeat (copies); the others do.
+        version = 0 if i % 9 < 3 else i
+        body = "".join(
+            f"{k:>6}\u2192x_{i % 9}_{k} = {version * k}\n" for k in range(25)
+        )
+        return [
+            Message.assistant(f"Reading {path}.", tool_calls=[call]),
+            Message.tool(f"r{i}", body),
+            Message.user(f"Next {i}."),
+        ]
+
+    conv = [Message.system("You are a coding agent."), Message.user("Fix it.")]
+    for i in range(300):
+        conv += turn(i)
+    counter = TokenCounter(FakeTokenizer())
+    limit = int(counter.messages(conv) * share)
+    fit(conv, limit=limit, tokenizer=counter)
+    scan = _rescan._scan  # pyright: ignore[reportPrivateUsage]  # the path under test
+    starts: list[int] = []
+
+    def spy(
+        messages: Any,
+        budget: Any,
+        stage: str,
+        kind: Any,
+        rewrite: Any,
+        start: int,
+        *rest: Any,
+        **kw: Any,
+    ) -> Any:
+        if stage == "StaleReads" and "until" not in kw:
+            starts.append(start)
+        return scan(messages, budget, stage, kind, rewrite, start, *rest, **kw)
+
+    monkeypatch.setattr(_rescan, "_scan", spy)
+    resumed = 0
+    for i in range(300, 309):
+        before = len(conv)
+        conv += turn(i)
+        starts.clear()
+        fitted = fit(conv, limit=limit, tokenizer=counter)
+        if starts and min(starts) >= before - 30:  # a read 9 turns back
+            resumed += 1
+        fresh = fit(list(conv), limit=limit, tokenizer=TokenCounter(FakeTokenizer()))
+        assert fitted.messages == fresh.messages
+        assert fitted.report == fresh.report
+        assert any(c.kind == "stale" for c in fitted.report.changes)
+    assert resumed == 9, f"StaleReads rescanned from far back in {9 - resumed} of 9"

@@ -245,7 +245,9 @@ class Policy(Protocol):
     result depends on that result, its message and its position alone says
     so with a ``local = True`` attribute: then results an earlier stage
     rewrote in place (``IN_PLACE`` at most) are decided again alone, and the
-    decisions between them stand.
+    decisions between them stand. Another may have an ``in_place(kept,
+    messages, results, shared, changed)`` method giving the ``Resumed`` for
+    such a conversation (its points besides ``changed``), or ``None``.
     """
 
     def fresh(
@@ -492,17 +494,7 @@ def _resume(
     shared = common_prefix(messages, old)
     if not shared:
         return None, None
-    # A few results rewritten in place by an earlier stage: for a policy
-    # whose decisions depend on each result alone, the rest stands.
-    changed = (
-        _in_place(messages, old, shared) if getattr(policy, "local", False) else None
-    )
-    if changed:
-        shared = len(old)
-    k = bisect_left(state.where, shared)
-    where = state.where[:k]
-    _result_places(messages, shared, where)
-    plan = policy.resume(state.kept, messages, len(where), shared, shared == len(old))
+    plan, shared, where, changed = _plan(state, messages, policy, shared)
     if plan is None:
         return None, None
     rewrite, since, kept = plan[0], plan[1], plan[2]
@@ -582,7 +574,40 @@ def _resume(
     )
 
 
-IN_PLACE = 16
+def _plan(
+    state: _Scanned, messages: Sequence[Message], policy: Policy, shared: int
+) -> tuple[
+    tuple[Rewrite, int, object] | Resumed | None, int, array[int], list[int] | None
+]:
+    """The policy's plan, the messages shared, the result places, what changed in place.
+
+    A few messages an earlier stage rewrote in place (``_in_place``): a
+    ``local`` policy resumes as if the conversation were the last one grown,
+    and one with an ``in_place`` method says what those changes move; else
+    (or when it cannot tell) the policy resumes after the shared prefix.
+    """
+    old = state.messages
+    local = getattr(policy, "local", False)
+    hook = getattr(policy, "in_place", None)
+    changed = _in_place(messages, old, shared) if local or hook else None
+    if changed:
+        where = state.where[:]
+        _result_places(messages, len(old), where)
+        if local:
+            plan = policy.resume(state.kept, messages, len(where), len(old), True)
+        else:
+            assert hook is not None
+            plan = hook(state.kept, messages, len(where), len(old), changed)
+        if plan is not None:
+            return plan, len(old), where, changed
+    k = bisect_left(state.where, shared)
+    where = state.where[:k]
+    _result_places(messages, shared, where)
+    plan = policy.resume(state.kept, messages, len(where), shared, shared == len(old))
+    return plan, shared, where, None
+
+
+IN_PLACE = 64
 """Messages an earlier stage rewrote in place, at most, for a local policy's
 scan to decide them again alone rather than resume at the first."""
 

@@ -65,8 +65,8 @@ from typing import cast
 from contextwindow._args import check_str, check_strs, shown
 from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.messages import Message, ToolResult, units
-from contextwindow.strategies._rescan import Origin, Rewrite, rewrite_results
-from contextwindow.strategies.base import Budget, Fitted
+from contextwindow.strategies._rescan import Origin, Resumed, Rewrite, rewrite_results
+from contextwindow.strategies.base import Budget, Fitted, unit_start
 from contextwindow.strategies.digest import (
     Counted,
     digest,
@@ -183,7 +183,7 @@ class StaleReads:
             found = stale.get(position)
             if found is None or result.is_error:
                 return None
-            action, by, index, later = found
+            action, by, index, later, _ = found
             text = result.text
             size = tokenizer.count(text)
             named = digest(
@@ -218,9 +218,10 @@ class _Reads:
     """Messages read."""
     results: int
     """Result positions counted."""
-    stale: dict[int, tuple[FileAction, str, int, str]]
+    stale: dict[int, tuple[FileAction, str, int, str, str | None]]
     """Result position -> (its read, the superseding tool, that call's message,
-    the text it brought: a read's result, a write's string arguments)."""
+    the text it brought: a read's result, a write's string arguments; and the
+    superseding read's call id, ``None`` for a write)."""
     open: dict[str, list[tuple[FileAction, int, int]]]
     """Per path, the reads not superseded yet: (read, result position, message)."""
     last: _Undo | None = None
@@ -263,6 +264,18 @@ class _Undo:
     """The result positions it made stale."""
 
 
+def _brought(messages: Sequence[Message], index: int, call: str) -> str:
+    """The text the first result of ``call`` in the exchange at ``index`` holds."""
+    for i in range(index + 1, len(messages)):
+        m = messages[i]
+        if m.role != "tool":
+            break
+        for r in m.tool_results:
+            if r.call_id == call:
+                return r.text
+    return ""
+
+
 def _first_change(
     old: Mapping[int, object], new: Mapping[int, object], results: int
 ) -> int:
@@ -272,7 +285,12 @@ def _first_change(
 
 
 class _Superseded:
-    """StaleReads' rule as a ``_rescan.Policy``."""
+    """StaleReads' rule as a ``_rescan.Policy``.
+
+    Results an earlier stage rewrote in place (``in_place``) change no
+    verdict, only what a superseding read brought: the reads it superseded
+    are decided again alone, with the rewritten results themselves.
+    """
 
     __slots__ = ("strategy", "tokenizer")
 
@@ -338,15 +356,20 @@ class _Superseded:
                 if touched is not None and a.path not in touched:
                     touched[a.path] = None if pending is None else list(pending)
                 if pending:
+                    reading = a.action == "read"
                     brought = (
-                        got.get(c.id, "")
-                        if a.action == "read"
-                        else "\n".join(_strings(c.input))
+                        got.get(c.id, "") if reading else "\n".join(_strings(c.input))
                     )
                     left: list[tuple[FileAction, int, int]] = []
                     for read, at, index in pending:
                         if index < at_unit and _supersedes(a, read):
-                            reads.stale[at] = (read, c.name, at_unit, brought)
+                            reads.stale[at] = (
+                                read,
+                                c.name,
+                                at_unit,
+                                brought,
+                                c.id if reading else None,
+                            )
                             made.append(at)
                         else:
                             left.append((read, at, index))
@@ -367,6 +390,42 @@ class _Superseded:
     ) -> tuple[Rewrite, object]:
         reads = self._all(messages)
         return self.strategy.rewrite(reads, self.tokenizer), reads
+
+    def in_place(
+        self,
+        kept: object,
+        messages: Sequence[Message],
+        results: int,
+        shared: int,
+        changed: Sequence[int],
+    ) -> Resumed | None:
+        """``resume`` when tool messages were rewritten in place (``changed``).
+
+        The first ``shared`` messages are the last conversation's but for
+        those (answering the same calls). ``None`` when one is no tool
+        message or lies in the last unit read.
+        """
+        if not isinstance(kept, _Reads) or kept.messages != shared:
+            return None
+        if any(messages[i].role != "tool" for i in changed):
+            return None
+        if kept.last is not None and changed[-1] >= kept.last.start:
+            return None
+        starts = {unit_start(messages, i) for i in changed}
+        reads = kept.copy()
+        points: list[int] = []
+        for at, (read, by, index, brought, call) in kept.stale.items():
+            if call is None or index not in starts:
+                continue
+            now = _brought(messages, index, call)
+            if now != brought:
+                reads.stale[at] = (read, by, index, now, call)
+                points.append(at)
+        plan = self.resume(reads, messages, results, shared, True)
+        if plan is None:
+            return None
+        rewrite, since, found = plan
+        return Resumed(rewrite, since, found, points)
 
     def resume(
         self,
