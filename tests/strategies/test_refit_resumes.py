@@ -61,6 +61,30 @@ def scans_from_scratch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def scan_starts(monkeypatch: pytest.MonkeyPatch, stage: str) -> list[int]:
+    """Where ``stage``'s scans start from now on (those deciding one message
+    again alone left out), one per scan."""
+    scan = _rescan._scan  # pyright: ignore[reportPrivateUsage]  # the path under test
+    starts: list[int] = []
+
+    def spy(
+        messages: Any,
+        budget: Any,
+        name: str,
+        kind: Any,
+        rewrite: Any,
+        start: int,
+        *rest: Any,
+        **kw: Any,
+    ) -> Any:
+        if name == stage and "until" not in kw:
+            starts.append(start)
+        return scan(messages, budget, name, kind, rewrite, start, *rest, **kw)
+
+    monkeypatch.setattr(_rescan, "_scan", spy)
+    return starts
+
+
 @pytest.mark.parametrize("share", [0.25, 0.4, 0.55])
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_every_stage_resumes(
@@ -228,24 +252,7 @@ def test_repeated_outputs_decide_their_copies_again_alone(
     dedup = Deduplicate()
     dedup(conv, Budget(limit, counter))
     fit(conv, limit=limit, tokenizer=piped)
-    scan = _rescan._scan  # pyright: ignore[reportPrivateUsage]  # the path under test
-    starts: list[int] = []
-
-    def spy(
-        messages: Any,
-        budget: Any,
-        stage: str,
-        kind: Any,
-        rewrite: Any,
-        start: int,
-        *rest: Any,
-        **kw: Any,
-    ) -> Any:
-        if stage == "Deduplicate" and "until" not in kw:
-            starts.append(start)
-        return scan(messages, budget, stage, kind, rewrite, start, *rest, **kw)
-
-    monkeypatch.setattr(_rescan, "_scan", spy)
+    starts = scan_starts(monkeypatch, "Deduplicate")
     in_place = _rescan._in_place  # pyright: ignore[reportPrivateUsage]  # the path under test
     later: list[int] = []  # results a later stage found rewritten in place
 
@@ -311,24 +318,7 @@ def test_stale_reads_decide_rewritten_results_again_alone(
     counter = TokenCounter(FakeTokenizer())
     limit = int(counter.messages(conv) * share)
     fit(conv, limit=limit, tokenizer=counter)
-    scan = _rescan._scan  # pyright: ignore[reportPrivateUsage]  # the path under test
-    starts: list[int] = []
-
-    def spy(
-        messages: Any,
-        budget: Any,
-        stage: str,
-        kind: Any,
-        rewrite: Any,
-        start: int,
-        *rest: Any,
-        **kw: Any,
-    ) -> Any:
-        if stage == "StaleReads" and "until" not in kw:
-            starts.append(start)
-        return scan(messages, budget, stage, kind, rewrite, start, *rest, **kw)
-
-    monkeypatch.setattr(_rescan, "_scan", spy)
+    starts = scan_starts(monkeypatch, "StaleReads")
     resumed = 0
     for i in range(300, 309):
         before = len(conv)
