@@ -591,8 +591,7 @@ def _plan(
     hook = getattr(policy, "in_place", None)
     changed = _in_place(messages, old, shared) if local or hook else None
     if changed:
-        where = state.where[:]
-        _result_places(messages, len(old), where)
+        where = _places(state, messages, len(old))
         if local:
             plan = policy.resume(state.kept, messages, len(where), len(old), True)
         else:
@@ -600,11 +599,16 @@ def _plan(
             plan = hook(state.kept, messages, len(where), len(old), changed)
         if plan is not None:
             return plan, len(old), where, changed
-    k = bisect_left(state.where, shared)
-    where = state.where[:k]
-    _result_places(messages, shared, where)
+    where = _places(state, messages, shared)
     plan = policy.resume(state.kept, messages, len(where), shared, shared == len(old))
     return plan, shared, where, None
+
+
+def _places(state: _Scanned, messages: Sequence[Message], shared: int) -> array[int]:
+    """Each result's message index: the last scan's in the first ``shared``."""
+    where = state.where[: bisect_left(state.where, shared)]
+    _result_places(messages, shared, where)
+    return where
 
 
 IN_PLACE = 64
@@ -728,9 +732,8 @@ def _decide_again(
         else:  # a stage's own scan, given the messages up to this one
             got, found, _, _ = scan(messages[: i + 1], *args)
         was = state.out[i]
-        new = got[0]
-        if new is not was and new == was and new.meta == was.meta:
-            new = was  # the same rewrite: the very object, for the stages after
+        # The same rewrite (id and all): the very object, for the stages after.
+        new = _same_as(state.out, i, messages[i], got[0])
         out[i] = new
         old = old_changes[k] if k < j and state.indices[k] == i else None
         made[i] = found[0] if found else None

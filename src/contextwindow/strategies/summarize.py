@@ -483,14 +483,15 @@ class Summarize:
                 summary = old.summary
                 break
         else:
-            read = self._reading(messages, us, olds, chosen, budget)
+            previous, evicted, original = self._reading(
+                messages, us, olds, chosen, budget
+            )
+            read = [*previous, *evicted] if original else None
             reused = self._made_of(read, kept, target, before, budget)
             if reused is not None:
                 summary = reused.summary
             else:
-                summary = self._summary(
-                    messages, us, olds, chosen, budget, before, target, read
-                )
+                summary = self._summary(previous, evicted, budget, before, target)
             made.append(_Made(gone_messages, target, summary, [], read))
         if summary is None:
             return None  # not materially smaller: refused (no compaction loop)
@@ -529,19 +530,19 @@ class Summarize:
         olds: Sequence[int],
         chosen: Sequence[int],
         budget: Budget,
-    ) -> list[Message] | None:
-        """What a summary of ``olds`` and ``chosen`` reads, with ``read_originals``.
+    ) -> tuple[list[Message], list[Message], bool]:
+        """What a summary of ``olds`` and ``chosen`` reads.
 
-        The earlier summaries it rolls forward, then the originals of what it
-        replaces (``None``: it reads ``messages`` as they are).
+        The earlier summaries it rolls forward, then what it replaces: the
+        originals with ``read_originals`` and a history (then the third value
+        is true: an earlier stage's rewrites there change nothing it reads),
+        else the messages as they are.
         """
-        if not self.read_originals or budget.history is None:
-            return None
+        previous = [messages[us[k].start] for k in olds]
         evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
-        return [
-            *(messages[us[k].start] for k in olds),
-            *originals_of(budget.history, evicted),
-        ]
+        if not self.read_originals or budget.history is None:
+            return previous, evicted, False
+        return previous, originals_of(budget.history, evicted), True
 
     def _made_of(
         self,
@@ -576,22 +577,18 @@ class Summarize:
 
     def _summary(
         self,
-        messages: Sequence[Message],
-        us: Sequence[Unit],
-        olds: Sequence[int],
-        chosen: Sequence[int],
+        previous: Sequence[Message],
+        evicted: Sequence[Message],
         budget: Budget,
         before: int,
         target: int,
-        read: list[Message] | None = None,
     ) -> Message | None:
-        """The summary of ``olds`` and ``chosen`` (``before`` tokens), of ``target``.
+        """The summary of ``previous`` summaries and ``evicted`` messages.
 
-        ``None`` when it is refused: empty, or not materially smaller. ``read``:
-        what it reads with ``read_originals`` (``_reading``).
+        Of ``target`` tokens; what it replaces took ``before`` (``_reading``
+        says what it reads). ``None`` when it is refused: empty, or not
+        materially smaller.
         """
-        evicted = [m for k in chosen for m in messages[us[k].start : us[k].stop]]
-        previous = [messages[us[k].start] for k in olds]
         tok = budget.counter.tokenizer
         carried = Facts()
         sources: list[str] = []
@@ -600,8 +597,6 @@ class Summarize:
             sources += summary_sources(p) or (p.id,)
         # An earlier summary's facts are kept whole, up to half the summary.
         carried = carried.limited(int(self.max_tokens * CARRIED_SHARE), tok)
-        if read is not None:
-            evicted = read[len(olds) :]  # the originals
         # Not the placeholder turn a repair put first: no history holds it.
         sources += [m.id for m in evicted if m.id != CONTINUED_ID]
         facts = carried.merged(extract_facts(evicted))

@@ -527,8 +527,6 @@ class _Seen:
     """Each result's call id."""
     last: dict[tuple[object, bool], int]
     """The last position holding each key."""
-    first: dict[tuple[object, bool], int]
-    """The first position holding each key."""
     prev: array[int]
     """Each position's previous copy (-1: none)."""
 
@@ -566,10 +564,9 @@ class _Copies:
                 seen.keys.append(key)
                 seen.exact.append(r.content)
                 seen.calls.append(r.call_id)
-                earlier = seen.first.setdefault(key, position)
                 latest = seen.last.get(key, -1)
                 seen.prev.append(latest)
-                if earlier < position:
+                if latest >= 0:
                     repeated.setdefault(key, latest)
                 seen.last[key] = position
         copies: list[int] = []
@@ -594,7 +591,7 @@ class _Copies:
     def fresh(
         self, messages: Sequence[Message], results: int
     ) -> tuple[Rewrite, object]:
-        seen = _Seen([], [], [], {}, {}, array("q"))
+        seen = _Seen([], [], [], {}, array("q"))
         self._add(seen, messages, 0)
         return self._rewrite(seen), seen
 
@@ -616,25 +613,18 @@ class _Copies:
         before = results - sum(len(m.tool_results) for m in messages[shared:])
         if not 0 <= before <= len(old.keys):
             return None
-        seen = _Seen(
-            old.keys[:before],
-            old.exact[:before],
-            old.calls[:before],
-            {},
-            {},
-            old.prev[:before],
-        )
+        keys = old.keys[:before]
         points: list[int] = []
         if before == len(old.keys):  # all of the old conversation (an append)
-            seen.last = dict(old.last)
-            seen.first = dict(old.first)
+            last = dict(old.last)
         else:
-            for position, key in enumerate(seen.keys):
-                seen.first.setdefault(key, position)
-                seen.last[key] = position
+            last = {key: position for position, key in enumerate(keys)}
             for at in old.last.values():
                 if at >= before:  # its copies before are the latest again, or not
                     _copies(old.prev, at, before, points)
+        seen = _Seen(
+            keys, old.exact[:before], old.calls[:before], last, old.prev[:before]
+        )
         copies = self._add(seen, messages, shared)
         if len(seen.keys) != results:
             return None
