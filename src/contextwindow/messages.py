@@ -68,6 +68,7 @@ __all__ = [
     "check_provider",
     "fresh_units",
     "new_id",
+    "same_units",
     "unit_at",
     "units",
 ]
@@ -610,6 +611,9 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     same: tuple[Unit, ...] | None = None
     with _recent_lock:
         recent = list(_recent)
+    for last, found in recent:  # the very sequence (``same_units``'s, a tuple)
+        if last is seq:
+            return found
     # An agent loop asks again after appending: units before the last one end
     # inside the old prefix and cannot change, so only the tail is scanned.
     # ``==`` on lists compares by identity first, so an unchanged prefix of the
@@ -832,6 +836,30 @@ def fresh_units(messages: Sequence[Message]) -> tuple[Unit, ...]:
     out: list[Unit] = []
     _scan(messages, 0, out)
     return tuple(out)
+
+
+def same_units(new: tuple[Message, ...], old: Sequence[Message]) -> None:
+    """Record that ``new`` groups as ``old`` does: ``units(new)`` is ``units(old)``.
+
+    For a strategy's output that holds, at each index, a message of the role
+    and the call (or result) ids of ``old``'s there (it rewrote contents
+    alone): ``units`` then looks at none of its messages. ``new`` is a tuple,
+    which cannot change later.
+
+    Example:
+        >>> old = [Message.assistant(tool_calls=[ToolCall("a", "f")]),
+        ...        Message.tool("a", "a long output")]
+        >>> new = (old[0], Message.tool("a", "[cleared]"))
+        >>> same_units(new, old)
+        >>> units(new) is units(old)
+        True
+    """
+    if len(new) != len(old):
+        raise ValueError("same_units: the two sequences differ in length")
+    found = units(old)
+    with _recent_lock:
+        _recent.insert(0, (new, found))
+        del _recent[_RECENT:]
 
 
 def unit_at(messages: Sequence[Message], start: int) -> Unit:

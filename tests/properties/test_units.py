@@ -16,6 +16,17 @@ from contextwindow.messages import (
     Unit,
     units,
 )
+from contextwindow.strategies import (
+    Budget,
+    ClearToolResults,
+    CompactLossless,
+    Deduplicate,
+    StaleReads,
+    TruncateToolInputs,
+    TruncateToolResults,
+)
+from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import TokenCounter
 
 from ._support import edited, for_each
 
@@ -277,6 +288,42 @@ class TestUnitsIncremental:
                 assert units(renamed) == fresh(renamed), renamed
 
         for_each(convs, check)
+
+    def test_rewriting_strategies_outputs_group_as_a_fresh_scan(
+        self, convs: list[list[Message]]
+    ) -> None:
+        """The stages that rewrite results and arguments in place tell
+        ``units`` their output groups as their input (``same_units``): what
+        it then returns is what a scan of the output from scratch finds."""
+
+        def fresh(seq: Sequence[Message]) -> tuple[Unit, ...]:
+            messages_module._recent.clear()  # forget: scan from scratch
+            return units(list(seq))
+
+        stages = (
+            CompactLossless(),
+            Deduplicate(),
+            StaleReads(),
+            TruncateToolResults(keep_recent=0),
+            TruncateToolInputs(keep_recent=0),
+            ClearToolResults(keep_recent=0, max_share=1),
+        )
+        told = 0
+
+        def check(conv: list[Message], rng: random.Random) -> None:
+            nonlocal told
+            if not conv:
+                return
+            counter = TokenCounter(FakeTokenizer())
+            budget = Budget(rng.randrange(counter.messages(conv) + 1), counter)
+            for stage in stages:
+                out = stage(conv, budget).messages
+                if len(out) == len(conv) and out is not conv:
+                    told += any(last is out for last, _ in messages_module._recent)
+                assert units(out) == fresh(out), (stage, out)
+
+        for_each(convs, check)
+        assert told  # the path was taken
 
 
 class TestUnitsOfValidConversations:

@@ -51,7 +51,7 @@ from typing import NamedTuple, Protocol, cast
 
 from contextwindow._prefix import common_prefix
 from contextwindow.handles import handle_of, original_sizes, with_origin
-from contextwindow.messages import Message, Part, ToolResult
+from contextwindow.messages import Message, Part, ToolResult, same_units
 from contextwindow.strategies.base import (
     REWRITE_STEP,
     Budget,
@@ -419,11 +419,24 @@ def _full(
         stage, messages, out, changes, budget, counted=total, saved=sum(saved[-1:])
     )
     if len(fitted.report.changes) == len(changes):  # no repair moved a message
-        note_aligned(budget, fitted.messages, messages)
+        _aligned(budget, fitted.messages, messages)
     indices = array("q", [c.index for c in changes])
     return fitted, _remember(
         messages, fitted, changes, indices, saved, stop, total, finals, where, kept
     )
+
+
+def _aligned(
+    budget: Budget, out: Sequence[Message], messages: Sequence[Message]
+) -> None:
+    """Record that ``out`` keeps ``messages``' places and units.
+
+    A scan rewrites results (and arguments) in place: each message keeps its
+    role and call ids, so the units are the input's too.
+    """
+    note_aligned(budget, out, messages)
+    if type(out) is tuple:
+        same_units(out, messages)
 
 
 def _reuse(
@@ -555,7 +568,7 @@ def _resume(
         budget, fitted.messages, state.out, start if head is None else head.same
     )
     if len(fitted.report.changes) == len(all_changes):  # no repair moved a message
-        note_aligned(budget, fitted.messages, messages)
+        _aligned(budget, fitted.messages, messages)
     running = state.saved[:j] if head is None else head.running
     indices = state.indices[:j] if head is None else head.indices
     running.extend([before + s for s in saved])
