@@ -204,6 +204,66 @@ class TestErrors:
         assert broken.status_code == 502
         assert "OpenAI upstream broke its answer" in broken.json()["error"]["message"]
 
+    def test_a_stream_broken_off_is_cut_for_the_client_too(
+        self, make_rig: MakeRig
+    ) -> None:
+        """A streamed answer the upstream breaks off mid-way reaches the
+        client cut short (no last chunk: its SDK raises), not as a complete
+        answer that merely stops early; the upstream's whole stream passes."""
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        event = b'data: {"choices":[{"delta":{"content":"partial"}}]}\n\n'
+        done = b"data: [DONE]\n\n"
+
+        def chunk(data: bytes) -> bytes:
+            return b"%x\r\n%s\r\n" % (len(data), data)
+
+        def serve() -> None:
+            for whole in (True, False):
+                conn, _ = listener.accept()
+                with conn:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += conn.recv(65536)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                        b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+                        + chunk(event)
+                        + (chunk(done) + b"0\r\n\r\n" if whole else b"")
+                    )
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        up = f"http://127.0.0.1:{port}"
+        body = {
+            "model": "gpt-4o",
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+        got: list[bytes] = []
+        try:
+            with make_rig(upstream_openai=up, upstream_anthropic=up) as rig:
+                whole = _post(rig, "/v1/chat/completions", body)
+                with httpx.stream(
+                    "POST",
+                    f"{rig.url}/v1/chat/completions",
+                    content=json.dumps(body).encode(),
+                    headers=HEADERS,
+                    timeout=10,
+                ) as held:
+                    parts = held.iter_raw()
+                    got.append(next(parts))
+                    with pytest.raises(httpx.RemoteProtocolError):
+                        got.extend(parts)
+                metrics = httpx.get(f"{rig.url}/metrics").text
+        finally:
+            thread.join(10)
+            listener.close()
+        assert whole.status_code == 200
+        assert whole.content == event + done
+        assert b"".join(got) == event  # what came before the break, then the cut
+        assert 'kind="upstream_failed"} 1' in metrics
+
     def test_upstream_slow(self, rig: Rig) -> None:
         rig.upstream.delay = 1.5  # the rig's read timeout is 1 s
         r = _post(

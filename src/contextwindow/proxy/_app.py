@@ -63,6 +63,7 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
+from starlette.types import Send
 
 from contextwindow.errors import BudgetError, ContextWindowError
 from contextwindow.proxy._fitter import (
@@ -417,9 +418,11 @@ class _Proxy:
             except UpstreamTimeout:
                 info["error"] = "upstream timed out mid-stream"
                 self.metrics.error("upstream_timeout")
+                raise _BrokenOff from None
             except UpstreamError as exc:
                 info["error"] = f"upstream failed mid-stream ({type(exc).__name__})"
                 self.metrics.error("upstream_failed")
+                raise _BrokenOff from None
             finally:
                 await committed.wait()
                 self._observed(plan, info, usage)
@@ -621,8 +624,18 @@ class _Commit:
             self.info["store_error"] = type(exc).__name__
 
 
+class _BrokenOff(Exception):
+    """The upstream broke off a streamed answer: the client's answer is cut too."""
+
+
 class _Streamed(StreamingResponse):
-    """A streamed response with raw header pairs, finished once however it ends."""
+    """A streamed response with raw header pairs, finished once however it ends.
+
+    An answer the upstream broke off (``_BrokenOff``) ends without its last
+    chunk: the server then closes the connection, and the client sees the
+    answer cut short (its SDK raises and may retry), as it would without the
+    proxy, not a complete answer that stops early.
+    """
 
     def __init__(
         self,
@@ -633,6 +646,23 @@ class _Streamed(StreamingResponse):
     ) -> None:
         super().__init__(content, status_code=status, background=BackgroundTask(finish))
         self.raw_headers = headers
+
+    async def stream_response(self, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": self.status_code,
+                "headers": self.raw_headers,
+            }
+        )
+        try:
+            async for chunk in self.body_iterator:
+                await send(
+                    {"type": "http.response.body", "body": chunk, "more_body": True}
+                )
+        except _BrokenOff:
+            return  # no last chunk: the answer is cut, as the upstream's was
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class _Whole(Response):
