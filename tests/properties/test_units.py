@@ -317,8 +317,8 @@ class TestUnitsIncremental:
             counter = TokenCounter(FakeTokenizer())
             budget = Budget(rng.randrange(counter.messages(conv) + 1), counter)
             for stage in stages:
-                out = stage(conv, budget).messages
-                if len(out) == len(conv) and out is not conv:
+                out: Sequence[Message] = stage(conv, budget).messages
+                if len(out) == len(conv) and out != conv:
                     told += any(last is out for last, _ in messages_module._recent)
                 assert units(out) == fresh(out), (stage, out)
 
