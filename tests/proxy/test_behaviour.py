@@ -459,3 +459,37 @@ def test_streams_interleave(rig: Rig) -> None:
         got.append(b"".join(chunks))
     assert got[0].startswith(b"data: ")
     assert b"[DONE]" in got[-1]
+
+
+def test_lone_surrogates_pass_and_are_fitted(rig: Rig) -> None:
+    """A lone surrogate escape (a JavaScript agent cutting a string inside an
+    emoji) is text the providers take: a request holding one goes upstream,
+    fitted when over the window, not a 500."""
+    raw = b'{"model":"gpt-4o","messages":[{"role":"user","content":"cut \\ud83d"}]}'
+    r = httpx.post(rig.url + "/v1/chat/completions", content=raw, headers=HEADERS)
+    assert r.status_code == 200, r.text
+    assert rig.upstream.seen[-1].body == raw  # it fits: byte for byte
+    r = httpx.post(
+        rig.url + "/v1/responses",
+        content=b'{"model":"gpt-4o","input":"emoji cut \\ud83d"}',
+        headers=HEADERS,
+    )
+    assert r.status_code == 200, r.text
+    history: list[dict[str, Any]] = []
+    for i in range(30):
+        history += [
+            {"role": "user", "content": f"question {i} \ud800 " + "word " * 60},
+            {"role": "assistant", "content": f"answer {i} " + "word " * 60},
+        ]
+    history.append({"role": "user", "content": "and now? \udfff"})
+    body = json.dumps({"model": "gpt-4o", "messages": history}).encode()
+    r = httpx.post(
+        rig.url + "/v1/chat/completions",
+        content=body,
+        headers=HEADERS | {"x-conversation-id": "surrogates"},
+    )
+    assert r.status_code == 200, r.text
+    assert int(r.headers["x-contextwindow-compacted"]) > 0
+    sent = rig.upstream.seen[-1].json["messages"]
+    assert len(sent) < len(history)
+    assert sent[-1] == history[-1]  # the lone surrogate as it came

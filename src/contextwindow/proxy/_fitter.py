@@ -687,11 +687,22 @@ def parse_body(raw: bytes) -> object:
 
 
 def _dumped(value: Any) -> bytes:
-    """``value`` as compact UTF-8 JSON, by orjson when it can write it."""
+    r"""``value`` as compact UTF-8 JSON, by orjson when it can write it.
+
+    Example:
+        >>> _dumped({"a": "caf\u00e9"})
+        b'{"a":"caf\xc3\xa9"}'
+        >>> _dumped({"cut": "\ud83d"})  # a lone surrogate: its escape
+        b'{"cut":"\\ud83d"}'
+    """
     try:
         return orjson.dumps(value)
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as the escape it came as
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> bytes:
@@ -735,5 +746,8 @@ def _derived_id(api: Api, model: str, messages: Sequence[Message]) -> str:
             break
     h = hashlib.sha256(f"{api.provider}\0{model}".encode())
     for m in lead:
-        h.update(b"\0" + m.role.encode() + b"\0" + m.text.encode())
+        # A lone surrogate is text a client may send (a string cut in an emoji).
+        h.update(
+            b"\0" + m.role.encode() + b"\0" + m.text.encode("utf-8", "surrogatepass")
+        )
     return "proxy-" + h.hexdigest()[:32]
