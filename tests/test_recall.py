@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from contextwindow import ContextManager, Message, ToolCall, fit
+from contextwindow import ContextManager, Message, Text, Thinking, ToolCall, fit
 from contextwindow.formats import to_openai
 from contextwindow.handles import find_handles
 from contextwindow.recalling import (
@@ -94,6 +94,26 @@ class TestRecallThroughFit:
         assert recall_tool("openai")["function"]["parameters"]["required"] == ["handle"]
         assert recall_tool("anthropic")["input_schema"]["properties"]["handle"]
         assert recall_tool("responses")["parameters"]["type"] == "object"
+
+    def test_messages_a_repair_changed_recall_their_originals(self) -> None:
+        """A repair that drops a blank text block (Anthropic refuses one; Claude
+        Code transcripts hold them) keeps the original's handle: a run's line
+        standing for such messages names what the history holds."""
+        conv = [Message.user("Fix the build.")]
+        for i in range(30):
+            call = ToolCall(f"c{i}", "Read", json.dumps({"file_path": f"f{i}.py"}))
+            conv += [
+                Message("assistant", (Text("\n\n"), Thinking(f"part {i}"), call)),
+                Message.tool(f"c{i}", "\n".join(f"x{j} = {i}" for j in range(80))),
+            ]
+        conv.append(Message.user("and now?"))
+        fitted = fit(conv, limit=1500, tokenizer=FakeTokenizer(), provider="anthropic")
+        handles = [h for m in fitted.messages for h in find_handles(m.text)]
+        assert any("+" in h for h in handles), "a run was collapsed"
+        for h in handles:
+            got = answer_recall(conv, recall_call(h, max_tokens=32000))
+            assert not got.tool_results[0].is_error, (h, got.text)
+            assert "x79 = " in got.text
 
 
 class TestRecallThroughTheManager:

@@ -121,18 +121,29 @@ def original_sizes(message: Message) -> tuple[int, ...] | None:
     return None
 
 
-def with_origin(new: Message, old: Message, sizes: Sequence[int]) -> Message:
+def with_origin(
+    new: Message, old: Message, sizes: Sequence[int] | None = None
+) -> Message:
     """``new`` with ``old``'s origin record (a fresh one when ``old`` has none).
 
     Args:
         new: The rewritten message.
         old: The message it was made from (an original or an earlier rewrite).
         sizes: Tokens of each of ``old``'s tool results, used when ``old``
-            holds no record yet (then ``old`` is the original).
+            holds no record yet (then ``old`` is the original); ``None``
+            records none (``original_sizes`` then has none to give).
+
+    Example:
+        >>> old = Message.assistant("ok")
+        >>> new = with_origin(Message.assistant("ok!", id=old.id), old)
+        >>> handle_of(new) == content_handle(old), original_sizes(new)
+        (True, None)
     """
     record = _origin(old)
     if not record:
-        record = {"handle": content_handle(old), "tokens": list(sizes)}
+        record = {"handle": content_handle(old)}
+        if sizes is not None:
+            record["tokens"] = list(sizes)
     if _origin(new) == record:
         return new
     meta = {**new.meta, ORIGIN_KEY: dict(record)}

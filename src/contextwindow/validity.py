@@ -66,6 +66,7 @@ from typing import Literal
 from contextwindow._args import check_int
 from contextwindow._lru import LRU
 from contextwindow.formats._coerce import neutral
+from contextwindow.handles import with_origin
 from contextwindow.messages import (
     Image,
     Message,
@@ -363,14 +364,20 @@ def _stripped(m: Message, gone: set[int]) -> Message:
     A history repaired at every fit (a transcript holding blank text blocks,
     which Anthropic refuses) then comes out as the very messages it came out
     as before, so that what is kept for it by identity (the strategies'
-    memos, the counter's running totals) still holds.
+    memos, the counter's running totals) still holds. It keeps the record of
+    its original (``handles.with_origin``), so that ``context_recall`` of a
+    marker standing for it finds the original in the history.
     """
     key = (id(m), frozenset(gone))
     with _stripped_lock:
         hit = _STRIPPED.get(key)
     if hit is not None and hit[0] is m:
         return hit[1]
-    new = m.with_parts(p for k, p in enumerate(m.parts) if k not in gone)
+    # The original's handle goes with it: a marker or a run's line that
+    # stands for this message later names what the history holds.
+    new = with_origin(
+        m.with_parts(p for k, p in enumerate(m.parts) if k not in gone), m
+    )
     with _stripped_lock:
         _STRIPPED.put(key, (m, new))
     return new

@@ -94,8 +94,12 @@ class Trace:
 
     @functools.cached_property
     def handles(self) -> dict[str, Message]:
-        """Each message of ``valid`` by its handle (``contextwindow.handles``)."""
-        return {content_handle(m): m for m in reversed(self.valid)}
+        """Each message as given by its handle (``contextwindow.handles``).
+
+        What a handle recalls is the history's message, as it came: a message
+        a repair changed (a blank text block dropped) names its original.
+        """
+        return {content_handle(m): m for m in reversed(self.messages)}
 
     pinned: tuple[Message, ...]
     """Messages of ``valid`` that must come back unchanged."""
@@ -273,8 +277,8 @@ def check(t: Trace, fitted: Fitted, limit: int) -> None:
 
 
 def check_handles(t: Trace, fitted: Fitted) -> None:
-    """Every cut names a handle that recalls exactly its original."""
-    own = {m.id: m for m in t.valid}
+    """Every cut names a handle that recalls exactly its original, as given."""
+    own = {m.id: m for m in t.messages}
     by_handle = t.handles
     collapsed = {
         c.ids[0]: c.ids for c in fitted.report.changes if c.kind == "collapsed"
@@ -285,7 +289,7 @@ def check_handles(t: Trace, fitted: Fitted) -> None:
             continue
         h = handle_of(m)
         if m.id in collapsed:
-            assert originals(t.valid, h) == [own[i] for i in collapsed[m.id]], h
+            assert originals(t.messages, h) == [own[i] for i in collapsed[m.id]], h
         else:
             assert by_handle.get(h) == was, ("handle does not recall", m.id, h)
     for s in (m for m in fitted.messages if is_summary(m)):
