@@ -186,6 +186,25 @@ class TestDropOldest:
         )
         assert info.value.required == 10
 
+    @pytest.mark.parametrize("strategy", [None, "relevant", "drop_oldest"])
+    def test_budget_error_names_the_place_in_what_was_given(
+        self, strategy: str | None
+    ) -> None:
+        """Whatever stage ran before (runs collapsed, results cleared), the
+        error names each message at its place in the conversation given."""
+        conv = [Message.system("s"), Message.user("go")]
+        for i in range(10):
+            conv += [
+                Message.assistant(tool_calls=[ToolCall(f"c{i}", "f")]),
+                Message.tool(f"c{i}", f"result {i} " * 200),
+            ]
+        with pytest.raises(BudgetError) as info:
+            fit(conv, limit=400, tokenizer=FakeTokenizer(), strategy=strategy)
+        assert info.value.pinned[:2] == (
+            "tool exchange: f (2 messages) #20 (final message): 413 tokens",
+            "system message #0 (system): 5 tokens",
+        )
+
     def test_budget_error_lists_five(self) -> None:
         """Beyond five pinned units, the error says how many more."""
         conv = [Message.user("w " * (i + 1), pinned=True) for i in range(7)]

@@ -561,6 +561,7 @@ def _budget_error(
 ) -> BudgetError:
     flags = pinned_flags(messages, budget.protected, budget.provider)
     finals = final_indices(messages, budget.provider)
+    where = _places(messages, budget.history)
     rows: list[tuple[int, str]] = []
     for k, u in enumerate(us):
         if not pinned[k]:
@@ -568,11 +569,11 @@ def _budget_error(
         why = sorted(
             {_why(messages[i], i in finals) for i in range(u.start, u.stop) if flags[i]}
         )
+        at = where.get(messages[u.start].id, u.start)
         rows.append(
             (
                 cost[k],
-                f"{describe(messages, u)} #{u.start} ({', '.join(why)}): "
-                f"{cost[k]:,} tokens",
+                f"{describe(messages, u)} #{at} ({', '.join(why)}): {cost[k]:,} tokens",
             )
         )
     # What no message accounts for: reply priming, tool schemas.
@@ -591,6 +592,21 @@ def _budget_error(
     if len(rows) > MAX_PINNED_SHOWN:
         shown.append(f"and {len(rows) - MAX_PINNED_SHOWN} more")
     return BudgetError(budget.limit, fitted.report.tokens_after, tuple(shown))
+
+
+def _places(
+    messages: Sequence[Message], history: Sequence[Message] | None
+) -> dict[str, int]:
+    """Where each message of ``history`` stands in it, by id (empty: none given).
+
+    A stage of a pipeline sees what the stages before it made (runs
+    collapsed, units summarised); a message it names is named at its place
+    in what the caller gave (a message keeps its id through a rewrite), the
+    last with that id, and at its place here when the history has no such id.
+    """
+    if history is None or history is messages:
+        return {}
+    return {m.id: i for i, m in enumerate(history)}
 
 
 def _why(m: Message, final: bool) -> str:
