@@ -493,3 +493,27 @@ def test_lone_surrogates_pass_and_are_fitted(rig: Rig) -> None:
     sent = rig.upstream.seen[-1].json["messages"]
     assert len(sent) < len(history)
     assert sent[-1] == history[-1]  # the lone surrogate as it came
+
+
+def test_a_request_that_fits_goes_as_it_came_though_invalid(rig: Rig) -> None:
+    """A result answering no call breaks Anthropic's rules, and repairing it
+    leaves no turn: the request, which fits, goes as the bytes received, for
+    the provider to name the mistake (not with no message at all)."""
+    raw = json.dumps(
+        {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 10,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "r"}
+                    ],
+                }
+            ],
+        }
+    ).encode()
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    r = httpx.post(rig.url + "/v1/messages", content=raw, headers=headers)
+    assert r.status_code == 200, r.text
+    assert rig.upstream.seen[-1].body == raw

@@ -8,7 +8,9 @@ Contract:
   (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) is
   reserved, and tools and the system prompt are counted.
 - A request that fits, and whose conversation was never compacted, is
-  forwarded as the bytes received. Otherwise the conversation's compacted
+  forwarded as the bytes received; one that breaks a provider's rule is
+  repaired, unless no turn would be left (then it goes as it came, for the
+  provider to judge). Otherwise the conversation's compacted
   view is forwarded, written in the same API's shape into the same body:
   only the conversation's fields change, every other field is kept.
 - Conversations: the id is the client's ``X-Conversation-Id`` when it sends
@@ -415,7 +417,9 @@ class Fitter:
         commit = None
         if self._behind is not None and self._behind.queued(cid):
             commit = partial(self._behind.commit, cid)
-        if prepared.conversation == manager.history and tokens_in <= prepared.budget:
+        if tokens_in <= prepared.budget and _as_given(
+            prepared.conversation, manager.history
+        ):
             return Plan(
                 req.raw, tokens_in, tokens_in, False, cid, done, req.calibration, commit
             )
@@ -716,6 +720,16 @@ def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> by
     if api.provider == "anthropic" and "system" not in fields:
         out.pop("system", None)
     return _dumped(out)
+
+
+def _as_given(view: tuple[Message, ...], history: tuple[Message, ...]) -> bool:
+    """Whether a request that fits goes as it came: ``view`` is ``history``.
+
+    Or the repairs that make a history valid left no turn of it (a result
+    answering no call, alone): the request goes as it came, for the provider
+    to name the mistake, not with no message at all.
+    """
+    return view == history or all(m.role == "system" for m in view)
 
 
 def _fork_id(cid: str, messages: Sequence[Message], history: Sequence[Message]) -> str:
