@@ -76,6 +76,13 @@ class TestReadme:
         assert out is not None
         data = json.loads((in_checkout / out.group(1)).read_text())
         assert problems(from_provider(data, "openai"), "openai") == ()
+        # What the prose after the sample says the file holds.
+        said = re.search(
+            r"`fitted.json` holds (\d+) of the (\d+) messages", README.read_text()
+        )
+        assert said is not None
+        given = json.loads((in_checkout / "examples/agent_session.json").read_text())
+        assert (int(said.group(1)), int(said.group(2))) == (len(data), len(given))
 
     def test_shown_command_output(self, in_checkout: Path) -> None:
         """Every `$ contextwindow ...` sample shows lines the command really prints."""
