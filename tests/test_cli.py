@@ -298,3 +298,11 @@ class TestModuleEntry:
             check=True,
         )
         assert json.loads(done.stdout)["models"][0]["context_window"] == 128000
+
+
+def test_proxy_bad_strategy_is_a_usage_error() -> None:
+    """`proxy --strategy` is checked before anything is served, as `fit`'s is:
+    a usage error (exit 2) naming the option and the known names."""
+    code, out, err = run("proxy", "--strategy", "bogus")
+    assert (code, out) == (2, "")
+    assert "Invalid value for --strategy: strategy 'bogus': unknown name" in err

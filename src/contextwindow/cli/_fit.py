@@ -9,8 +9,11 @@ error; library errors and warnings reach the user through ``cli_errors``.
 
 from __future__ import annotations
 
+import os
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -49,13 +52,23 @@ MAX_CHANGES_SHOWN = 20
 """Changes ``fit`` lists one by one; the rest are counted (``--json`` has all)."""
 
 
+HELP_WIDTH = 78
+"""Columns the strategies' list in ``fit --help`` fits in (a terminal of 80)."""
+
+
 def _strategy_help() -> str:
-    usages = {name: entry.usage(name) for name, entry in STRATEGY_NAMES.items()}
-    width = max(map(len, usages.values()))
-    lines = [
-        f"  {usages[name]:<{width}}  {entry.summary}"
-        for name, entry in STRATEGY_NAMES.items()
-    ]
+    """Each strategy's usage on a line, what it does wrapped below it."""
+    lines: list[str] = []
+    for name, entry in STRATEGY_NAMES.items():
+        lines += textwrap.wrap(
+            entry.usage(name), HELP_WIDTH, initial_indent="  ", subsequent_indent="    "
+        )
+        lines += textwrap.wrap(
+            entry.summary,
+            HELP_WIDTH,
+            initial_indent="      ",
+            subsequent_indent="      ",
+        )
     return "\b\nStrategies (--strategy, stages joined by ','):\n" + "\n".join(lines)
 
 
@@ -159,6 +172,16 @@ def fit_cmd(
     """
     if output == "-":
         output = None
+    if output is not None and file != "-" and _same_file(file, output):
+        raise click.BadParameter(
+            f"{output!r} is the input file: write the fitted conversation elsewhere",
+            param_hint="-o/--output",
+        )
+    if any(not marker.strip() for marker in protect):
+        raise click.BadParameter(
+            "a marker must hold some text (it keeps messages whose text holds it)",
+            param_hint="--protect",
+        )
     try:
         strategy = parse_strategy(strategy_spec)
     except ContextWindowError as exc:
@@ -176,6 +199,18 @@ def fit_cmd(
         current = counter.messages(list(t.messages), tools=t.tools)
         limit = budget.tokens(current) if budget else info.context_window
         reserve = reserve_amount.tokens(limit)
+        if reserve > limit:
+            raise click.BadParameter(
+                f"{num(reserve)} tokens is more than the budget ({num(limit)})",
+                param_hint="--reserve",
+            )
+        if limit > info.context_window:
+            click.echo(
+                f"warning: the budget ({num(limit)} tokens) is over {info.name}'s "
+                f"window ({num(info.context_window)}): the provider refuses a "
+                "request larger than its window",
+                err=True,
+            )
         with working(f"fitting {t.title}"):
             fitted = fit(
                 t.messages,
@@ -211,6 +246,14 @@ def fit_cmd(
         click.echo(dumps(document("fit", **_fit_dict(run))), err=output is None)
     else:
         emit(_render_fit(run), err=output is None)
+
+
+def _same_file(source: str, output: str) -> bool:
+    """Whether ``output`` names the file ``source`` names (a store URL never)."""
+    try:
+        return Path(output).exists() and os.path.samefile(source, output)
+    except OSError:  # a store URL, or a path that cannot be looked at
+        return False
 
 
 # -- JSON ------------------------------------------------------------------------

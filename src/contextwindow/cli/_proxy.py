@@ -16,6 +16,7 @@ import sys
 import click
 
 from contextwindow.cli._common import cli_errors
+from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.names import parse_strategy
 
 
@@ -156,8 +157,11 @@ def proxy_cmd(
             f"the proxy needs its extra: pip install 'contextwindow[proxy]' ({exc})"
         ) from exc
     windows = _windows(model_windows)
-    with cli_errors():
+    try:
         strategy = parse_strategy(strategy_spec) if strategy_spec else None
+    except ContextWindowError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    with cli_errors():
         key = read_key(api_key_env) if api_key_env else None
         if api_key_env and key is None:
             raise click.BadParameter(

@@ -81,6 +81,8 @@ class AmountType(click.ParamType[Amount]):
         if isinstance(value, Amount):
             return value
         parsed = parse_amount(str(value), percent=self.whole is not None)
+        if parsed is None and str(value).strip().startswith("-"):
+            self.fail(f"{value!r} is negative: give 0 or more", param, ctx)
         if parsed is None:
             accepted = "a number of tokens (N, such as 1500, 10k or 1.5M)"
             if self.whole is not None:
