@@ -398,6 +398,17 @@ class TestReadErrors:
         with pytest.raises(InvalidMessageError, match="matches no known format"):
             read_transcripts(write(tmp_path, "y.json", [1, 2]))
 
+    def test_a_message_not_in_shape_is_named(self, tmp_path: Path) -> None:
+        """Most items are messages, one is not (a key misspelt, a stray JSONL
+        line): the error names that item and field, not 'no known format'."""
+        bad = [*OPENAI_CHAT[:2], {"rol": "user", "content": "x"}, *OPENAI_CHAT[2:]]
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "c.json", bad))
+        assert str(info.value) == "c.json[2].role: missing"
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "c.jsonl", jsonl(bad)))
+        assert str(info.value) == "c.jsonl:3: role: missing"
+
     def test_a_path_no_file_system_takes(self) -> None:
         """A NUL in a path, or a path of bytes, is a bad argument named ``source``."""
 

@@ -248,12 +248,11 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
 
 
 def _detect(kind: str, value: Any, name: str) -> str:
+    recs: list[Any] = []
     if kind == "jsonl" or (
         isinstance(value, Mapping) and ("role" in value or "sessionId" in value)
     ):
-        recs: list[Any] = (
-            [v for _, v in cast("Records", value)] if kind == "jsonl" else [value]
-        )
+        recs = [v for _, v in cast("Records", value)] if kind == "jsonl" else [value]
         if any(
             isinstance(r, Mapping) and "sessionId" in r and "type" in r for r in recs
         ):
@@ -278,6 +277,14 @@ def _detect(kind: str, value: Any, name: str) -> str:
         shape = _shape(items)
         if shape is not None:
             return shape
+        recs = list(items)
+    # Most items are messages, some are not (a key misspelt, a stray line):
+    # the messages' shape, whose reader names the item that is wrong.
+    messages = [r for r in recs if isinstance(r, Mapping) and "role" in r]
+    if 2 * len(messages) > len(recs):
+        shape = _shape(messages)
+        if shape is not None:
+            return "jsonl" if kind == "jsonl" else shape
     tried = ", ".join(FORMATS)
     raise InvalidMessageError(name, f"matches no known format (tried {tried})")
 
