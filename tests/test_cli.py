@@ -306,3 +306,34 @@ def test_proxy_bad_strategy_is_a_usage_error() -> None:
     code, out, err = run("proxy", "--strategy", "bogus")
     assert (code, out) == (2, "")
     assert "Invalid value for --strategy: strategy 'bogus': unknown name" in err
+
+
+def test_a_narrow_terminal_cuts_only_the_flex_column() -> None:
+    """On 80 columns a table's numbers and names stay whole: only its flex
+    column (the preview, what was changed) is cut."""
+    import io
+
+    from rich.console import Console
+
+    from contextwindow.cli._term import Table, _rich
+
+    rows = tuple(
+        (
+            "deduplicated",
+            f"#{i}",
+            "tool result: TaskOutput " * 3,
+            "24,980",
+            "21,073",
+            "TruncateToolResults",
+        )
+        for i in (10, 117)
+    )
+    table = Table(("kind", "message", "what", "before", "after", "stage"), rows, flex=2)
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(_rich(table, 80))
+    lines = out.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80
+    body = "\n".join(lines)
+    for whole in ("deduplicated", "#117", "24,980", "21,073", "TruncateToolResults"):
+        assert whole in body
+    assert "tool result: TaskOutput tool result: TaskOutput" not in body  # cut

@@ -157,7 +157,12 @@ def _cell_style(header: str, cell: str) -> str:
     return ""
 
 
-def _rich(block: Block) -> Any:
+MIN_FLEX = 12
+"""The narrowest a table's flex column (a preview) is made."""
+
+
+def _rich(block: Block, width: int = 80) -> Any:
+    """``block`` for rich, a table within ``width`` columns where it can be."""
     from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text
@@ -173,6 +178,18 @@ def _rich(block: Block) -> Any:
         pad_edge=False,
         padding=(0, 1),
     )
+    widest = [
+        max([len(h), *(len(row[k]) for row in block.rows)])
+        for k, h in enumerate(block.headers)
+    ]
+    flex_width = None
+    if block.flex is not None:
+        # Only the flex column gives way to a narrow terminal (rich would cut
+        # every column alike: a number cut to "24,9…" says nothing).
+        # Between two columns: a space of padding each side and one of the box.
+        others = sum(w for k, w in enumerate(widest) if k != block.flex)
+        room = width - others - 3 * (len(widest) - 1)
+        flex_width = max(MIN_FLEX, min(widest[block.flex], room))
     for k, (h, r) in enumerate(zip(block.headers, _right(block), strict=True)):
         flex = k == block.flex
         t.add_column(
@@ -180,7 +197,7 @@ def _rich(block: Block) -> Any:
             justify="right" if r else "left",
             no_wrap=True,
             overflow="ellipsis",
-            ratio=1 if flex else None,
+            width=flex_width if flex else None,
             style="dim" if flex else None,
         )
     styles = block.row_styles or ("",) * len(block.rows)
@@ -203,7 +220,7 @@ def emit(blocks: Sequence[Block], *, err: bool = False) -> None:
 
     console = Console(file=stream, highlight=False, soft_wrap=False)
     for b in blocks:
-        console.print(_rich(b))
+        console.print(_rich(b, console.width))
 
 
 class Working:
