@@ -32,6 +32,9 @@ def _post(rig: Rig, path: str, body: Any, **headers: str) -> httpx.Response:
 def test_other_paths_pass_through(rig: Rig) -> None:
     r = httpx.get(rig.url + "/v1/models?limit=3", headers=HEADERS)
     assert r.status_code == 200
+    # One date and one server: the proxy's, not the upstream's beside them.
+    assert len(r.headers.get_list("date")) == 1
+    assert len(r.headers.get_list("server")) == 1
     assert r.json()["data"][0]["id"] == "gpt-4o"
     (seen,) = rig.upstream.seen
     assert seen.path == "/v1/models"
@@ -67,6 +70,14 @@ class TestErrors:
             )
         assert caught.value.code == "context_length_exceeded"
         assert "contextwindow proxy" in caught.value.message
+        assert rig.upstream.seen == []
+
+    def test_pinned_content_over_the_window_responses(self, rig: Rig) -> None:
+        """Responses' error names its own field, ``input``."""
+        r = _post(rig, "/v1/responses", {"model": "gpt-4o", "input": "word " * 4_000})
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == "context_length_exceeded"
+        assert r.json()["error"]["param"] == "input"
         assert rig.upstream.seen == []
 
     def test_pinned_content_over_the_window_anthropic(self, rig: Rig) -> None:
@@ -203,6 +214,7 @@ class TestErrors:
         assert whole.headers["x-contextwindow-tokens-in"] == "8"
         assert broken.status_code == 502
         assert "OpenAI upstream broke its answer" in broken.json()["error"]["message"]
+        assert broken.json()["error"]["code"] == "upstream_failed"  # it was reached
 
     def test_a_stream_broken_off_is_cut_for_the_client_too(
         self, make_rig: MakeRig
@@ -290,7 +302,10 @@ class TestErrors:
 
 
 class TestLimits:
-    def test_body_too_large(self, make_rig: MakeRig) -> None:
+    def test_body_too_large(
+        self, make_rig: MakeRig, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.INFO, logger="contextwindow.proxy")
         with make_rig(max_body_bytes=1_000) as rig:
             r = _post(
                 rig,
@@ -303,6 +318,13 @@ class TestLimits:
             assert r.status_code == 413
             assert "over 1,000 bytes" in r.json()["error"]["message"]
             assert rig.upstream.seen == []
+            metrics = httpx.get(f"{rig.url}/metrics").text
+        # Logged and counted as every request is.
+        (line,) = [
+            r.getMessage() for r in caplog.records if r.name == "contextwindow.proxy"
+        ]
+        assert json.loads(line)["status"] == 413
+        assert 'status="413"' in metrics
 
     def test_concurrency(self, make_rig: MakeRig) -> None:
         with make_rig(max_concurrency=1) as rig:
@@ -331,12 +353,21 @@ class TestLimits:
 
 
 class TestKeys:
-    def test_proxy_key_demanded_and_not_forwarded(self, make_rig: MakeRig) -> None:
+    def test_proxy_key_demanded_and_not_forwarded(
+        self, make_rig: MakeRig, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.INFO, logger="contextwindow.proxy")
         with make_rig(api_key="proxy-key-0123456789") as rig:
             body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
             r = _post(rig, "/v1/chat/completions", body)
             assert r.status_code == 401
             assert "proxy-key" not in r.text
+            logged = [
+                json.loads(r.getMessage())
+                for r in caplog.records
+                if r.name == "contextwindow.proxy"
+            ]
+            assert [x["status"] for x in logged] == [401]
             r = _post(
                 rig, "/v1/chat/completions", body, **{"x-contextwindow-key": "wrong"}
             )

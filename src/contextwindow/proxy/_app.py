@@ -100,6 +100,9 @@ HOP_BY_HOP = frozenset(
         b"content-length",
     }
 )
+ANSWERED_ANEW = HOP_BY_HOP | {b"date", b"server"}
+"""Headers of the upstream's answer the client does not get: the server sets
+its own ``date`` and ``server`` (two of each confuse a client)."""
 OWN_HEADERS = frozenset({b"x-contextwindow-key", b"x-conversation-id"})
 NOT_FORWARDED = HOP_BY_HOP | OWN_HEADERS
 SECRET_HEADERS = (
@@ -203,6 +206,8 @@ class _Proxy:
         refused = self._refusal(request, upstream)
         if refused is not None:
             self.metrics.request(path, refused.status_code)
+            seen = {"method": request.method, "path": path}
+            self._log(seen | {"status": refused.status_code, "ms": _ms(start)})
             return refused
         self.active += 1
         released = False
@@ -218,8 +223,11 @@ class _Proxy:
         except _TooLarge:
             release()
             self.metrics.error("too_large")
+            self.metrics.request(path, 413)
             limit = self.config.max_body_bytes
             msg = f"contextwindow proxy: request body over {limit:,} bytes (its limit)"
+            seen = {"method": request.method, "path": path}
+            self._log(seen | {"status": 413, "error": msg, "ms": _ms(start)})
             return _error(upstream, 413, msg)
         except Exception:
             release()
@@ -240,7 +248,7 @@ class _Proxy:
                 )
                 code = "context_length_exceeded" if upstream == "openai" else None
                 self._log(info | {"status": 400, "ms": _ms(start)}, request, raw)
-                return _error(upstream, 400, msg, code)
+                return _error(upstream, 400, msg, code, api.fields[-1])
         body = plan.body if plan is not None else raw
         try:
             return await self._forward(
@@ -470,7 +478,12 @@ class _Proxy:
         release: Any,
     ) -> Response:
         release()
-        kind = "upstream_timeout" if status == 504 else "upstream_unreachable"
+        if status == 504:
+            kind = "upstream_timeout"
+        elif what.startswith("broke"):
+            kind = "upstream_failed"
+        else:
+            kind = "upstream_unreachable"
         self.metrics.error(kind)
         self.metrics.request(request.url.path, status)
         name = "Anthropic" if upstream == "anthropic" else "OpenAI"
@@ -480,11 +493,21 @@ class _Proxy:
         )
         return _error(upstream, status, msg, kind)
 
-    def _log(self, info: Mapping[str, Any], request: Request, raw: bytes) -> None:
+    def _log(
+        self,
+        info: Mapping[str, Any],
+        request: Request | None = None,
+        raw: bytes = b"",
+    ) -> None:
+        """One JSON line for a request.
+
+        Its body too, scrubbed, with ``log_bodies`` (none for a request
+        refused before its body was read).
+        """
         if not log.isEnabledFor(logging.INFO):
             return
         record = {"event": "request", **info}
-        if self.config.log_bodies:
+        if self.config.log_bodies and request is not None:
             secrets = [
                 v for k in SECRET_HEADERS if (v := request.headers.get(k)) is not None
             ]
@@ -531,7 +554,7 @@ def _answer_headers(
     resp: UpstreamResponse, plan: Plan | None
 ) -> list[tuple[bytes, bytes]]:
     """The upstream answer's headers for the client, with the plan's figures."""
-    out = [(k.lower(), v) for k, v in resp.headers if k.lower() not in HOP_BY_HOP]
+    out = [(k.lower(), v) for k, v in resp.headers if k.lower() not in ANSWERED_ANEW]
     if plan is not None:
         out += [
             (b"x-contextwindow-tokens-in", b"%d" % plan.tokens_in),
@@ -737,10 +760,14 @@ def _join(base: str, path: str, query: str) -> str:
 
 
 def _error(
-    upstream: Upstream, status: int, message: str, code: str | None = None
+    upstream: Upstream,
+    status: int,
+    message: str,
+    code: str | None = None,
+    param: str | None = None,
 ) -> Response:
     return Response(
-        error_body(upstream, status, message, code),
+        error_body(upstream, status, message, code, param),
         status_code=status,
         media_type="application/json",
         headers={"x-contextwindow-error": "1"},

@@ -66,20 +66,26 @@ APIS: dict[str, Api] = {
 
 
 def error_body(
-    upstream: Upstream, status: int, message: str, code: str | None = None
+    upstream: Upstream,
+    status: int,
+    message: str,
+    code: str | None = None,
+    param: str | None = None,
 ) -> bytes:
     """An error in the provider's own shape.
 
     OpenAI: ``{"error": {"message", "type", "param", "code"}}``; Anthropic:
     ``{"type": "error", "error": {"type", "message"}}`` with the type its API
-    uses for ``status``.
+    uses for ``status``. ``param``: the body field at fault (OpenAI's
+    ``param``: ``messages``, or ``input`` for Responses).
 
     Example:
         >>> json.loads(error_body("anthropic", 400, "too long"))["error"]
         {'type': 'invalid_request_error', 'message': 'too long'}
-        >>> doc = json.loads(error_body("openai", 400, "x", "context_length_exceeded"))
-        >>> doc["error"]["type"], doc["error"]["code"]
-        ('invalid_request_error', 'context_length_exceeded')
+        >>> doc = json.loads(
+        ...     error_body("openai", 400, "x", "context_length_exceeded", "input"))
+        >>> doc["error"]["type"], doc["error"]["code"], doc["error"]["param"]
+        ('invalid_request_error', 'context_length_exceeded', 'input')
     """
     doc: dict[str, Any]
     if upstream == "anthropic":
@@ -89,7 +95,6 @@ def error_body(
         kind = "invalid_request_error" if status < 500 else "upstream_error"
         if status == 429:
             kind = "rate_limit_error"
-        param = "messages" if code == "context_length_exceeded" else None
         doc = {
             "error": {"message": message, "type": kind, "param": param, "code": code}
         }
