@@ -114,6 +114,39 @@ class TestLimits:
         with pytest.raises(error, match=r"^tokenizer: "):
             TokenCounter(tokenizer)  # type: ignore[arg-type]  # on purpose
 
+    @pytest.mark.parametrize(
+        ("strategy", "hint"),
+        [
+            (DropOldest, r"a class; pass an instance, e\.g\. DropOldest\(\)"),
+            (lambda m: m, r"cannot take \(messages, budget\)"),
+            (lambda m, b, extra: m, r"cannot take \(messages, budget\)"),
+        ],
+        ids=["class", "one-argument", "three-arguments"],
+    )
+    @pytest.mark.parametrize("limit", [10_000, 20])
+    def test_not_a_strategy(self, strategy: object, hint: str, limit: int) -> None:
+        """A class or a callable of the wrong arity is refused at the call,
+        whether or not anything needs cutting."""
+        conv = [Message.user("hello " * 30), Message.assistant("ok"), Message.user("q")]
+        with pytest.raises(ArgumentTypeError, match=rf"^strategy: .*{hint}"):
+            fit(conv, limit=limit, tokenizer=FakeTokenizer(), strategy=strategy)  # type: ignore[arg-type]  # on purpose
+        with pytest.raises(ArgumentTypeError, match=r"^stages\[1\]: "):
+            Pipeline(SlidingWindow(2), strategy)  # type: ignore[arg-type]  # on purpose
+
+    def test_strategy_callables_that_fit(self) -> None:
+        """Callables taking (messages, budget), with defaults or *args, pass."""
+
+        def plain(messages: object, budget: object, extra: int = 0) -> object:
+            return DropOldest()(messages, budget)  # type: ignore[arg-type]  # a test double
+
+        def star(*args: object) -> object:
+            return DropOldest()(*args)  # type: ignore[arg-type]  # a test double
+
+        conv = [Message.user("hello " * 30), Message.assistant("ok"), Message.user("q")]
+        for strategy in (plain, star):
+            fitted = fit(conv, limit=20, tokenizer=FakeTokenizer(), strategy=strategy)  # type: ignore[arg-type]  # a test double
+            assert fitted.report.fits
+
     def test_limit_and_reserve(self) -> None:
         """The budget is the limit less the reserve."""
         conv = chat()

@@ -5,7 +5,12 @@ from collections.abc import Sequence
 import pytest
 
 from contextwindow import Message, ToolCall, units
-from contextwindow.errors import BudgetError, ContextWindowError, InvalidMessageError
+from contextwindow.errors import (
+    ArgumentValueError,
+    BudgetError,
+    ContextWindowError,
+    InvalidMessageError,
+)
 from contextwindow.multiagent import (
     ACTIVITY_HEADING,
     NO_ANSWER,
@@ -150,6 +155,14 @@ class TestActivity:
 
 
 class TestSliceFor:
+    @pytest.mark.parametrize("task", ["", "   ", "\n\t"])
+    def test_a_blank_task_is_refused(self, task: str) -> None:
+        """A blank task would be dropped as blank: refused, naming ``task``."""
+        with pytest.raises(ArgumentValueError, match=r"^task: expected a non-empty"):
+            team().slice_for("booker", task, budget=1000)
+        with pytest.raises(ArgumentValueError, match=r"^task: expected a non-empty"):
+            handoff(PARENT, task, limit=100, tokenizer=FakeTokenizer())
+
     def test_order_others_own_then_task(self) -> None:
         """Own system first, then the others' work, own history, the task last."""
         ctx = team()

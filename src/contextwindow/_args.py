@@ -17,6 +17,7 @@ those sit above the lowest ones.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -377,6 +378,11 @@ _STRATEGY = "a Strategy (called with messages and a budget) or a spec string"
 def as_strategy(value: object, name: str = "strategy") -> Strategy:
     """The strategy ``value`` is, or the one a spec string names (``parse_strategy``).
 
+    A callable must take ``(messages, budget)``: a strategy class (not an
+    instance of it) or a function of another arity is refused here, when its
+    signature can be read, not on the first call that needs a cut. The
+    library's own strategies are known good.
+
     Example:
         >>> as_strategy("sliding-window(4)")
         SlidingWindow(keep_last=4)
@@ -395,7 +401,26 @@ def as_strategy(value: object, name: str = "strategy") -> Strategy:
             raise _value_error(name, value, _STRATEGY, str(exc)) from None
     if not callable(value):
         raise _type_error(name, value, _STRATEGY)
+    if isinstance(value, type):
+        # A spec string names an instance; a class is a slip for one.
+        hint = f"a class; pass an instance, e.g. {value.__name__}()"
+        raise _type_error(name, value, _STRATEGY, hint)
+    if not type(value).__module__.startswith("contextwindow."):
+        _check_arity(value, name)
     return cast("Strategy", value)  # a callable: the protocol's one member
+
+
+def _check_arity(value: Callable[..., object], name: str) -> None:
+    """Refuse a callable that cannot be called with ``(messages, budget)``."""
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):  # no signature to read (a builtin): trusted
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        hint = f"it cannot take (messages, budget): its signature is {signature}"
+        raise _type_error(name, value, _STRATEGY, hint) from None
 
 
 def as_model(value: object, name: str = "model") -> ModelInfo | None:

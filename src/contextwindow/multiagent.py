@@ -304,7 +304,8 @@ class SharedContext:
 
         Args:
             agent: The agent the slice is for.
-            task: What it is asked to do now (the final user message).
+            task: What it is asked to do now (the final user message; not
+                blank).
             budget: Most tokens the slice may take (default: the model's
                 window).
             model: The agent's model, when not the context's: its tokenizer,
@@ -317,9 +318,12 @@ class SharedContext:
             BudgetError: The other agents' work and the task alone exceed the
                 budget.
             ContextWindowError: No budget and no model to take a window from.
+            ArgumentError: ``task`` is not a ``str`` or is blank, naming it.
         """
         check_str(agent, "agent")
-        check_str(task, "task")
+        # A blank task would be removed as blank: the slice would end on an
+        # old message, with nothing asked.
+        check_str(task, "task", empty=False)
         check_int(budget, "budget", low=0, none=True)
         info = as_model(model) or self._info
         counter = self._counter_for(model) if model is not None else self._counter
@@ -410,6 +414,7 @@ def handoff(
 
     Raises:
         BudgetError: The system prompt and the task alone exceed ``limit``.
+        ArgumentError: ``task`` is not a ``str`` or is blank, naming it.
 
     Example:
         >>> from contextwindow.testing import FakeTokenizer
@@ -422,7 +427,7 @@ def handoff(
         >>> [m.text for m in sub.messages]
         ['The docs build fails on a broken link.', "Noted, I'll delegate the docs link.", 'Fix the broken docs link']
     """  # noqa: E501 -- doctest output lines cannot be wrapped
-    check_str(task, "task")
+    check_str(task, "task", empty=False)  # a blank one would be removed as blank
     check_str(system, "system", none=True)
     check_int(limit, "limit", low=0)
     read = coerce_messages(parent, name="parent")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from contextwindow import (
+    ArgumentError,
     ClearToolResults,
     ContextManager,
     Event,
@@ -266,6 +267,36 @@ class TestTools:
         m.set_messages(m.messages)  # re-arms the thresholds
         m.prepare()
         assert seen == [False, False]
+
+
+class TestToolArguments:
+    @pytest.mark.parametrize(
+        ("call", "argument"),
+        [
+            (lambda ctx: ctx.summarize_old_exchanges(older_than="3"), "older_than"),
+            (lambda ctx: ctx.summarize_old_exchanges(older_than=-1), "older_than"),
+            (lambda ctx: ctx.prune_old_messages(keep_recent="3"), "keep_recent"),
+            (lambda ctx: ctx.compress_tool_results(keep_recent=-1), "keep_recent"),
+            (lambda ctx: ctx.compress_tool_results(truncate_to="3"), "truncate_to"),
+            (lambda ctx: ctx.compress_tool_results(truncate_to=0), "truncate_to"),
+        ],
+        ids=[
+            "older_than-str",
+            "older_than-negative",
+            "prune-keep_recent-str",
+            "compress-keep_recent-negative",
+            "truncate_to-str",
+            "truncate_to-zero",
+        ],
+    )
+    def test_a_bad_argument_is_named_as_the_handler_passed_it(
+        self, call: Callable[[ThresholdContext], Any], argument: str
+    ) -> None:
+        """The error names the tool's own argument, not the strategy's field."""
+        m = loaded()
+        with pytest.raises(ArgumentError, match=rf"^{argument}: expected an int"):
+            in_handler(m, call)
+        assert len(m.messages) == len(m.history)  # nothing was changed
 
 
 class TestFiring:

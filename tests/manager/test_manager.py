@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from contextwindow import (
+    ArgumentTypeError,
+    ArgumentValueError,
     BudgetError,
     ContextManager,
     ContextWindowError,
@@ -423,6 +425,67 @@ class TestForceCompress:
         assert m.strategy is before
         assert len(m.messages) == 1
         assert len(m.history) == 5
+
+    def test_with_takes_a_spec_string(self) -> None:
+        """force_compress_with takes a spec, as the constructor and set_strategy do."""
+        m = manager()
+        m.push_many([Message.user(str(i)) for i in range(5)])
+        c = m.force_compress_with("sliding-window(2)", target=0)
+        assert (c.applied, [x.text for x in m.messages]) == (True, ["3", "4"])
+
+
+class TestArguments:
+    @pytest.mark.parametrize(
+        ("strategy", "error"),
+        [
+            (None, ArgumentTypeError),
+            ("no-such-strategy", ArgumentValueError),
+            (SlidingWindow, ArgumentTypeError),
+            (lambda messages: messages, ArgumentTypeError),
+        ],
+        ids=["none", "unknown-spec", "class", "one-argument"],
+    )
+    def test_force_compress_with_names_strategy(
+        self, strategy: Any, error: type[Exception]
+    ) -> None:
+        """A bad strategy is the library's error naming ``strategy``."""
+        m = manager()
+        m.push_many([Message.user(str(i)) for i in range(5)])
+        with pytest.raises(error, match=r"^strategy: "):
+            m.force_compress_with(strategy)
+        assert len(m.messages) == 5
+
+    @pytest.mark.parametrize("strategy", [SlidingWindow(3), None])
+    @pytest.mark.parametrize(
+        ("window", "error"), [("x", ArgumentTypeError), (-1, ArgumentValueError)]
+    )
+    def test_force_compress_names_fallback_window(
+        self, strategy: Any, window: Any, error: type[Exception]
+    ) -> None:
+        """A bad fallback_window is refused, strategy or not, under its own name."""
+        m = manager(strategy=strategy)
+        m.push_many([Message.user(str(i)) for i in range(5)])
+        with pytest.raises(error, match=r"^fallback_window: "):
+            m.force_compress(window)
+
+    def test_subscribe_refuses_a_non_callable(self) -> None:
+        """subscribe(5) fails at once, not as a logged error on every push."""
+        m = manager()
+        with pytest.raises(ArgumentTypeError, match=r"^callback: "):
+            m.subscribe(5)  # type: ignore[arg-type]
+        m.push(Message.user("hi"))
+
+    def test_on_threshold_refuses_a_non_callable(self) -> None:
+        """A handler that cannot be called is an argument error naming it."""
+        with pytest.raises(ArgumentTypeError, match=r"^handler: "):
+            manager().on_threshold(50)("not a function")  # type: ignore[type-var]  # on purpose
+
+    def test_prepare_checks_query_when_nothing_is_cut(self) -> None:
+        """prepare(query=5) is refused even when the view fits, as fit refuses it."""
+        m = manager()
+        m.push(Message.user("hi"))
+        with pytest.raises(ArgumentTypeError, match=r"^query: "):
+            m.prepare(query=5)  # type: ignore[arg-type]
 
 
 class TestEvents:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from contextwindow.errors import (
+    ArgumentValueError,
     ContextWindowError,
     UnknownModelError,
     UnknownModelWarning,
@@ -340,6 +341,17 @@ class TestRegister:
             (ValueError, TypeError), match=r"context_window|max_output|encoding"
         ):
             Registry({}).register("x", **kwargs)
+
+    def test_max_output_above_the_window_raises(self, fresh: Registry) -> None:
+        """An output limit above the window is refused, naming it; equal is fine."""
+        with pytest.raises(
+            ArgumentValueError,
+            match=r"^max_output_tokens: expected an int in \[1, 1000\]",
+        ):
+            register_model("m-x", context_window=1000, max_output_tokens=5000)
+        assert fresh.resolve("m-x") is None
+        info = register_model("m-x", context_window=1000, max_output_tokens=1000)
+        assert info.max_output_tokens == 1000
 
     def test_empty_name_raises(self) -> None:
         """A blank name is refused."""

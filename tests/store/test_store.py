@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from contextwindow import (
+    ArgumentTypeError,
     BudgetError,
     ConflictError,
     Message,
@@ -153,6 +154,41 @@ class TestAppend:
             with pytest.raises(StoreError, match=pattern):
                 call()
         assert store.info("c") is None
+
+    def test_refuses_arguments_of_the_wrong_type(self, store: RowStore) -> None:
+        """One Message for a list, or counts that are no list of mappings: an
+        ArgumentTypeError naming the argument, and nothing written."""
+        lone: Any = Message.user("hi")
+        cases: list[tuple[Callable[[], object], str]] = [
+            (
+                lambda: store.append("c", lone, expected_version=0),
+                r"^messages: expected a list of Messages, .*pass \[message\]",
+            ),
+            (
+                lambda: store.append("c", chat(1), expected_version=0, tokens="1"),  # type: ignore[arg-type]  # on purpose
+                r"^tokens: expected a list of mappings",
+            ),
+            (
+                lambda: store.append("c", chat(1), expected_version=0, tokens=[1]),  # type: ignore[list-item]  # on purpose
+                r"^tokens\[0\]: expected a mapping",
+            ),
+            (
+                lambda: store.update_meta("c", [1, 2]),  # type: ignore[arg-type]  # on purpose
+                r"^meta: expected a mapping",
+            ),
+            (
+                lambda: store.create("c", meta="x"),  # type: ignore[arg-type]  # on purpose
+                r"^meta: expected a mapping",
+            ),
+        ]
+        for call, pattern in cases:
+            with pytest.raises(ArgumentTypeError, match=pattern):
+                call()
+        assert store.info("c") is None
+        store.append("c", chat(1), expected_version=0)
+        with pytest.raises(ArgumentTypeError, match=r"^messages: "):
+            store.save_view("c", lone, version=1)
+        assert store.load_view("c") is None
 
     def test_keeps_time_agent_and_tokens(self, store: RowStore) -> None:
         """Each entry carries its append time, its agent and the caller's counts."""

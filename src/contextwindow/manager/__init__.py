@@ -10,7 +10,10 @@ Contract:
 - Threshold handlers (``@manager.on_threshold(80)``; 60, 80 and 90 are
   watched by default) run once when usage crosses their threshold upward,
   in increasing order and before automatic compaction, and are re-armed
-  when usage falls below it again.
+  when usage falls below it again. A handler (or a subscriber) may call
+  the manager's other methods, sync or awaited, which run inside the
+  ``prepare`` under way (it holds the lock); calling ``prepare`` itself
+  raises ``ContextWindowError``, never recurses nor deadlocks.
 - Automatic compaction follows the ``CompactionPolicy``: from ``at`` percent
   of the window down to ``to`` percent, never for less than ``min_saving``,
   at most ``max_per_turn`` times between user messages, and always when the
@@ -47,7 +50,8 @@ import asyncio
 import inspect
 import sys
 import threading
-from collections.abc import Generator, Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from contextwindow.errors import ContextWindowError
@@ -260,7 +264,12 @@ class ContextManager(Core):
             BudgetError: The request cannot fit: pinned content alone exceeds
                 the window less the reserve, or no strategy is set.
             ContextWindowError: A handler is a coroutine function (use
-                ``AsyncContextManager``), or ``reserve`` is out of range.
+                ``AsyncContextManager``), or it called ``prepare`` (a
+                handler changes the view with its ``ctx``, or calls
+                ``force_compress``; ``on_threshold`` says what it may call).
+            ArgumentError: ``query`` is not a ``str`` or ``None``, or
+                ``reserve`` is out of range (checked at once, whether or not
+                anything needs cutting).
 
         Example:
             >>> from contextwindow import ContextManager, Message
@@ -276,7 +285,7 @@ class ContextManager(Core):
             >>> [x.text for x in p.conversation]
             ['ok', 'and now?']
         """
-        with self._lock:
+        with self._lock, self._preparing():
             return _run(self._prepare_steps(query, reserve))
 
     def force_compress(
@@ -295,6 +304,10 @@ class ContextManager(Core):
         Returns:
             What changed (``applied`` is ``False`` when nothing did).
 
+        Raises:
+            ArgumentError: ``fallback_window`` or ``target`` is not an int
+                >= 0 (checked whether or not a strategy is set).
+
         Example:
             >>> from contextwindow import ContextManager, Message
             >>> m = ContextManager(token_limit=1000, strategy=None)
@@ -310,13 +323,20 @@ class ContextManager(Core):
             )
 
     def force_compress_with(
-        self, strategy: Strategy, *, target: int | None = None
+        self, strategy: Strategy | str, *, target: int | None = None
     ) -> Compaction:
         """Compact now with ``strategy``, leaving the manager's own strategy as it is.
 
         Args:
-            strategy: Any strategy, e.g. ``SlidingWindow(10)``.
+            strategy: Any strategy, e.g. ``SlidingWindow(10)``, or a spec
+                such as ``"dedupe,drop-oldest"`` (``parse_strategy``), as
+                the constructor and ``set_strategy`` take.
             target: As for ``force_compress``.
+
+        Raises:
+            ArgumentError: ``strategy`` is no strategy nor a spec (a class
+                instead of an instance, a function that cannot take
+                ``(messages, budget)``), or ``target`` is not an int >= 0.
 
         Example:
             >>> from contextwindow import ContextManager, Message, SlidingWindow
@@ -375,6 +395,19 @@ class AsyncContextManager(Core):
             self._alock = (loop, asyncio.Lock())
         return self._alock[1]
 
+    @asynccontextmanager
+    async def _locked(self) -> AsyncGenerator[None, None]:
+        """The lock, or nothing for a handler's call: its ``prepare`` holds it.
+
+        An ``asyncio.Lock`` is not re-entrant: a handler awaiting
+        ``update_system`` would wait forever for the ``prepare`` awaiting it.
+        """
+        if self._inside():
+            yield
+            return
+        async with self._lock():
+            yield
+
     async def push(self, message: Message | Any) -> None:
         """Append one message to the history and the view (see ``ContextManager``).
 
@@ -415,7 +448,7 @@ class AsyncContextManager(Core):
             >>> (len(m.messages), len(m.history))
             (1, 2)
         """
-        async with self._lock():
+        async with self._locked():
             self._restore(messages, history)
 
     async def clear(self) -> None:
@@ -429,7 +462,7 @@ class AsyncContextManager(Core):
             >>> m.history
             ()
         """
-        async with self._lock():
+        async with self._locked():
             self._clear()
 
     async def update_system(self, text: str) -> None:
@@ -443,7 +476,7 @@ class AsyncContextManager(Core):
             >>> m.messages[0].text
             'new'
         """
-        async with self._lock():
+        async with self._locked():
             self._update_system(text)
 
     async def prepare(
@@ -459,8 +492,9 @@ class AsyncContextManager(Core):
             >>> asyncio.run(m.prepare()).messages
             [{'role': 'user', 'content': 'hi'}]
         """
-        async with self._lock():
-            return await _arun(self._prepare_steps(query, reserve))
+        async with self._locked():
+            with self._preparing():
+                return await _arun(self._prepare_steps(query, reserve))
 
     async def force_compress(
         self, fallback_window: int = 20, *, target: int | None = None
@@ -475,12 +509,12 @@ class AsyncContextManager(Core):
             >>> asyncio.run(m.force_compress(2)).applied, len(m.messages)
             (True, 2)
         """
-        async with self._lock():
+        async with self._locked():
             strategy = self._forced_strategy(fallback_window)
             return await _arun(self._force_steps(strategy, target))
 
     async def force_compress_with(
-        self, strategy: Strategy, *, target: int | None = None
+        self, strategy: Strategy | str, *, target: int | None = None
     ) -> Compaction:
         """Compact now with ``strategy`` (see ``ContextManager``).
 
@@ -492,7 +526,7 @@ class AsyncContextManager(Core):
             >>> asyncio.run(m.force_compress_with(SlidingWindow(1))).trigger
             'forced'
         """
-        async with self._lock():
+        async with self._locked():
             return await _arun(self._force_steps(strategy, target))
 
     def _context(

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from contextwindow.errors import ContextWindowError
+from contextwindow._args import check_int
 from contextwindow.manager._core import Core
 from contextwindow.manager._types import Compaction
 from contextwindow.messages import Message, units
@@ -216,6 +216,9 @@ class _Context:
             >>> call_handler(compress)
             (6, 444)
         """
+        # Checked here, so an error names the arguments the handler passed.
+        check_int(keep_recent, "keep_recent", low=0)
+        check_int(truncate_to, "truncate_to", low=1)
         strategy = TruncateToolResults(keep_recent=keep_recent, max_tokens=truncate_to)
         why = f"compress_tool_results at {self._threshold:g}%"
         done = self._run(strategy, why)
@@ -235,6 +238,7 @@ class _Context:
             >>> call_handler(lambda ctx: (ctx.prune_old_messages(5), ctx.message_count))
             (13, 6)
         """
+        check_int(keep_recent, "keep_recent", low=0)  # MaxMessages calls it limit
         before = self.message_count
         why = f"prune_old_messages at {self._threshold:g}%"
         self._run(MaxMessages(keep_recent), why)
@@ -289,8 +293,7 @@ class _Context:
 
     def _summarize(self, older_than: int) -> Strategy | None:
         """The strategy to run, or ``None`` when this turn's cap is reached."""
-        if older_than < 0:
-            raise ContextWindowError(f"older_than must be >= 0, got {older_than}")
+        check_int(older_than, "older_than", low=0)
         m = self._m
         # Summaries count against the turn's cap, as compactions do: a loop of
         # handlers summarising again and again is what the cap is there to stop.

@@ -32,14 +32,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Generator, Iterable, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from contextwindow._args import check_int
-from contextwindow.errors import (
-    BudgetError,
-)
+from contextwindow._args import as_strategy, check_int, check_str
+from contextwindow.errors import BudgetError, ContextWindowError
 from contextwindow.fitting import fit
 from contextwindow.manager._state import State
 from contextwindow.manager._types import Compaction, Prepared, Trigger
@@ -83,9 +83,57 @@ class Run:
 
 Step = Call | Run
 
+_PREPARING: ContextVar[frozenset[object]] = ContextVar(
+    "contextwindow_preparing", default=frozenset()
+)
+"""The marks of the ``prepare`` calls under way in this context: a sync
+manager's thread, or an async manager's task and the tasks it started (they
+copy the context), so a handler's own calls are told from other callers'."""
+
+REENTERED = (
+    "prepare was called from inside this manager's prepare (a threshold "
+    "handler or an event subscriber), where it would run the handlers again; "
+    "change the view with the handler's ctx (compress_tool_results, "
+    "prune_old_messages, summarize_old_exchanges, replace_messages) or "
+    "force_compress: the prepare under way sends the result"
+)
+"""Why ``prepare`` refuses to run inside itself."""
+
 
 class Core(State):
     """A manager's rules: compaction, repairs and the steps of ``prepare``."""
+
+    _mark: object | None = None
+    """The mark of this manager's ``prepare`` under way (``None``: none is)."""
+    _under_way: list[Compaction] | None = None
+    """What the ``prepare`` under way has done so far: a ``force_compress``
+    called from one of its handlers is reported there."""
+
+    # -- re-entry from handlers ------------------------------------------------------
+
+    def _inside(self) -> bool:
+        """Whether this call comes from inside this manager's ``prepare``.
+
+        True in a threshold handler or an event subscriber that ``prepare``
+        runs (and in tasks they start), which already hold the lock.
+        """
+        mark = self._mark
+        return mark is not None and mark in _PREPARING.get()
+
+    @contextmanager
+    def _preparing(self) -> Generator[None, None, None]:
+        """Mark ``prepare`` as under way here (the lock held); refuse one inside it."""
+        if self._inside():
+            raise ContextWindowError(REENTERED)
+        mark = object()
+        token = _PREPARING.set(_PREPARING.get() | {mark})
+        self._mark = mark
+        try:
+            yield
+        finally:
+            self._mark = None
+            self._under_way = None
+            _PREPARING.reset(token)
 
     # -- changing the view -----------------------------------------------------------
 
@@ -314,10 +362,12 @@ class Core(State):
     def _prepare_steps(
         self, query: str | None, reserve: int | None
     ) -> Generator[Step, Any, Prepared]:
+        check_str(query, "query", none=True)  # at entry, whether or not it is used
         hard = self._hard_limit(reserve)
         self._usable = hard
         self._applied = False
         done: list[Compaction] = []
+        self._under_way = done
         fired: list[float] = []
         repaired = self._repair()
         if repaired is not None:
@@ -384,8 +434,9 @@ class Core(State):
         return self._finish(done, fired, hard, checked)
 
     def _force_steps(
-        self, strategy: Strategy, target: int | None
+        self, strategy: Strategy | str, target: int | None
     ) -> Generator[Step, Any, Compaction]:
+        strategy = as_strategy(strategy)
         if target is None:
             hard = self._hard_limit(None)
             limit = min(hard, int(self._policy.to * hard / 100))
@@ -395,7 +446,14 @@ class Core(State):
         view = list(self._view)
         budget = self._budget(limit)
         fitted = yield Run(partial(_checked_run, strategy, view, budget))
-        return self._keep(fitted, "forced", reason, len(view))
+        done = self._keep(fitted, "forced", reason, len(view))
+        under_way = self._under_way
+        if under_way is not None and self._inside():
+            # Forced by a handler: the prepare under way reports it, and
+            # does not compact again on its own (as a ctx tool's compaction).
+            under_way.append(done)
+            self._applied = self._applied or done.applied
+        return done
 
     def _summarize_strategy(self, keep_recent: int) -> Strategy:
         """The ``Summarize`` strategy over the manager's summarizer.
@@ -411,6 +469,9 @@ class Core(State):
         )
 
     def _forced_strategy(self, fallback_window: int) -> Strategy:
+        # Checked whether or not a strategy is set: a bad argument is the
+        # caller's, whatever the manager's configuration.
+        check_int(fallback_window, "fallback_window", low=0)
         if self._strategy is not None:
             return self._strategy
         return SlidingWindow(fallback_window)

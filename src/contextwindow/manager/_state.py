@@ -23,6 +23,7 @@ from contextwindow._args import (
     as_model,
     as_strategy,
     as_tokenizer,
+    check_callable,
     check_int,
     check_items,
     check_percent,
@@ -412,7 +413,9 @@ class State:
         """Compact with ``strategy`` from now on (the view is kept as it is).
 
         Raises:
-            ContextWindowError: ``strategy`` is not callable.
+            ArgumentError: ``strategy`` is no strategy nor a spec (not
+                callable, a class, or a function that cannot take
+                ``(messages, budget)``).
 
         Example:
             >>> from contextwindow import ContextManager, SlidingWindow
@@ -487,8 +490,17 @@ class State:
         returned before it do not run twice), and what handlers changed in
         the view before it is kept, as their ``compaction`` events say.
 
+        A handler may call the manager's other methods (``push``,
+        ``update_system``, ``force_compress``, ...; an async handler awaits
+        them): they run at once, inside the ``prepare`` under way, which
+        reports a forced compaction with its own and sends the result. It
+        may not call ``prepare``, which would run the handlers again:
+        ``ContextWindowError`` says so. Its ``ctx`` has the tools to change
+        the view.
+
         Raises:
-            ContextWindowError: A threshold outside (0, 100].
+            ArgumentError: A threshold outside (0, 100], or a handler that
+                is not callable.
 
         Example:
             >>> from contextwindow import ContextManager
@@ -502,8 +514,7 @@ class State:
         t = _threshold_checked(percent)
 
         def register(handler: F) -> F:
-            if not callable(handler):
-                raise ContextWindowError(f"a handler must be callable: {handler!r}")
+            check_callable(handler, "handler", "a callable taking the handler context")
             self._handlers.setdefault(t, []).append(handler)
             return handler
 
@@ -518,6 +529,9 @@ class State:
         had returned. A ``push`` whose subscriber raised is stored: do not
         push it again.
 
+        Raises:
+            ArgumentTypeError: ``callback`` is not callable.
+
         Example:
             >>> from contextwindow import ContextManager, Message
             >>> m = ContextManager(token_limit=1000)
@@ -529,6 +543,8 @@ class State:
             >>> [(e.kind, e.data["role"]) for e in seen]
             [('push', 'user')]
         """
+        # Refused here: past this point its error would only be logged.
+        check_callable(callback, "callback", "a callable taking an Event")
         self._subscribers.append(callback)
 
         def unsubscribe() -> None:

@@ -361,7 +361,8 @@ class Registry:
         Args:
             name: The model's name, as it will be looked up.
             context_window: Its window in tokens (positive).
-            max_output_tokens: Its output limit, if known (positive).
+            max_output_tokens: Its output limit, if known (positive, at most
+                ``context_window``).
             provider: Who serves it.
             encoding: The tiktoken encoding to count with. ``None`` infers it
                 from the name, as for shipped models (``exact`` is then
@@ -369,9 +370,9 @@ class Registry:
             exact: Whether ``encoding`` is the model's real tokenizer.
 
         Raises:
-            ArgumentError: A limit that is not a positive integer, an empty
-                name, or an encoding that is not shipped (a ``ValueError`` or
-                a ``TypeError`` as well).
+            ArgumentError: A limit that is not a positive integer, an output
+                limit above the window, an empty name, or an encoding that
+                is not shipped (a ``ValueError`` or a ``TypeError`` as well).
 
         Example:
             >>> reg = Registry({})
@@ -382,7 +383,14 @@ class Registry:
 
         check_str(name, "name", empty=False)
         check_int(context_window, "context_window", low=1)
-        check_int(max_output_tokens, "max_output_tokens", low=1, none=True)
+        # A reply never outgrows the window it is written in.
+        check_int(
+            max_output_tokens,
+            "max_output_tokens",
+            low=1,
+            high=context_window,
+            none=True,
+        )
         check_str(provider, "provider", empty=False)
         check_bool(exact, "exact")
         if encoding is None:

@@ -41,6 +41,7 @@ from contextwindow.store._codec import (
     encode_log,
     encode_meta,
     encode_view,
+    message_list,
 )
 from contextwindow.store.base import (
     ConversationInfo,
@@ -161,7 +162,7 @@ class RowStore(ABC):
         cid = check_id(conversation_id)
         expected = _count(expected_version, "expected_version")
         now = time.time()
-        rows = encode_log(cid, messages, tokens, expected, now)
+        rows = encode_log(cid, message_list(messages), tokens, expected, now)
         try:
             return self._append(cid, expected, rows, now)
         except ConflictError as exc:
@@ -258,6 +259,7 @@ class RowStore(ABC):
     ) -> StoredView:
         """Save the compacted view made at ``version``. See ``Store.save_view``."""
         cid = check_id(conversation_id)
+        messages = message_list(messages)
         at = _count(version, "version")
         report_text = None
         if report is not None:

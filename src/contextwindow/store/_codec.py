@@ -46,7 +46,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from contextwindow.errors import InvalidMessageError, StoreError
+from contextwindow._args import check_items, shown
+from contextwindow.errors import ArgumentTypeError, InvalidMessageError, StoreError
 from contextwindow.messages import Message
 from contextwindow.store.base import (
     ConversationInfo,
@@ -72,6 +73,7 @@ __all__ = [
     "encode_log",
     "encode_meta",
     "encode_view",
+    "message_list",
     "meta_value",
     "row_digest",
 ]
@@ -175,6 +177,40 @@ def _body(cid: str, msg: object, where: str) -> tuple[str, str]:
     return body, body_digest(body)
 
 
+def message_list(value: object, name: str = "messages") -> list[Message]:
+    """The ``messages`` argument of a store call as a list.
+
+    Its items are checked when encoded. One ``Message`` alone is refused, naming the argument: it is not a list
+    of them, and would otherwise fail as Python's "not iterable".
+
+    Example:
+        >>> message_list(Message.user("hi"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentTypeError: messages: expected a list of Messages, got ... (one Message: pass [message])
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    takes = "a list of Messages"
+    if isinstance(value, Message):
+        raise ArgumentTypeError(
+            name, shown(value), takes, "one Message: pass [message]"
+        )
+    return check_items(value, name, takes=takes)
+
+
+def _token_list(tokens: object) -> list[Mapping[Any, Any]] | None:
+    """The ``tokens`` argument as a list of mappings (``None`` stays ``None``)."""
+    if tokens is None:
+        return None
+    takes = "a list of mappings of counter names to token counts, one per message"
+    counts: list[object] = check_items(tokens, "tokens", takes=takes)
+    for i, item in enumerate(counts):
+        if not isinstance(item, Mapping):
+            raise ArgumentTypeError(
+                f"tokens[{i}]", shown(item), "a mapping of counter names to tokens"
+            )
+    return cast("list[Mapping[Any, Any]]", counts)
+
+
 def encode_log(
     cid: str,
     messages: Sequence[Message],
@@ -182,7 +218,14 @@ def encode_log(
     start: int,
     now: float,
 ) -> list[LogRow]:
-    """The rows of ``messages`` appended at position ``start``."""
+    """The rows of ``messages`` appended at position ``start``.
+
+    Raises:
+        ArgumentTypeError: ``tokens`` is not a list of mappings.
+        StoreError: A message or a count that cannot be stored, or not one
+            count per message.
+    """
+    tokens = _token_list(tokens)
     if tokens is not None and len(tokens) != len(messages):
         raise StoreError(
             f"{_conv(cid)}: {len(tokens)} token counts for {len(messages)} messages"
@@ -209,7 +252,16 @@ def _counts_text(cid: str, i: int, counts: Mapping[Any, Any]) -> str:
 
 
 def encode_meta(cid: str, meta: Mapping[Any, Any]) -> str:
-    """The metadata as one JSON object."""
+    """The metadata as one JSON object.
+
+    Raises:
+        ArgumentTypeError: ``meta`` is not a mapping.
+        StoreError: A key that is not a ``str``, or a value that is not JSON.
+    """
+    if not isinstance(meta, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+        raise ArgumentTypeError(
+            "meta", shown(meta), "a mapping of str keys to JSON values"
+        )
     for key in meta:
         if not isinstance(key, str):
             raise StoreError(f"{_conv(cid)}: metadata keys must be strings: {key!r}")

@@ -293,6 +293,9 @@ class Store(Protocol):
         Raises:
             ConflictError: The log is at another version; nothing was written.
             StoreError: The store failed, or a message cannot be stored.
+            ArgumentTypeError: ``messages`` is not a list of messages (one
+                ``Message`` alone included), or ``tokens`` not a list of
+                mappings; nothing was written.
         """
         ...
 
@@ -336,6 +339,7 @@ class Store(Protocol):
             ConflictError: A view of a later version is already saved.
             StoreError: No such conversation, ``version`` above the log's, a
                 source naming no log message, or a report that is not JSON.
+            ArgumentTypeError: ``messages`` is not a list of messages.
         """
         ...
 
@@ -363,6 +367,11 @@ class Store(Protocol):
         """Merge ``meta`` into the metadata (``replace``: instead of it).
 
         Creates the conversation when it does not exist.
+
+        Raises:
+            ArgumentTypeError: ``meta`` is not a mapping.
+            StoreError: A key that is not a ``str`` or a value that is not
+                JSON; nothing was written.
         """
         ...
 
