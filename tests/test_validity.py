@@ -9,6 +9,7 @@ from contextwindow.messages import (
     PROVIDERS,
     Image,
     Message,
+    Opaque,
     Part,
     Provider,
     Text,
@@ -227,6 +228,23 @@ class TestContent:
         """A user turn holding only an image is fine for Anthropic."""
         conv = [Message.user([Image("https://example.com/a.png")])]
         assert problems(conv, "anthropic") == ()
+
+
+class TestOpaqueContent:
+    @pytest.mark.parametrize("provider", PROVIDERS)
+    def test_refusal_is_assistant_content(self, provider: Provider) -> None:
+        """An assistant turn holding only a refusal is kept."""
+        refusal = Opaque.of("openai", {"type": "refusal", "refusal": "No."})
+        conv = [Message.user("hi"), Message("assistant", (refusal,)), Message.user("?")]
+        assert problems(conv, provider) == ()
+
+    @pytest.mark.parametrize("kind", ["document", "search_result"])
+    def test_user_turn_of_one_anthropic_block_is_kept(self, kind: str) -> None:
+        """A user turn holding only a document or search result is not blank."""
+        block = Opaque.of("anthropic", {"type": kind, "title": "t"})
+        conv = [Message("user", (block,))]
+        assert problems(conv, "anthropic") == ()
+        assert ensure_valid(conv, "anthropic").messages == tuple(conv)
 
 
 class TestBlankText:

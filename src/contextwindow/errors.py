@@ -13,6 +13,7 @@ The hierarchy::
     └─ SummarizerError                      .endpoint .status
 
     UnknownModelWarning(UserWarning)        an unknown model fell back to the default
+    ContentDroppedWarning(UserWarning)      content with no equivalent in a shape
 
 Bad input is reported at the edge (``formats``, ``wire``, transcript readers) with
 the exact place, e.g. ``messages[3].tool_calls[0].function.arguments: not valid
@@ -30,6 +31,7 @@ __all__ = [
     "ArgumentValueError",
     "BudgetError",
     "ConflictError",
+    "ContentDroppedWarning",
     "ContextWindowError",
     "InvalidMessageError",
     "StoreError",
@@ -165,3 +167,12 @@ class SummarizerError(ContextWindowError):
 
 class UnknownModelWarning(UserWarning):
     """A model is not in the registry; a documented default was used."""
+
+
+class ContentDroppedWarning(UserWarning):
+    """Content was written to a provider's shape that has no equivalent for it.
+
+    An ``Opaque`` part of another provider (a file id, a server tool block)
+    is left out of the request rather than sent in a shape the provider
+    would refuse; the warning names the message and part.
+    """

@@ -55,6 +55,7 @@ from contextwindow.errors import (
 __all__ = [
     "Image",
     "Message",
+    "Opaque",
     "Part",
     "Provider",
     "Role",
@@ -327,9 +328,80 @@ class Thinking:
         check_bool(self.redacted, "redacted")
 
 
-Part = Text | Image | ToolCall | ToolResult | Thinking
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """Content the neutral model does not interpret, kept as the provider wrote it.
+
+    An Anthropic ``document`` or ``search_result`` block, a Chat ``file`` or
+    ``input_audio`` part, a Responses ``input_file``, a refusal, an audio
+    reply: real content the model reads (and the provider bills), so it is
+    counted (``TokenCounter.part``), makes a turn non-empty
+    (``validity``), and is written back in place. ``raw`` is the block as
+    compact JSON text, not a dict: a part is a hashable value, and the
+    block goes back byte for byte. A mapping is taken too, and serialised.
+
+    Example:
+        >>> doc = Opaque("anthropic", {"type": "document", "source": {
+        ...     "type": "text", "media_type": "text/plain", "data": "Fee: 4,200 EUR."}})
+        >>> (doc.type, doc.block["source"]["data"])
+        ('document', 'Fee: 4,200 EUR.')
+        >>> doc.raw[:20]
+        '{"type":"document","'
+    """
+
+    provider: Provider
+    """Whose shape ``raw`` is in: ``openai``, ``responses`` or ``anthropic``."""
+    raw: str
+    """The block, part or field as compact JSON text (a JSON object)."""
+    kind: Literal["opaque"] = field(default="opaque", init=False, repr=False)
+    """Discriminator for serialised forms."""
+
+    def __post_init__(self) -> None:
+        check_provider(self.provider)
+        raw: object = self.raw
+        takes = "a JSON object (text or a mapping)"
+        if isinstance(raw, Mapping):
+            try:
+                text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
+            except (TypeError, ValueError) as exc:
+                raise ArgumentValueError("raw", shown(raw), takes, str(exc)) from None
+            object.__setattr__(self, "raw", text)
+            return
+        if not isinstance(raw, str):
+            raise ArgumentTypeError("raw", shown(raw), takes)
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            raise ArgumentValueError("raw", shown(raw), takes) from None
+        if not isinstance(value, dict):
+            raise ArgumentValueError("raw", shown(raw), takes)
+
+    @classmethod
+    def of(cls, provider: Provider, block: Mapping[str, Any]) -> Opaque:
+        """An ``Opaque`` part of ``block`` (serialised compactly).
+
+        Example:
+            >>> Opaque.of("openai", {"type": "refusal", "refusal": "No."}).raw
+            '{"type":"refusal","refusal":"No."}'
+        """
+        return cls(provider, block)  # type: ignore[arg-type]  # __post_init__ serialises a mapping
+
+    @property
+    def block(self) -> dict[str, Any]:
+        """``raw`` parsed: a new dict each time (the caller may change it)."""
+        value: dict[str, Any] = json.loads(self.raw)
+        return value
+
+    @property
+    def type(self) -> str:
+        """The block's ``"type"`` (``document``, ``file``, ``refusal``...) or ``""``."""
+        kind = self.block.get("type")
+        return kind if isinstance(kind, str) else ""
+
+
+Part = Text | Image | ToolCall | ToolResult | Thinking | Opaque
 """Any content part of a message."""
-_PART_TYPES = frozenset((Text, Image, ToolCall, ToolResult, Thinking))
+_PART_TYPES = frozenset((Text, Image, ToolCall, ToolResult, Thinking, Opaque))
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,7 +487,7 @@ class Message(_HashKept):
                 raise ArgumentTypeError(
                     f"parts[{k}]",
                     shown(part),
-                    "a Text, Image, ToolCall, ToolResult or Thinking",
+                    "a Text, Image, ToolCall, ToolResult, Thinking or Opaque",
                 )
         if self.name is not None and type(self.name) is not str:
             check_str(self.name, "name", none=True)

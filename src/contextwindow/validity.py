@@ -30,7 +30,8 @@ no blank text block           no      no         yes
 first turn is the user's      no      no         yes
 ============================  ======  =========  =========
 
-"Content" is a tool call, an image, a tool result or non-blank text: reasoning
+"Content" is a tool call, an image, a tool result, non-blank text or an
+``Opaque`` part (a document, a file, a refusal, audio): reasoning
 alone is not a turn (OpenAI rejects a reasoning item with nothing after it).
 Anthropic merges consecutive turns of one role, so once the first turn is the
 user's, roles alternate after merging.
@@ -70,6 +71,7 @@ from contextwindow.handles import with_origin
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
     Provider,
     Text,
@@ -387,10 +389,16 @@ def _is_call(part: Part) -> bool:
     return isinstance(part, ToolCall)
 
 
+_CONTENT = (ToolCall, Image, ToolResult, Opaque)
+"""Parts that are content whatever they hold (an ``Opaque`` part is a
+document, a file, a refusal, audio: content the neutral model does not
+read, never blank)."""
+
+
 def _has_content(part: Part) -> bool:
     if isinstance(part, Text):
         return _not_blank(part.text)
-    return isinstance(part, (ToolCall, Image, ToolResult))
+    return isinstance(part, _CONTENT)
 
 
 def _clean(parts: Sequence[Part]) -> bool:
@@ -401,7 +409,7 @@ def _clean(parts: Sequence[Part]) -> bool:
             if not _not_blank(p.text):
                 return False
             content = True
-        elif isinstance(p, (ToolCall, Image, ToolResult)):
+        elif isinstance(p, _CONTENT):
             content = True
     return content
 

@@ -9,7 +9,8 @@ Contract:
   out; ``id`` and ``parts`` are always written. Reading accepts an explicit
   ``null`` wherever a field may be left out.
 - Each part carries a ``"kind"`` discriminator (``text``, ``image``,
-  ``tool_call``, ``tool_result``, ``thinking``), as the dataclasses do.
+  ``tool_call``, ``tool_result``, ``thinking``, ``opaque``), as the
+  dataclasses do.
 - Versioned once, not per message: ``WIRE_VERSION`` is the version of this form.
   Whatever stores many messages records it once (``to_document`` writes
   ``{"v": 1, "messages": [...]}``; a JSONL transcript puts it in its header).
@@ -35,11 +36,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
 from contextwindow._validate import expect_mapping, expect_str, opt_str, type_name
-from contextwindow.errors import InvalidMessageError
+from contextwindow.errors import ArgumentError, InvalidMessageError
 from contextwindow.messages import (
+    PROVIDERS,
     ROLES,
     Image,
     Message,
+    Opaque,
     Part,
     Role,
     Text,
@@ -54,6 +57,7 @@ __all__ = [
     "DocumentDict",
     "ImageDict",
     "MessageDict",
+    "OpaqueDict",
     "PartDict",
     "TextDict",
     "ThinkingDict",
@@ -126,7 +130,17 @@ class ThinkingDict(_ThinkingBase, total=False):
     redacted: bool
 
 
-PartDict = TextDict | ImageDict | ToolCallDict | ToolResultDict | ThinkingDict
+class OpaqueDict(TypedDict):
+    """An ``Opaque`` part; ``raw`` is the block's JSON text, as in the model."""
+
+    kind: Literal["opaque"]
+    provider: Literal["openai", "anthropic", "responses"]
+    raw: str
+
+
+PartDict = (
+    TextDict | ImageDict | ToolCallDict | ToolResultDict | ThinkingDict | OpaqueDict
+)
 """Any part, told apart by ``kind``."""
 
 
@@ -194,6 +208,8 @@ def _part_to_dict(part: Part) -> PartDict:
         if part.name is not None:
             r["name"] = part.name
         return r
+    if isinstance(part, Opaque):
+        return {"kind": "opaque", "provider": part.provider, "raw": part.raw}
     t: ThinkingDict = {"kind": "thinking", "text": part.text}
     if part.signature is not None:
         t["signature"] = part.signature
@@ -286,6 +302,7 @@ _PART_KEYS: dict[str, frozenset[str]] = {
     "tool_call": frozenset({"kind", "id", "name", "arguments"}),
     "tool_result": frozenset({"kind", "call_id", "content", "is_error", "name"}),
     "thinking": frozenset({"kind", "text", "signature", "redacted"}),
+    "opaque": frozenset({"kind", "provider", "raw"}),
 }
 _KINDS = ", ".join(_PART_KEYS)
 _MESSAGE_KEYS = frozenset({"role", "parts", "id", "name", "agent", "pinned", "meta"})
@@ -353,6 +370,18 @@ def _part_from_dict(value: object, path: str) -> Part:
             is_error=_opt_bool(d, "is_error", path),
             name=opt_str(d, "name", path),
         )
+    if kind == "opaque":
+        provider = _str(d, "provider", path)
+        if provider not in PROVIDERS:
+            raise InvalidMessageError(
+                f"{path}.provider",
+                f"unknown provider {provider!r} (expected {', '.join(PROVIDERS)})",
+            )
+        raw = _str(d, "raw", path)
+        try:
+            return Opaque(provider, raw)
+        except ArgumentError:
+            raise InvalidMessageError(f"{path}.raw", "not a JSON object") from None
     return Thinking(
         _str(d, "text", path),
         signature=opt_str(d, "signature", path),

@@ -15,6 +15,7 @@ from contextwindow.formats import (
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Text,
     Thinking,
     ToolCall,
@@ -108,7 +109,21 @@ class TestFromAnthropic:
             "user",
         ]
         assert [r.call_id for r in msgs[2].tool_results] == ["t1", "t2"]
-        assert msgs[3].parts == (Text("Why denied?"), Image("https://x/y.png"))
+        assert msgs[3].parts == (
+            Text("Why denied?"),
+            Opaque.of(
+                "anthropic",
+                {
+                    "type": "document",
+                    "source": {
+                        "type": "text",
+                        "media_type": "text/plain",
+                        "data": "doc",
+                    },
+                },
+            ),
+            Image("https://x/y.png"),
+        )
 
     def test_blocks(self) -> None:
         """Thinking, redacted thinking, text and tool_use map to neutral parts."""

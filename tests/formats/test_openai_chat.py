@@ -12,6 +12,7 @@ from contextwindow.formats import from_openai, image_size, to_openai
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Text,
     Thinking,
     ToolCall,
@@ -109,11 +110,13 @@ class TestFromOpenAI:
         msg = from_openai(RICH)[3]
         assert msg.parts[1] == Image(PNG_2X3, "low", 2, 3)
 
-    def test_unmodelled_part_kept_in_meta(self) -> None:
-        """An input_audio part is not a neutral part but is kept in meta."""
+    def test_unmodelled_part_is_opaque_in_place(self) -> None:
+        """An input_audio part becomes an Opaque part in its place."""
         msg = from_openai(RICH)[3]
-        assert len(msg.parts) == 2
-        assert msg.meta["openai"]["opaque"][0][0] == 2
+        assert len(msg.parts) == 3
+        assert isinstance(msg.parts[2], Opaque)
+        assert msg.parts[2].type == "input_audio"
+        assert "opaque" not in msg.meta.get("openai", {})
 
     def test_reasoning_content(self) -> None:
         """reasoning_content becomes a leading Thinking part."""

@@ -93,7 +93,7 @@ class TestFromResponses:
         msgs = from_responses(ITEMS)
         assert [(m.role, len(m.parts)) for m in msgs] == [
             ("system", 1),
-            ("user", 2),
+            ("user", 3),
             ("assistant", 4),
             ("tool", 2),
             ("assistant", 2),

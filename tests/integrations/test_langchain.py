@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 from tests.llama import LlamaServer
 
-from contextwindow import Message, ToolResult, get_tokenizer, problems
+from contextwindow import Message, ToolResult, fit, get_tokenizer, problems
 from contextwindow.errors import BudgetError, InvalidMessageError
 from contextwindow.formats import from_openai
 from contextwindow.integrations.langchain import (
@@ -40,7 +40,7 @@ from contextwindow.integrations.langchain import (
     trim_messages,
 )
 from contextwindow.strategies import Summarize
-from contextwindow.testing import conversations
+from contextwindow.testing import FakeTokenizer, conversations
 from contextwindow.tokens import TokenCounter
 
 
@@ -271,6 +271,43 @@ class TestConversion:
         assert neutral[3].tool_results[0].is_error
         assert neutral[1].parts[1].kind == "image"
         assert to_langchain(neutral) == lc
+
+    def test_provider_blocks_are_content_counted_and_passed_on(self) -> None:
+        """A document, a file or a refusal block in a LangChain message is the
+        provider's own content: read as an ``Opaque`` part (counted as what it
+        holds, not as JSON text) and written back as it came."""
+        doc = {
+            "type": "document",
+            "source": {
+                "type": "text",
+                "media_type": "text/plain",
+                "data": "Clause: the fee is 4,200 EUR. " * 40,
+            },
+        }
+        lc: list[BaseMessage] = [
+            HumanMessage([doc, {"type": "text", "text": "What is the fee?"}]),
+            AIMessage([{"type": "refusal", "refusal": "I cannot say."}]),
+        ]
+        neutral = from_langchain(lc)
+        assert [p.kind for p in neutral[0].parts] == ["opaque", "text"]
+        assert [p.kind for p in neutral[1].parts] == ["opaque"]
+        assert to_langchain(neutral) == lc
+        counter = TokenCounter(FakeTokenizer())
+        # The document's words, not its JSON: about the 240 words it holds.
+        assert 240 <= counter.message(neutral[0]) < 300
+        assert fit(neutral, limit=10_000, tokenizer=FakeTokenizer()).messages == tuple(
+            neutral
+        )
+
+    def test_fit_names_the_reader_of_langchain_messages(self) -> None:
+        """``fit`` given LangChain messages says how to read them, not that a
+        'system' item is an unknown Responses type."""
+        with pytest.raises(InvalidMessageError) as info:
+            fit([SystemMessage("s"), HumanMessage("hi")], limit=1000)
+        assert str(info.value).startswith(
+            "messages[0]: a LangChain SystemMessage: read LangChain messages with "
+            "contextwindow.integrations.langchain.from_langchain"
+        )
 
     def test_a_changed_message_is_written_from_its_parts(self) -> None:
         """A strategy's truncated result goes back as the new text, fields kept."""

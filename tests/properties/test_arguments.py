@@ -51,6 +51,7 @@ from contextwindow import (
     MaxMessages,
     Message,
     ModelInfo,
+    Opaque,
     OpenAICompatibleSummarizer,
     Pipeline,
     PostgresStore,
@@ -123,6 +124,7 @@ CALLS: dict[str, Call] = {
     "ToolCall": Call(ToolCall, ("c1", "read", "{}")),
     "ToolResult": Call(ToolResult, ("c1", "out"), {"is_error": False}),
     "Thinking": Call(Thinking, ("hmm",), {"signature": "s"}),
+    "Opaque": Call(Opaque, ("anthropic", '{"type":"document"}')),
     "ToolSpec": Call(ToolSpec, ("read", "Read a file", {"type": "object"})),
     "units": Call(cw.units, (conv(),)),
     # -- counting, models
@@ -241,6 +243,7 @@ NOT_CALLED = {
     "ArgumentValueError",
     "BudgetError",
     "ConflictError",
+    "ContentDroppedWarning",
     "ContextWindowError",
     "InvalidMessageError",
     "StoreError",

@@ -19,6 +19,7 @@ repeats every invariant with exact ``o200k_base`` counts on ``some_convs``.
 
 from __future__ import annotations
 
+import base64
 import functools
 import random
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ from contextwindow.handles import find_handles, handle_of, originals
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Provider,
     Text,
     ToolCall,
@@ -439,13 +441,46 @@ def make_counters(provider: Provider) -> dict[str, TokenCounter]:
     return {k: TokenCounter(make(), provider) for k, make in makers.items()}
 
 
+OPAQUE_EVERY = 4
+"""One conversation in this many gets a document in a user turn (``with_opaque``)."""
+
+
+def with_opaque(conv: list[Message], provider: Provider) -> list[Message]:
+    """``conv`` with a text document, in ``provider``'s own shape, in its first
+    user turn (an ``Opaque`` part: counted, kept or dropped whole)."""
+    text = "The fee is 4,200 EUR; the term is 12 months. " * 6
+    encoded = base64.b64encode(text.encode()).decode()
+    block: dict[str, object]
+    if provider == "anthropic":
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+        block = {"type": "document", "source": source}
+    elif provider == "openai":
+        data = f"data:text/plain;base64,{encoded}"
+        block = {"type": "file", "file": {"filename": "terms.txt", "file_data": data}}
+    else:
+        data = f"data:text/plain;base64,{encoded}"
+        block = {"type": "input_file", "filename": "terms.txt", "file_data": data}
+    out = list(conv)
+    for k, m in enumerate(out):
+        if m.role == "user":
+            out[k] = m.with_parts((Opaque.of(provider, block), *m.parts))
+            break
+    return out
+
+
 @pytest.fixture(scope="module")
 def cases(convs: list[list[Message]]) -> dict[Provider, list[Case]]:
-    """Every conversation's case, for each provider."""
+    """Every conversation's case, for each provider; one in ``OPAQUE_EVERY``
+    holds a document (``with_opaque``)."""
     out: dict[Provider, list[Case]] = {}
     for provider in PROVIDERS:
         counters = make_counters(provider)
-        out[provider] = [make_case(k, c, counters) for k, c in enumerate(convs)]
+        out[provider] = [
+            make_case(
+                k, with_opaque(c, provider) if k % OPAQUE_EVERY == 1 else c, counters
+            )
+            for k, c in enumerate(convs)
+        ]
     return out
 
 
@@ -578,7 +613,7 @@ def check_provider(run: Run) -> None:
     for m in turns:
         texts = [p.text for p in m.parts if isinstance(p, Text)]
         content = any(t.strip() for t in texts) or any(
-            isinstance(p, (ToolCall, ToolResult, Image)) for p in m.parts
+            isinstance(p, (ToolCall, ToolResult, Image, Opaque)) for p in m.parts
         )
         if m.role == "assistant" or (anthropic and m.role == "user"):
             assert content, f"{m.role} turn {m.id} has no content"

@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    ContextWindowError,
+)
+from contextwindow.fitting import fit
 from contextwindow.messages import (
     Image,
     Message,
@@ -607,6 +612,52 @@ class TestTokenCounter:
             expected = TokenCounter(O200K, provider).messages(conv, tools=tools)
             got = count_messages(conv, O200K, provider=provider, tools=tools)
             assert got == expected
+
+
+class BadTokenizer:
+    """Returns ``value`` for any non-empty text (0 for ``""``, so it passes
+    the one trial count ``as_tokenizer`` makes)."""
+
+    name = "bad"
+    exact = False
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def count(self, text: str) -> object:
+        return self.value if text else 0
+
+
+class TestTokenizerResults:
+    @pytest.mark.parametrize(
+        ("value", "error"),
+        [
+            (-3, ArgumentValueError),
+            (1.5, ArgumentTypeError),
+            (None, ArgumentTypeError),
+            (True, ArgumentTypeError),
+            ("3", ArgumentTypeError),
+        ],
+    )
+    @pytest.mark.parametrize("provider", ["openai", "anthropic", "responses"])
+    def test_a_bad_count_names_the_tokenizer(
+        self, value: object, error: type[Exception], provider: Provider
+    ) -> None:
+        """A count that is not an int >= 0 is refused where it enters the counter."""
+        conv = [Message.user("the secret sk-abcdefgh"), Message.assistant("ok")]
+        tok = BadTokenizer(value)
+        with pytest.raises(error, match=r"^tokenizer: .*returned") as info:
+            count_messages(conv, tok, provider=provider)  # type: ignore[arg-type]  # on purpose
+        assert "sk-abcdefgh" not in str(info.value)  # the text is not shown
+        with pytest.raises(error, match=r"^tokenizer: "):
+            fit(conv, limit=10, tokenizer=tok, provider=provider)  # type: ignore[arg-type]  # on purpose
+
+    def test_a_good_user_tokenizer_counts_as_before(self) -> None:
+        """A user's tokenizer returning ints is counted as it says."""
+        conv = [Message.user("one two three")]
+        assert count_messages(conv, CountingTokenizer()) == count_messages(
+            conv, FakeTokenizer()
+        )
 
 
 def test_running_totals_of_moved_runs_are_counted_anew() -> None:

@@ -535,6 +535,14 @@ def _plain(item: object, path: str) -> Any:
             ]
             return {**obj, "content": blocks}
         return obj
+    if type(item).__module__.startswith("langchain_core.messages"):
+        # Its dump reads as a Responses item of an unknown type: say what to do.
+        raise InvalidMessageError(
+            path,
+            f"a LangChain {type(item).__name__}: read LangChain messages with "
+            "contextwindow.integrations.langchain.from_langchain (its trim_messages "
+            "and middleware take them as they are)",
+        )
     if hasattr(item, "model_dump") and not isinstance(item, type):
         dumped = _dump(item)
         if not isinstance(dumped, Mapping):

@@ -8,8 +8,15 @@ Contract:
   of results alone is directly followed by another user turn (the two are
   written as one). Keys and blocks the
   neutral model does not carry (``cache_control``, ``citations``, ``caller``,
-  an explicit ``"is_error": false``, ``document`` blocks…) are kept in
+  an explicit ``"is_error": false``…) are kept in
   ``Message.meta["anthropic"]`` and written back in place.
+- Blocks the neutral model does not interpret (``document``,
+  ``search_result``, server tool blocks, an image by file id) become
+  ``Opaque`` parts in their place: counted, cut and kept like other content.
+  Another provider's ``Opaque`` part is written as its Anthropic equivalent
+  (a PDF file as a ``document``, a refusal as text), or left out with a
+  ``ContentDroppedWarning``. Such blocks inside a ``tool_result`` are kept
+  in ``meta`` and written back.
 - A user turn's ``tool_result`` blocks become ONE neutral ``tool`` message; its
   other blocks become a following ``user`` message, in their order. Writing
   does the reverse: consecutive ``tool`` messages and a directly following
@@ -71,9 +78,11 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
+from contextwindow.formats._opaque import dropped, translate
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
     Role,
     Text,
@@ -353,17 +362,13 @@ def _read_blocks(content: Sequence[Any], role: str, p: str) -> tuple[_Blocks, _B
             part, ent = _read_result(block, bp)
             results.parts.append(part)
             results.entries.append(ent)
-        elif kind in _OPAQUE_BLOCKS:
-            rest.opaque.append(
-                [len(rest.parts) + len(rest.opaque), copy.deepcopy(dict(block))]
-            )
         else:
-            read = _read_block(block, kind, bp)
+            # A block the model does not interpret (a document, a search
+            # result, an image by file id) is a part in its place: counted
+            # and kept like any content.
+            read = None if kind in _OPAQUE_BLOCKS else _read_block(block, kind, bp)
             if read is None:
-                rest.opaque.append(
-                    [len(rest.parts) + len(rest.opaque), copy.deepcopy(dict(block))]
-                )
-                continue
+                read = (Opaque.of("anthropic", dict(block)), None)
             rest.parts.append(read[0])
             rest.entries.append(read[1])
     return results, rest
@@ -515,6 +520,15 @@ def _write_blocks(
             )
         if isinstance(part, Thinking) and foreign:
             continue
+        if isinstance(part, Opaque):
+            found = translate(part, "anthropic")
+            if found is None:
+                dropped(part, "anthropic", f"messages[{i}].parts[{j}]")
+                continue
+            if isinstance(found, Opaque):
+                out.append(found.block)
+                continue
+            part = found
         block = _write_part(part, ent, f"messages[{i}].parts[{j}]")
         out.append(put_extras(block, ent.get("extra")))
     return out
@@ -526,7 +540,7 @@ def _allowed(part: Part, role: str) -> bool:
     if role == "tool":
         return isinstance(part, ToolResult)
     if role == "user":
-        return isinstance(part, (Text, Image))
+        return isinstance(part, (Text, Image, Opaque))
     return not isinstance(part, ToolResult)
 
 
@@ -553,6 +567,8 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
         if part.signature is not None:
             block["signature"] = part.signature
         return block
+    if isinstance(part, Opaque):
+        return part.block
     return _write_result(part, ent)
 
 

@@ -12,8 +12,15 @@ Contract:
   pair is converted: the call gets the id ``legacy_<index>`` and the result is
   paired with the earliest pending call of the same name.
 - Content parts: ``text`` and ``image_url`` are modelled; ``input_audio``,
-  ``file``, ``audio`` and ``refusal`` parts are kept as they are, in place, in
-  ``meta["openai"]["opaque"]``; any other type is an error.
+  ``file``, ``audio`` and ``refusal`` parts become ``Opaque`` parts in their
+  place (counted and kept like other content; in a system or tool message,
+  whose neutral form has no place for them, they are kept in
+  ``meta["openai"]["opaque"]``); any other type is an error. An assistant's
+  ``refusal`` and ``audio`` fields become ``Opaque`` parts too (a refusal
+  part's shape; ``{"type": "audio", "audio": ...}``) and are written back to
+  those fields. Another provider's ``Opaque`` part is written as its Chat
+  equivalent (a PDF document as a ``file``, a text document as text) or left
+  out with a ``ContentDroppedWarning``.
 - ``function.arguments`` must be JSON text (or empty); it is kept byte for byte.
 - Writing: ``Thinking`` parts are written (as ``reasoning_content``) only when
   they were read from it; another provider's reasoning carries signatures that
@@ -61,9 +68,11 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
+from contextwindow.formats._opaque import dropped, translate
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
     Text,
     Thinking,
@@ -78,7 +87,7 @@ _FORMS = frozenset(("absent", "null", "str", "list"))
 
 
 class _Content(NamedTuple):
-    parts: tuple[Text | Image, ...]
+    parts: tuple[Text | Image | Opaque, ...]
     entries: list[Any] | None
     opaque: list[Any]
     form: str
@@ -161,7 +170,12 @@ def to_openai(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any
 # -- reading ---------------------------------------------------------------------
 
 
-def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
+def _read_content(obj: Mapping[str, Any], p: str, inline: bool = False) -> _Content:
+    """Read ``content``; parts kept as they are become ``Opaque`` where ``inline``.
+
+    Elsewhere (a system or tool message, whose neutral form holds text and
+    images alone) they are kept in ``meta`` and written back in place.
+    """
     if "content" not in obj:
         return _Content((), None, [], "absent")
     content = obj["content"]
@@ -174,7 +188,7 @@ def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
             f"{p}.content",
             f"expected a string, a list or null, got {type_name(content)}",
         )
-    parts: list[Text | Image] = []
+    parts: list[Text | Image | Opaque] = []
     entries: list[dict[str, Any] | None] = []
     opaque: list[Any] = []
     for j, raw in enumerate(cast("Sequence[Any]", content)):
@@ -196,8 +210,11 @@ def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
             if inner:
                 ent["image_url"] = inner
         elif kind in _OPAQUE_PARTS:
-            opaque.append([j, copy.deepcopy(dict(part))])
-            continue
+            if not inline:
+                opaque.append([j, copy.deepcopy(dict(part))])
+                continue
+            parts.append(Opaque.of("openai", dict(part)))
+            extra = {}
         else:
             raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")
         if extra:
@@ -207,7 +224,7 @@ def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
 
 
 def _default_form(
-    parts: Sequence[Text | Image], entries: object, opaque: object, empty: str
+    parts: Sequence[Text | Image | Opaque], entries: object, opaque: object, empty: str
 ) -> str:
     """The content form ``to_openai`` writes when the reader recorded none."""
     if opaque:
@@ -237,7 +254,7 @@ def _message(
 
 
 def _read_plain(obj: Mapping[str, Any], role: str, p: str) -> Message:
-    c = _read_content(obj, p)
+    c = _read_content(obj, p, inline=role == "user")
     om = _content_meta(c, "str")
     if role == "developer":
         om["role"] = role
@@ -249,7 +266,7 @@ def _read_plain(obj: Mapping[str, Any], role: str, p: str) -> Message:
 
 
 def _read_assistant(obj: Mapping[str, Any], p: str, index: int) -> Message:
-    c = _read_content(obj, p)
+    c = _read_content(obj, p, inline=True)
     parts: list[Part] = []
     om: dict[str, Any] = {}
     reasoning = opt_str(obj, "reasoning_content", p)
@@ -257,6 +274,15 @@ def _read_assistant(obj: Mapping[str, Any], p: str, index: int) -> Message:
         parts.append(Thinking(reasoning))
         om["reasoning_content"] = True
     parts.extend(c.parts)
+    # A refusal and an audio reply are the assistant's content: parts (of
+    # the content part's shape), written back to their fields.
+    refusal = opt_str(obj, "refusal", p)
+    if refusal is not None:
+        parts.append(Opaque.of("openai", {"type": "refusal", "refusal": refusal}))
+        om["refusal"] = "field"
+    audio = obj.get("audio")
+    if isinstance(audio, Mapping):
+        parts.append(Opaque.of("openai", {"type": "audio", "audio": dict(audio)}))
     calls, call_entries = _read_calls(obj, p)
     if "function_call" in obj and obj["function_call"] is not None:
         if calls:
@@ -273,8 +299,16 @@ def _read_assistant(obj: Mapping[str, Any], p: str, index: int) -> Message:
     om.update(_content_meta(c, "null" if calls else "str"))
     if call_entries:
         om["tool_calls"] = call_entries
-    known = ("role", "content", "name", "tool_calls", "reasoning_content")
-    optional = ("name", "tool_calls", "reasoning_content")
+    known = (
+        "role",
+        "content",
+        "name",
+        "tool_calls",
+        "reasoning_content",
+        "refusal",
+        "audio",
+    )
+    optional = ("name", "tool_calls", "reasoning_content", "refusal", "audio")
     extra = extras(obj, (*known, "function_call"), (*optional, "function_call"))
     if extra:
         om["extra"] = extra
@@ -315,8 +349,8 @@ def _read_calls(obj: Mapping[str, Any], p: str) -> tuple[list[ToolCall], Any]:
 def _read_result(obj: Mapping[str, Any], p: str, call_id: str) -> Message:
     c = _read_content(obj, p)
     content: str | tuple[Text | Image, ...]
-    if c.form == "list":
-        content = c.parts
+    if c.form == "list":  # not inline: no Opaque part is read here
+        content = tuple(q for q in c.parts if not isinstance(q, Opaque))
     else:
         content = c.parts[0].text if c.parts and isinstance(c.parts[0], Text) else ""
     name = opt_str(obj, "name", p)
@@ -355,11 +389,22 @@ def _read_function(
 # -- writing ---------------------------------------------------------------------
 
 
-def _write_parts(parts: Sequence[Text | Image], entries: object) -> list[Any]:
+def _write_parts(
+    parts: Sequence[Text | Image | Opaque], entries: object, where: str = ""
+) -> list[Any]:
     items: list[Any] = []
     for k, part in enumerate(parts):
         ent = entry(entries, k, len(parts))
         d: dict[str, Any]
+        if isinstance(part, Opaque):
+            found = translate(part, "openai")
+            if found is None:
+                dropped(part, "openai", f"{where}[{k}]")
+                continue
+            if isinstance(found, Opaque):
+                items.append(found.block)
+                continue
+            part = found
         if isinstance(part, Text):
             d = {"type": "text", "text": part.text}
         else:
@@ -373,9 +418,10 @@ def _write_parts(parts: Sequence[Text | Image], entries: object) -> list[Any]:
 
 def _put_content(
     out: dict[str, Any],
-    parts: Sequence[Text | Image],
+    parts: Sequence[Text | Image | Opaque],
     om: Mapping[str, Any],
     empty: str,
+    where: str = "",
 ) -> None:
     """Set ``out["content"]`` in the recorded form, if it still fits the parts."""
     recorded = om.get("parts")
@@ -400,7 +446,7 @@ def _put_content(
     elif form == "str":
         out["content"] = parts[0].text if parts and isinstance(parts[0], Text) else ""
     else:
-        out["content"] = insert_opaque(_write_parts(parts, entries), opaque)
+        out["content"] = insert_opaque(_write_parts(parts, entries, where), opaque)
 
 
 def _all_text(parts: Sequence[Part]) -> bool:
@@ -418,11 +464,15 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
     role: str = m.role
     if role == "system" and om.get("role") == "developer":
         role = "developer"
-    content: list[Text | Image] = []
+    content: list[Text | Image | Opaque] = []
     calls: list[ToolCall] = []
     thinking: list[str] = []
+    fields: dict[str, Any] = {}  # refusal, audio: the assistant's own fields
     for j, part in enumerate(m.parts):
-        if isinstance(part, (Text, Image)):
+        field = _field(part, m.role, om, fields)
+        if field is not None:
+            fields[field[0]] = field[1]
+        elif isinstance(part, (Text, Image, Opaque)):
             content.append(part)
         elif m.role == "assistant" and isinstance(part, ToolCall):
             calls.append(part)
@@ -432,7 +482,8 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
         else:
             raise _misplaced(part, m.role, i, j)
     out: dict[str, Any] = {"role": role}
-    _put_content(out, content, om, "null" if calls else "str")
+    _put_content(out, content, om, "null" if calls else "str", f"messages[{i}].parts")
+    out.update(fields)
     if m.name is not None:
         out["name"] = m.name
     if thinking and om.get("reasoning_content"):
@@ -445,6 +496,28 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
             _write_call(c, entry(entries, k, len(calls))) for k, c in enumerate(calls)
         ]
     return put_extras(out, om.get("extra"))
+
+
+def _field(
+    part: Part, role: str, om: Mapping[str, Any], fields: Mapping[str, Any]
+) -> tuple[str, Any] | None:
+    """The assistant field (``refusal``, ``audio``) ``part`` is written to, if any.
+
+    An audio reply has no content part; a refusal goes back to the field it
+    was read from (a refusal part read from ``content`` stays there).
+    """
+    if role != "assistant" or not isinstance(part, Opaque):
+        return None
+    found = translate(part, "openai")
+    if not isinstance(found, Opaque):
+        return None
+    block = found.block
+    kind = block.get("type")
+    if kind == "audio" and "audio" not in fields:
+        return "audio", block.get("audio")
+    if kind == "refusal" and om.get("refusal") == "field" and "refusal" not in fields:
+        return "refusal", block.get("refusal")
+    return None
 
 
 def _write_call(call: ToolCall, ent: Mapping[str, Any]) -> dict[str, Any]:

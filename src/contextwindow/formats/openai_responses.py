@@ -10,7 +10,10 @@ Contract:
 - Supported items: ``message`` (also without ``"type"``; roles ``user``,
   ``system``, ``developer`` (read as ``system``) and ``assistant``; content a
   string or ``input_text`` / ``output_text`` / ``input_image`` parts, with
-  ``refusal``, ``input_file`` and ``input_audio`` parts kept as they are),
+  ``refusal``, ``input_file``, ``input_audio`` parts and an image by file id
+  read as ``Opaque`` parts in their place: counted and kept like other
+  content; another provider's are written as their Responses equivalent or
+  left out with a ``ContentDroppedWarning``),
   ``function_call``, ``function_call_output`` and ``reasoning``; and the
   items agents send besides, each written back unchanged while the part read
   from it is unchanged:
@@ -83,9 +86,11 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
+from contextwindow.formats._opaque import dropped, translate
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
     Role,
     Text,
@@ -294,11 +299,16 @@ def _default_text(role: str) -> str:
 
 
 def _read_parts(
-    content: object, p: str, text_type: str
-) -> tuple[tuple[Text | Image, ...], Layout]:
-    """Read a content list; the layout holds part entries and opaque parts."""
+    content: object, p: str, text_type: str, inline: bool = False
+) -> tuple[tuple[Text | Image | Opaque, ...], Layout]:
+    """Read a content list; the layout holds part entries and opaque parts.
+
+    Parts kept as they are become ``Opaque`` parts where ``inline`` (a
+    message); in a tool's output, whose neutral form holds text and images
+    alone, they go to the layout and are written back in place.
+    """
     seq = expect_list(content, p)
-    parts: list[Text | Image] = []
+    parts: list[Text | Image | Opaque] = []
     entries: list[Any] = []
     opaque: list[Any] = []
     for j, raw in enumerate(seq):
@@ -314,8 +324,11 @@ def _read_parts(
             parts.append(image_from_url(url, opt_str(part, "detail", pp)))
             extra = extras(part, ("type", "image_url", "detail"), ("detail",))
         elif kind in _OPAQUE_PARTS or kind == "input_image":
-            opaque.append([j, copy.deepcopy(dict(part))])
-            continue
+            if not inline:
+                opaque.append([j, copy.deepcopy(dict(part))])
+                continue
+            parts.append(Opaque.of("responses", dict(part)))
+            extra = {}
         else:
             raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")
         if kind != text_type and kind in _TEXT_PARTS:
@@ -333,16 +346,18 @@ def _read_parts(
 
 def _read_message(
     obj: Mapping[str, Any], p: str, role: str
-) -> tuple[tuple[Text | Image, ...], Layout]:
+) -> tuple[tuple[Text | Image | Opaque, ...], Layout]:
     if "content" not in obj:
         raise InvalidMessageError(f"{p}.content", "missing")
     content = obj["content"]
-    parts: tuple[Text | Image, ...]
+    parts: tuple[Text | Image | Opaque, ...]
     if isinstance(content, str):
         parts = (Text(content),) if content else ()
         lay: Layout = {"type": "message", "n": len(parts), "content_form": "str"}
     else:
-        parts, extra_lay = _read_parts(content, f"{p}.content", _default_text(role))
+        parts, extra_lay = _read_parts(
+            content, f"{p}.content", _default_text(role), inline=True
+        )
         lay = {"type": "message", "n": len(parts), "content_form": "list", **extra_lay}
     if role == "developer":
         lay["role"] = role
@@ -375,9 +390,11 @@ def _read_output(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], Layo
     if isinstance(output, str):
         content = output
     elif isinstance(output, list):
-        content, extra_lay = _read_parts(
+        parts, extra_lay = _read_parts(
             cast("Sequence[Any]", output), f"{p}.output", "input_text"
         )
+        # Not inline: no Opaque part is read here.
+        content = tuple(q for q in parts if not isinstance(q, Opaque))
         lay.update(extra_lay)
     else:
         raise InvalidMessageError(
@@ -551,7 +568,7 @@ def _fits(layout: object, parts: Sequence[Part]) -> bool:
             return False
         kind = e.get("type")
         if kind == "message":
-            ok = all(isinstance(q, (Text, Image)) for q in chunk)
+            ok = all(isinstance(q, (Text, Image, Opaque)) for q in chunk)
         elif "item" in e:
             ok = (
                 n == 1
@@ -589,7 +606,7 @@ def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[La
         found = kept.get(part) if kept else None
         if found is not None:
             layout.append(found)
-        elif isinstance(part, (Text, Image)) and m.role != "tool":
+        elif isinstance(part, (Text, Image, Opaque)) and m.role != "tool":
             if layout and layout[-1]["type"] == "message":
                 layout[-1]["n"] += 1
             else:
@@ -671,13 +688,25 @@ def _write_kept(e: Mapping[str, Any], part: Part) -> dict[str, Any]:
 
 
 def _write_parts(
-    parts: Sequence[Text | Image], e: Mapping[str, Any], text_type: str
+    parts: Sequence[Text | Image | Opaque],
+    e: Mapping[str, Any],
+    text_type: str,
+    where: str = "",
 ) -> list[Any]:
     entries = e.get("parts")
     items: list[Any] = []
     for k, part in enumerate(parts):
         ent = entry(entries, k, len(parts))
         d: dict[str, Any]
+        if isinstance(part, Opaque):
+            found = translate(part, "responses")
+            if found is None:
+                dropped(part, "responses", f"{where}[{k}]")
+                continue
+            if isinstance(found, Opaque):
+                items.append(found.block)
+                continue
+            part = found
         if isinstance(part, Text):
             kind = ent.get("type")
             d = {"type": kind if kind in _TEXT_PARTS else text_type, "text": part.text}
@@ -695,7 +724,7 @@ def _write_message(
     role: str = m.role
     if role == "system" and e.get("role") == "developer":
         role = "developer"
-    parts = [p for p in chunk if isinstance(p, (Text, Image))]
+    parts = [p for p in chunk if isinstance(p, (Text, Image, Opaque))]
     out: dict[str, Any] = {} if e.get("no_type") else {"type": "message"}
     out["role"] = role
     form = e.get("content_form")
@@ -705,7 +734,7 @@ def _write_message(
     if form == "str" and plain and not e.get("opaque"):
         out["content"] = parts[0].text if parts and isinstance(parts[0], Text) else ""
     else:
-        out["content"] = _write_parts(parts, e, _default_text(m.role))
+        out["content"] = _write_parts(parts, e, _default_text(m.role), "content")
     return out
 
 

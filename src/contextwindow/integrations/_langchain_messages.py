@@ -51,7 +51,9 @@ from contextwindow.errors import ContextWindowError, InvalidMessageError
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
+    Provider,
     Role,
     Text,
     Thinking,
@@ -268,8 +270,27 @@ def _block(block: Any, path: str) -> Part | None:
         return Thinking(block.get("reasoning", ""))
     if kind in ("tool_use", "tool_call", "function_call"):
         return None  # the message's tool_calls carry it
+    provider = _OPAQUE.get(kind) if isinstance(kind, str) else None
+    if provider is not None:
+        try:
+            return Opaque.of(provider, block)
+        except ContextWindowError:
+            pass  # not JSON: read as the text below
     # No neutral part: counted as the JSON it is sent as.
     return Text(json.dumps(block, ensure_ascii=False, default=str))
+
+
+_OPAQUE: dict[str, Provider] = {
+    "document": "anthropic",
+    "search_result": "anthropic",
+    "file": "openai",
+    "input_audio": "openai",
+    "refusal": "openai",
+    "input_file": "responses",
+}
+"""The provider-native blocks a LangChain message carries as they are (its
+chat models pass them on): read as ``Opaque`` parts of that provider, so they
+are counted as the content they are and written back as they came."""
 
 
 def _image(block: Mapping[str, Any]) -> Image | None:
@@ -434,6 +455,8 @@ def _content(
             if p.detail is not None:
                 url["detail"] = p.detail
             blocks.append({"type": "image_url", "image_url": url})
+        elif isinstance(p, Opaque):
+            blocks.append(p.block)  # a provider's own block, passed on as it came
         elif isinstance(p, Thinking):
             if p.redacted:
                 blocks.append({"type": "redacted_thinking", "data": p.signature or ""})

@@ -25,27 +25,36 @@ Contract:
   empties it with the caches.
 - Framing follows each provider's published or measured rules (constants below,
   each with its source); what no provider documents is a stated estimate.
+- Every part counts: an ``Opaque`` one (a document, a file, audio, a
+  refusal) by its text and an estimate of its payload
+  (``tokens._opaque``: PDF pages, audio seconds, file bytes), so a budget
+  never passes a request that carries more than it counts.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from contextwindow._args import as_tokenizer, check_int
+from contextwindow._args import as_tokenizer, check_int, shown
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import Generations
 from contextwindow._memo import Memo
 from contextwindow._prefix import TRIED, best_spans, longest_prefix
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    ContextWindowError,
+)
 from contextwindow.formats._coerce import coerce_tools, neutral
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
     Provider,
     Text,
@@ -56,6 +65,7 @@ from contextwindow.messages import (
     check_provider,
 )
 from contextwindow.tokens._images import anthropic_image_tokens, openai_image_tokens
+from contextwindow.tokens._opaque import opaque_tokens
 from contextwindow.tokens.base import Tokenizer
 
 __all__ = ["TokenCounter", "count_messages", "render_openai_tools"]
@@ -147,7 +157,9 @@ class TokenCounter:
     Raises:
         ArgumentError: Unknown provider, a cache size below 1, or a
             tokenizer that is not one (a ``str`` naming no model or
-            encoding, an ``int``, an object without ``count``).
+            encoding, an ``int``, an object without ``count``); when
+            counting, a tokenizer whose ``count`` returned anything but an
+            ``int`` >= 0 (naming ``tokenizer``).
 
     Warning:
         A counter is not thread-safe: give each thread its own, or guard a
@@ -164,6 +176,7 @@ class TokenCounter:
 
     __slots__ = (
         "_cache",
+        "_count",
         "_framing",
         "_grows",
         "_last",
@@ -188,6 +201,7 @@ class TokenCounter:
         if cache_size is None:
             cache_size = DEFAULT_CACHE_SIZE
         self._tok = as_tokenizer(tokenizer)
+        self._count = _checked_count(self._tok)
         self._provider: Provider = provider
         self._framing = framing
         self._cache: Generations[Message, int] = Generations(cache_size)
@@ -390,7 +404,7 @@ class TokenCounter:
         for msg in seq:
             if msg.role == "system":
                 text = msg.text
-                padded = self._tok.count(text + "\n") - self._tok.count(text)
+                padded = self._count(text + "\n") - self._count(text)
                 return padded - OPENAI_TOOLS_SYSTEM_DISCOUNT
         return 0
 
@@ -411,14 +425,14 @@ class TokenCounter:
         if msg.role == "tool" and f is _OPENAI:
             # One wire message per result, each with the full framing.
             results = msg.tool_results
-            role = self._tok.count("tool")
+            role = self._count("tool")
             out["framing"] = (f.per_message + role) * max(1, len(results))
         else:
             framing = f.per_message
             if f.count_role:
-                framing += self._tok.count(msg.role)
+                framing += self._count(msg.role)
             if msg.name and f.per_name:
-                framing += f.per_name + self._tok.count(msg.name)
+                framing += f.per_name + self._count(msg.name)
             out["framing"] = framing
         for part in msg.parts:
             out[part.kind] = out.get(part.kind, 0) + self.part(part)
@@ -435,7 +449,7 @@ class TokenCounter:
         texts = self._texts
         n = texts.get(text)
         if n is None:
-            n = self._tok.count(text)
+            n = self._count(text)
             texts.put(text, n)
         return n
 
@@ -450,7 +464,7 @@ class TokenCounter:
             >>> counter.part(ToolCall("c1", "search", '{"q": "tides"}'))  # 3 + 1 + 7
             11
         """
-        count = self._tok.count
+        count = self._count
         if isinstance(part, Text):
             return count(part.text)
         if isinstance(part, ToolCall):
@@ -469,8 +483,15 @@ class TokenCounter:
             return n
         if isinstance(part, Image):
             return self.image(part)
-        if isinstance(part, Thinking):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass a non-Part; raise below
+        if isinstance(part, Thinking):
             return count(part.text)
+        if isinstance(part, Opaque):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass a non-Part; raise below
+            # A document, a file, audio, a refusal: its text counted, its
+            # payload estimated (``tokens._opaque``), never nothing.
+            n = opaque_tokens(part, self.text)
+            if part.type in ("image", "input_image"):  # by file id: size unknown
+                n += self.image(Image("file:"))
+            return n
         raise ContextWindowError(f"cannot count part of type {type(part).__name__}")
 
     def image(self, img: Image) -> int:
@@ -536,6 +557,34 @@ class TokenCounter:
         except Exception:  # a schema value that cannot be copied: counted each time
             self._tools = None
         return total
+
+
+def _checked_count(tokenizer: Tokenizer) -> Callable[[str], int]:
+    """``tokenizer.count``, its results checked unless it is the library's own.
+
+    Every count the counter makes goes through here: a user's tokenizer that
+    returns a negative number, a float or ``None`` is named at once, not
+    summed into a negative total or a ``TypeError`` deep in a strategy. The
+    text is not shown (it may hold a secret), only its length.
+    """
+    count = tokenizer.count
+    if type(tokenizer).__module__.startswith("contextwindow."):
+        return count  # known good: the hot path stays one call
+
+    def checked(text: str) -> int:
+        n = cast("object", count(text))  # a user's: not trusted to be an int
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            negative = isinstance(n, int) and not isinstance(n, bool)
+            error = ArgumentValueError if negative else ArgumentTypeError
+            raise error(
+                "tokenizer",
+                shown(tokenizer),
+                "a Tokenizer whose count returns an int >= 0",
+                f"its count of a {len(text)}-character text returned {shown(n)}",
+            )
+        return n
+
+    return checked
 
 
 def _starts_with(seq: Sequence[Any], last: Sequence[Any]) -> bool:
