@@ -548,3 +548,29 @@ def test_a_request_that_fits_goes_as_it_came_though_invalid(rig: Rig) -> None:
     r = httpx.post(rig.url + "/v1/messages", content=raw, headers=headers)
     assert r.status_code == 200, r.text
     assert rig.upstream.seen[-1].body == raw
+
+
+def test_a_document_is_content_counted_and_sent(rig: Rig) -> None:
+    """A user turn holding only a document is content: a request that fits goes
+    as it came, and the document's text counts (it was dropped, counted 0)."""
+    text = "Clause: the fee is 4,200 EUR. " * 100
+    doc = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": text},
+    }
+    raw = json.dumps(
+        {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 10,
+            "messages": [
+                {"role": "user", "content": [doc]},
+                {"role": "assistant", "content": "Got it."},
+                {"role": "user", "content": "Now summarise it."},
+            ],
+        }
+    ).encode()
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    r = httpx.post(rig.url + "/v1/messages", content=raw, headers=headers)
+    assert r.status_code == 200, r.text
+    assert rig.upstream.seen[-1].body == raw
+    assert int(r.headers["x-contextwindow-tokens-in"]) > 600
