@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from contextwindow import ContextManager, Message, Text, Thinking, ToolCall, fit
@@ -63,11 +64,56 @@ class TestRecallThroughFit:
         (h, *_) = [h for m in fitted.messages for h in find_handles(m.text)]
         capped = context_recall(conv, h, max_tokens=50, tokenizer=FakeTokenizer())
         assert capped is not None
-        assert "tokens (" in capped
-        assert "cut" in capped
+        assert "tokens cut: lines " in capped
+        assert "recall with start_line=" in capped
         assert answer_recall(conv, recall_call("0000000000")).tool_results[0].is_error
         bad = ToolCall("r2", RECALL_TOOL, '{"max_tokens": 3}')
         assert "needs a 'handle'" in answer_recall(conv, bad).text
+
+    def test_every_line_of_a_large_original_can_be_read_page_by_page(self) -> None:
+        """Over the cap, the cut names the lines it left out and where to read
+        them; reading on from there, page after page, gives back every line of
+        the original, also past the largest cap."""
+        text = "\n".join(f"line {i}: value {10_000 + i}" for i in range(1, 3001))
+        history = [
+            Message.user("read it"),
+            Message.assistant(tool_calls=[ToolCall("c1", "read")]),
+            Message.tool("c1", text),
+        ]
+        h = history[2].id
+        tok = FakeTokenizer()
+        first = answer_recall(history, recall_call(h, max_tokens=500), tokenizer=tok)
+        hint = re.search(r"recall with start_line=(\d+) to read them", first.text)
+        assert hint is not None
+        got = first.text.split("\n[... ")[0].split("\n")
+        start = int(hint.group(1))
+        assert got == text.split("\n")[: start - 1]
+        pages = 0
+        while True:
+            call = recall_call(h, max_tokens=500, start_line=start)
+            page = answer_recall(history, call, tokenizer=tok).text
+            lines = page.split("\n")
+            assert lines[0].startswith(f"[lines {start:,}-")
+            more = re.fullmatch(
+                r"\[lines [\d,]+-[\d,]+ follow: recall with start_line=(\d+)\]",
+                lines[-1],
+            )
+            body = lines[1:-1] if more else lines[1:]
+            got += body
+            pages += 1
+            if more is None:
+                break
+            start = int(more.group(1))
+        assert got == text.split("\n")
+        assert pages > 3
+        past = answer_recall(history, recall_call(h, start_line=9999), tokenizer=tok)
+        assert (
+            past.text
+            == "[the original has 3,000 lines; start_line 9,999 is past its end]"
+        )
+        bad = answer_recall(history, recall_call(h, start_line=0))
+        assert bad.tool_results[0].is_error
+        assert "start_line must be a positive integer" in bad.text
 
     def test_a_summary_names_a_handle_that_recalls_what_it_replaced(self) -> None:
         """Its header's handle, in the conversation sent, brings the messages back;

@@ -9,7 +9,10 @@ Contract:
   by its id; a dropped message by its id (the report's ``Change.ids``).
   ``context_recall(history, handle)`` answers from the full history, which
   the strategies never change: the originals' text, within a token cap
-  (head and tail, with a marker of the cut, beyond it).
+  (head and tail beyond it, with a marker saying which lines were cut and
+  how to read them). With ``start_line`` it reads on from that line of the
+  text, as much as the cap holds, and says where the rest starts: so every
+  line of an original of any size can be read, page by page.
 - ``recall_tool(provider)`` is the tool's schema in the shape of OpenAI Chat
   Completions, Anthropic Messages or OpenAI Responses; ``RECALL_SPEC`` is the
   neutral ``ToolSpec`` (its tokens count like any tool's).
@@ -55,7 +58,7 @@ from contextwindow.messages import (
     ToolSpec,
     check_provider,
 )
-from contextwindow.strategies.tool_results import truncate
+from contextwindow.strategies.tool_results import head_and_tail, truncate
 from contextwindow.summarizers.record import (
     is_summary,
     recall,
@@ -102,6 +105,11 @@ RECALL_SPEC = ToolSpec(
                 "type": "integer",
                 "description": "The most tokens to return (default "
                 f"{DEFAULT_RECALL_TOKENS}, at most {MAX_RECALL_TOKENS}).",
+            },
+            "start_line": {
+                "type": "integer",
+                "description": "Read on from this line of the original (1 is "
+                "the first): the lines a cut left out.",
             },
         },
         "required": ["handle"],
@@ -184,8 +192,9 @@ def context_recall(
     max_tokens: int = DEFAULT_RECALL_TOKENS,
     tokenizer: Tokenizer | None = None,
     view: Sequence[Message] = (),
+    start_line: int | None = None,
 ) -> str | None:
-    """The original text a handle names, within ``max_tokens``; ``None`` if unknown.
+    r"""The original text a handle names, within ``max_tokens``; ``None`` if unknown.
 
     Args:
         history: The full history (what ``fit`` was given, a manager's log).
@@ -193,11 +202,33 @@ def context_recall(
         max_tokens: The most tokens returned (head and tail beyond it).
         tokenizer: Counts them (default: the heuristic).
         view: The conversation sent (where summaries live), for a summary's id.
+        start_line: Read from this line (1 is the first) on, as many lines
+            as ``max_tokens`` holds, saying where the rest starts.
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> history = [Message.tool("c1", "\n".join(f"line {i}" for i in range(1, 9)))]
+        >>> h = history[0].id
+        >>> print(context_recall(history, h, max_tokens=8, tokenizer=FakeTokenizer()))
+        line 1
+        line 2
+        [... 8 tokens cut: lines 3-6 of 8; recall with start_line=3 to read them ...]
+        line 7
+        line 8
+        >>> print(context_recall(history, h, max_tokens=6, tokenizer=FakeTokenizer(),
+        ...                      start_line=3))
+        [lines 3-5 of 8]
+        line 3
+        line 4
+        line 5
+        [lines 6-8 follow: recall with start_line=6]
     """
     history = neutral(history, name="history")
     view = neutral(view, name="view")
     check_str(handle, "handle")
     check_int(max_tokens, "max_tokens", low=1)
+    if start_line is not None:
+        check_int(start_line, "start_line", low=1)
     tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
     found = originals(history, handle)
     if not found:
@@ -211,8 +242,56 @@ def context_recall(
     text = render(found)
     tok = tokenizer or HeuristicTokenizer()
     cap = max(1, min(max_tokens, MAX_RECALL_TOKENS))
-    cut = truncate(text, cap, tok)
-    return text if cut is None else cut
+    if start_line is not None and start_line > 1:
+        return _page(text, start_line, cap, tok)
+    return _whole(text, cap, tok)
+
+
+def _whole(text: str, cap: int, tok: Tokenizer) -> str:
+    """``text``, or its head and tail and which lines lie between (to page on)."""
+    found = head_and_tail(text, cap, tok)
+    if found is None:
+        return text
+    head, middle, tail, cut = found
+    nl = "\n"
+    # The lines of ``text`` whose content the middle holds (whole or in
+    # part), 1 the first: from its first character that ends no line before.
+    start = len(head) + len(middle) - len(middle.lstrip(nl))
+    stop = len(head) + len(middle.rstrip(nl))
+    first = text.count(nl, 0, start) + 1
+    last = text.count(nl, 0, stop) + 1
+    what = f"{cut:,} tokens cut"
+    if middle.strip(nl) and first <= last:
+        n = text.count(nl) + 1
+        what += (
+            f": lines {first:,}-{last:,} of {n:,}; "
+            f"recall with start_line={first} to read them"
+        )
+    return f"{head.rstrip(nl)}{nl}[... {what} ...]{nl}{tail.lstrip(nl)}"
+
+
+def _page(text: str, start: int, cap: int, tok: Tokenizer) -> str:
+    """``text`` from line ``start`` on, as many whole lines as ``cap`` holds."""
+    lines = text.split("\n")
+    n = len(lines)
+    if start > n:
+        return f"[the original has {n:,} lines; start_line {start:,} is past its end]"
+    rest = lines[start - 1 :]
+    # The most lines within the cap (at least one, cut if it alone is over).
+    lo, hi = 1, len(rest)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tok.count("\n".join(rest[:mid])) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    shown = "\n".join(rest[:lo])
+    one = truncate(shown, cap, tok) if lo == 1 else None
+    end = start + lo - 1
+    page = f"[lines {start:,}-{end:,} of {n:,}]\n{shown if one is None else one}"
+    if end < n:
+        page += f"\n[lines {end + 1:,}-{n:,} follow: recall with start_line={end + 1}]"
+    return page
 
 
 def answer_recall(
@@ -224,8 +303,9 @@ def answer_recall(
 ) -> Message:
     """The tool message answering one ``context_recall`` call.
 
-    A call without a string ``handle``, with a bad ``max_tokens``, or naming
-    nothing the history holds gets an error result saying so.
+    A call without a string ``handle``, with a bad ``max_tokens`` or
+    ``start_line``, or naming nothing the history holds gets an error result
+    saying so.
     """
     if not isinstance(call, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("call", shown(call), "a ToolCall")
@@ -236,12 +316,22 @@ def answer_recall(
     given = cast("dict[str, Any]", args) if isinstance(args, dict) else {}
     handle = given.get("handle")
     limit = given.get("max_tokens", DEFAULT_RECALL_TOKENS)
+    start = given.get("start_line")
     if not isinstance(handle, str) or not handle.strip():
         return _error(call, "context_recall needs a 'handle' (a string)")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         return _error(call, "max_tokens must be a positive integer")
+    if start is not None and (
+        not isinstance(start, int) or isinstance(start, bool) or start < 1
+    ):
+        return _error(call, "start_line must be a positive integer (1 is the first)")
     text = context_recall(
-        history, handle, max_tokens=limit, tokenizer=tokenizer, view=view
+        history,
+        handle,
+        max_tokens=limit,
+        tokenizer=tokenizer,
+        view=view,
+        start_line=start,
     )
     if text is None:
         return _error(call, f"no original for handle {handle.strip()[:40]!r}")

@@ -721,17 +721,10 @@ def truncate(
         >>> truncate("a b c d e f g h i j", 4, FakeTokenizer(), handle="0123456789")
         'a b\n[... 6 tokens cut; recall 0123456789 ...]\ni j'
     """
-    total = tokenizer.count(text)
-    if total <= max_tokens:
+    found = head_and_tail(text, max_tokens, tokenizer)
+    if found is None:
         return None
-    half = max(1, max_tokens // 2)
-    per_token = len(text) / total  # characters per token, to size the first try
-    head = _prefix(text, max_tokens - half, per_token, tokenizer)
-    tail = _suffix(text[len(head) :], half, per_token, tokenizer)
-    middle = text[len(head) : len(text) - len(tail)]
-    # Not a count of ``middle``, which is most of the text: BPE counts add up
-    # across a cut to within a token or two.
-    cut = max(total - tokenizer.count(head) - tokenizer.count(tail), 0)
+    head, middle, tail, cut = found
     lines = middle.strip("\n").count("\n") + 1
     span = line_span(middle)
     if span is not None:  # numbered output: which lines, to read them again
@@ -751,6 +744,34 @@ def truncate(
         )
         back = f", naming {gone}{back}" if gone else back
     return f"{head}\n[... {what} cut{back} ...]\n{tail}"
+
+
+def head_and_tail(
+    text: str, max_tokens: int, tokenizer: Tokenizer
+) -> tuple[str, str, str, int] | None:
+    """``text`` as head, middle and tail, head and tail within ``max_tokens``.
+
+    Each ends (or starts) at a line end when one is near. Returns the three
+    pieces and the tokens of the middle (what ``truncate`` cuts), or ``None``
+    when ``text`` fits whole.
+
+    Example:
+        >>> from contextwindow.testing import FakeTokenizer
+        >>> head_and_tail("a b c d e f g h i j", 4, FakeTokenizer())
+        ('a b', ' c d e f g h ', 'i j', 6)
+    """
+    total = tokenizer.count(text)
+    if total <= max_tokens:
+        return None
+    half = max(1, max_tokens // 2)
+    per_token = len(text) / total  # characters per token, to size the first try
+    head = _prefix(text, max_tokens - half, per_token, tokenizer)
+    tail = _suffix(text[len(head) :], half, per_token, tokenizer)
+    middle = text[len(head) : len(text) - len(tail)]
+    # Not a count of ``middle``, which is most of the text: BPE counts add up
+    # across a cut to within a token or two.
+    cut = max(total - tokenizer.count(head) - tokenizer.count(tail), 0)
+    return head, middle, tail, cut
 
 
 def _prefix(text: str, tokens: int, per_token: float, tokenizer: Tokenizer) -> str:
