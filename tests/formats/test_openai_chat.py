@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -97,6 +98,34 @@ class TestFromOpenAI:
             ToolCall("c2", "g", ""),
         )
         assert from_openai(RICH)[4].tool_calls[0].arguments == '{"x": 1}'
+
+    def test_custom_tool_calls(self) -> None:
+        """A custom tool's call (free-text input, gpt-5's custom tools) is a
+        ToolCall whose arguments are its input as a JSON string, answered by a
+        tool message, and written back as the custom call it was; a rewrite of
+        its input is written as the new text."""
+        data: list[dict[str, Any]] = [
+            {"role": "user", "content": "patch it"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "custom",
+                        "custom": {"name": "apply_patch", "input": "*** Begin Patch"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+        ]
+        conv = from_openai(data)
+        (call,) = conv[1].tool_calls
+        assert (call.name, call.input) == ("apply_patch", "*** Begin Patch")
+        assert [u.kind for u in units(conv)] == ["message", "tool_exchange"]
+        assert to_openai(conv) == data
+        cut = conv[1].with_parts([replace(call, arguments='"*** Begin [cut]"')])
+        written = to_openai([conv[0], cut, conv[2]])[1]["tool_calls"][0]
+        assert written["custom"] == {"name": "apply_patch", "input": "*** Begin [cut]"}
 
     def test_tool_message(self) -> None:
         """A tool message holds one ToolResult with call id, content and name."""
@@ -240,8 +269,13 @@ class TestOpenAIErrors:
             ),
             (
                 [{"role": "assistant", "tool_calls": [{"id": "c", "type": "custom"}]}],
+                "messages[0].tool_calls[0].custom",
+                "missing",
+            ),
+            (
+                [{"role": "assistant", "tool_calls": [{"id": "c", "type": "mcp"}]}],
                 "messages[0].tool_calls[0].type",
-                "unknown tool call type 'custom'",
+                "unknown tool call type 'mcp' (function or custom)",
             ),
             (
                 [

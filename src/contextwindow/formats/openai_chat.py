@@ -46,6 +46,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
@@ -326,8 +327,15 @@ def _read_calls(obj: Mapping[str, Any], p: str) -> tuple[list[ToolCall], Any]:
         cp = f"{p}.tool_calls[{k}]"
         call = expect_mapping(raw, cp)
         kind = expect_str(call, "type", cp)
+        if kind == "custom":
+            calls.append(_read_custom(call, cp))
+            extra = extras(call, ("id", "type", "custom"))
+            entries.append({"custom": True, **({"extra": extra} if extra else {})})
+            continue
         if kind != "function":
-            raise InvalidMessageError(f"{cp}.type", f"unknown tool call type {kind!r}")
+            raise InvalidMessageError(
+                f"{cp}.type", f"unknown tool call type {kind!r} (function or custom)"
+            )
         if "function" not in call:
             raise InvalidMessageError(f"{cp}.function", "missing")
         fn = expect_mapping(call["function"], f"{cp}.function")
@@ -344,6 +352,22 @@ def _read_calls(obj: Mapping[str, Any], p: str) -> tuple[list[ToolCall], Any]:
             ent["function"] = fn_extra
         entries.append(ent or None)
     return calls, part_extras(entries)
+
+
+def _read_custom(call: Mapping[str, Any], p: str) -> ToolCall:
+    """A custom tool's call (``{"type": "custom", "custom": {"name", "input"}}``).
+
+    Its input is free text, not JSON: the call's arguments are that text as a
+    JSON string, as a Responses ``custom_tool_call``'s are.
+    """
+    if "custom" not in call:
+        raise InvalidMessageError(f"{p}.custom", "missing")
+    custom = expect_mapping(call["custom"], f"{p}.custom")
+    name = expect_str(custom, "name", f"{p}.custom")
+    text = expect_str(custom, "input", f"{p}.custom")
+    return ToolCall(
+        expect_str(call, "id", p), name, json.dumps(text, ensure_ascii=False)
+    )
 
 
 def _read_result(obj: Mapping[str, Any], p: str, call_id: str) -> Message:
@@ -521,6 +545,16 @@ def _field(
 
 
 def _write_call(call: ToolCall, ent: Mapping[str, Any]) -> dict[str, Any]:
+    if ent.get("custom"):
+        # Its input as text: the JSON string read, or what a rewrite made.
+        value = call.input
+        text = value if isinstance(value, str) else call.arguments
+        out = {
+            "id": call.id,
+            "type": "custom",
+            "custom": {"name": call.name, "input": text},
+        }
+        return put_extras(out, ent.get("extra"))
     fn = put_extras(
         {"name": call.name, "arguments": call.arguments}, ent.get("function")
     )
