@@ -80,6 +80,17 @@ class TestErrors:
         assert r.json()["error"]["param"] == "input"
         assert rig.upstream.seen == []
 
+    def test_instructions_over_the_window(self, rig: Rig) -> None:
+        """Responses instructions (counted beside the messages) that leave the
+        messages no room are a context-length error, as a system prompt is;
+        they were forwarded untouched."""
+        body = {"model": "gpt-4o", "instructions": "word " * 4_000, "input": "hi"}
+        r = _post(rig, "/v1/responses", body)
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == "context_length_exceeded"
+        assert "instructions and tools, beside the messages: " in r.text
+        assert rig.upstream.seen == []
+
     def test_pinned_content_over_the_window_anthropic(self, rig: Rig) -> None:
         with pytest.raises(anthropic.BadRequestError) as caught:
             _ant(rig).messages.create(

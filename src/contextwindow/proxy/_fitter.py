@@ -66,7 +66,7 @@ from typing import Any, cast
 
 import orjson
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import BudgetError, ContextWindowError
 from contextwindow.fitting import fit, reply_reserve
 from contextwindow.formats._coerce import coerce_messages, coerce_tools
 from contextwindow.manager import CompactionPolicy, ContextManager
@@ -252,6 +252,13 @@ class Fitter:
         req.window = window
         req.items, req.fixed = _conversation(api, body)
         req.specs, req.extra = self._tools(body, counter)
+        if req.extra and req.reserve + req.extra >= window:
+            # What is counted outside the conversation leaves it no room.
+            raise BudgetError(
+                window - req.reserve,
+                req.extra,
+                (f"instructions and tools, beside the messages: {req.extra:,} tokens",),
+            )
         req.reserve = min(window, req.reserve + req.extra)
         stateless = (
             not api.stateful
