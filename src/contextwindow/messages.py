@@ -683,9 +683,16 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     same: tuple[Unit, ...] | None = None
     with _recent_lock:
         recent = list(_recent)
-    for last, found in recent:  # the very sequence (``same_units``'s, a tuple)
+        alike = next((old for new, old in _alike if new is seq), None)
+    for last, found in recent:  # the very sequence remembered (a tuple)
         if last is seq:
             return found
+    if alike is not None:  # grouped as another (``same_units``): its units
+        found = units(alike)
+        with _recent_lock:
+            _recent.insert(0, (seq, found))
+            del _recent[_RECENT:]
+        return found
     # An agent loop asks again after appending: units before the last one end
     # inside the old prefix and cannot change, so only the tail is scanned.
     # ``==`` on lists compares by identity first, so an unchanged prefix of the
@@ -871,6 +878,8 @@ def _units_before(found: Sequence[Unit], k: int) -> int:
 
 _recent: list[tuple[Sequence[Message], tuple[Unit, ...]]] = []
 _recent_lock = threading.Lock()
+_alike: list[tuple[tuple[Message, ...], Sequence[Message]]] = []
+"""Tuples ``same_units`` said group as another sequence (the last few)."""
 
 
 def _all_messages(seq: Sequence[Any], start: int) -> bool:
@@ -928,10 +937,9 @@ def same_units(new: tuple[Message, ...], old: Sequence[Message]) -> None:
     """
     if len(new) != len(old):
         raise ValueError("same_units: the two sequences differ in length")
-    found = units(old)
-    with _recent_lock:
-        _recent.insert(0, (new, found))
-        del _recent[_RECENT:]
+    with _recent_lock:  # found when asked for: a later stage may never ask
+        _alike.insert(0, (new, old))
+        del _alike[_RECENT:]
 
 
 def unit_at(messages: Sequence[Message], start: int) -> Unit:
