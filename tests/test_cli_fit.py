@@ -375,6 +375,13 @@ class TestFitOptions:
             "(100)" in err
         )
 
+    @pytest.mark.parametrize("command", ["fit", "inspect", "report"])
+    def test_empty_model_is_refused(self, command: str) -> None:
+        """--model '' is a usage error, not the default model in silence."""
+        code, out, err = run(command, str(EXAMPLE), "--model", "")
+        assert (code, out) == (2, "")
+        assert "Invalid value for --model: an empty model name" in err
+
     def test_empty_marker_is_refused(self) -> None:
         """An empty --protect marker (it would hold in every text) names --protect."""
         code, out, err = run("fit", str(EXAMPLE), "--protect", " ")

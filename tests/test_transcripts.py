@@ -11,6 +11,7 @@ from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
     InvalidMessageError,
+    PartialLineWarning,
 )
 from contextwindow.messages import Message, Text, ToolCall, ToolResult, ToolSpec, units
 from contextwindow.transcripts import (
@@ -388,6 +389,18 @@ class TestReadErrors:
         text = jsonl(OPENAI_CHAT[:2]) + "\n{oops\n"
         with pytest.raises(InvalidMessageError, match=r"^c\.jsonl:4: not valid JSON"):
             read_transcripts(write(tmp_path, "c.jsonl", text))
+
+    def test_an_unfinished_last_line_is_left_out(self, tmp_path: Path) -> None:
+        """A last line with no line end that is not JSON (a transcript still being
+        written) is left out with a warning naming it; with a line end after
+        it, or before other lines, it is an error."""
+        whole = jsonl(OPENAI_CHAT[:2])
+        text = whole + "\n" + jsonl(OPENAI_CHAT[2:3])[:20]
+        with pytest.warns(PartialLineWarning, match=r"^c\.jsonl:4: the last line is"):
+            (t,) = read_transcripts(write(tmp_path, "c.jsonl", text))
+        assert [m.role for m in t.messages] == ["system", "user"]
+        with pytest.raises(InvalidMessageError, match=r"^d\.jsonl:4: not valid JSON"):
+            read_transcripts(write(tmp_path, "d.jsonl", text + "\n"))
 
     def test_no_format(self, tmp_path: Path) -> None:
         """A shape that matches no format lists the formats tried."""

@@ -14,6 +14,7 @@ The hierarchy::
 
     UnknownModelWarning(UserWarning)        an unknown model fell back to the default
     ContentDroppedWarning(UserWarning)      content with no equivalent in a shape
+    PartialLineWarning(UserWarning)         a JSONL file's last line is cut off
 
 Bad input is reported at the edge (``formats``, ``wire``, transcript readers) with
 the exact place, e.g. ``messages[3].tool_calls[0].function.arguments: not valid
@@ -34,6 +35,7 @@ __all__ = [
     "ContentDroppedWarning",
     "ContextWindowError",
     "InvalidMessageError",
+    "PartialLineWarning",
     "StoreError",
     "SummarizerError",
     "UnknownModelError",
@@ -175,4 +177,12 @@ class ContentDroppedWarning(UserWarning):
     An ``Opaque`` part of another provider (a file id, a server tool block)
     is left out of the request rather than sent in a shape the provider
     would refuse; the warning names the message and part.
+    """
+
+
+class PartialLineWarning(UserWarning):
+    """The last line of a JSON Lines transcript is cut off, and was left out.
+
+    A transcript still being written (a live Claude Code session) ends in a
+    line its writer has not finished: the lines before it are read.
     """

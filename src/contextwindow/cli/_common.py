@@ -238,6 +238,11 @@ def known_model(model: str | None, *, budget: bool | None = None) -> None:
     """
     from contextwindow.models import registry
 
+    if model is not None and not model.strip():
+        raise click.BadParameter(
+            "an empty model name (leave --model out for the file's model)",
+            param_hint="--model",
+        )
     if model is None or budget or model in registry:
         return
     close = registry.suggest(model)

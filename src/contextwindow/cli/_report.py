@@ -20,6 +20,7 @@ from contextwindow.cli._common import (
     choose_transcript,
     cli_errors,
     conversation_option,
+    known_model,
     num,
     provider_of,
     read_source,
@@ -99,6 +100,7 @@ def report_cmd(
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     from contextwindow.report import build_report
 
+    known_model(model, budget=True)  # an unknown one is reported by its name
     with cli_errors():
         view: StoredView | None = None
         if is_store_url(file):

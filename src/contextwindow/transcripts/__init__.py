@@ -44,6 +44,7 @@ import io
 import json
 import os
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -52,7 +53,11 @@ from typing import IO, Any, cast
 from contextwindow._args import check_path, check_str, shown
 from contextwindow._json import check_tree, decode, loads
 from contextwindow._validate import expect_list, expect_mapping, type_name
-from contextwindow.errors import ArgumentTypeError, InvalidMessageError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    InvalidMessageError,
+    PartialLineWarning,
+)
 from contextwindow.formats import from_anthropic, from_openai, from_responses
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.transcripts._base import FORMATS, Records, Transcript
@@ -228,12 +233,23 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
     records: Records = []
     # JSON Lines ends a record at "\n" only: str.splitlines() would also split
     # inside strings at U+2028, U+0085 and other characters JSON leaves as is.
-    for n, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = loads(line, f"{name}:{n}")
         except json.JSONDecodeError as exc:
+            if records and n == len(lines):
+                # The last line, no line end after it, unfinished: a
+                # transcript still being written.
+                warnings.warn(
+                    f"{name}:{n}: the last line is unfinished (not valid JSON, no "
+                    "line end): left out, as a transcript still being written",
+                    PartialLineWarning,
+                    stacklevel=4,
+                )
+                break
             bad = exc if records else whole
             line_no = n if records else whole.lineno
             raise InvalidMessageError(
