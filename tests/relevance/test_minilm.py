@@ -96,3 +96,22 @@ class TestMiniLM:
         total = sum(len(e) for _, e in items)
         assert kept["bm25"] / total > 0.6
         assert kept["blend"] > kept["bm25"], kept
+
+
+def test_loading_prints_nothing() -> None:
+    """Loading the model draws no progress bar in what the caller prints (a CLI
+    report), and leaves transformers' own setting as it was."""
+    import subprocess
+    import sys
+
+    code = (
+        "import transformers.utils.logging as bars\n"
+        "from contextwindow.relevance.embeddings import _load\n"
+        "_load()\n"
+        "print(bars.is_progress_bar_enabled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "Loading" not in done.stderr
+    assert done.stdout.strip() == "True"

