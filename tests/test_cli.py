@@ -337,3 +337,15 @@ def test_a_narrow_terminal_cuts_only_the_flex_column() -> None:
     for whole in ("deduplicated", "#117", "24,980", "21,073", "TruncateToolResults"):
         assert whole in body
     assert "tool result: TaskOutput tool result: TaskOutput" not in body  # cut
+
+
+def test_proxy_port_taken_is_a_usage_error() -> None:
+    """A port something else listens on is named before anything is announced."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        code, out, err = run("proxy", "--port", port, "--store", "none")
+    assert (code, out) == (2, "")
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in err
+    assert "contextwindow proxy on" not in err

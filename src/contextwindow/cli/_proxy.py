@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
+import socket
 import sys
 
 import click
@@ -196,5 +198,19 @@ def proxy_cmd(
     logger = logging.getLogger("contextwindow.proxy")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    _check_free(host, port)
     click.echo(f"contextwindow proxy on http://{host}:{port}", err=True)
     serve(config, host, port)
+
+
+def _check_free(host: str, port: int) -> None:
+    """A usage error when nothing can listen on ``host:port`` (a port taken)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.create_server((host, port), family=family):
+            pass
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise click.BadParameter(
+            f"cannot listen on {host}:{port}: {why}", param_hint="--host/--port"
+        ) from exc
