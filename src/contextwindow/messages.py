@@ -683,7 +683,10 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
     same: tuple[Unit, ...] | None = None
     with _recent_lock:
         recent = list(_recent)
-        alike = next((old for new, old in _alike if new is seq), None)
+        # Taken out as it is followed: a chain of them ends, even one that
+        # leads back to ``seq``.
+        k = next((k for k, (new, _) in enumerate(_alike) if new is seq), None)
+        alike = None if k is None else _alike.pop(k)[1]
     for last, found in recent:  # the very sequence remembered (a tuple)
         if last is seq:
             return found
@@ -937,6 +940,8 @@ def same_units(new: tuple[Message, ...], old: Sequence[Message]) -> None:
     """
     if len(new) != len(old):
         raise ValueError("same_units: the two sequences differ in length")
+    if new is old:
+        return
     with _recent_lock:  # found when asked for: a later stage may never ask
         _alike.insert(0, (new, old))
         del _alike[_RECENT:]

@@ -324,6 +324,12 @@ class TestUnitsIncremental:
 
         for_each(convs, check)
         assert told  # the path was taken
+        # Told of themselves, or of each other in a ring: found, not looped.
+        a, b = tuple(convs[-1]), tuple(convs[-1])
+        messages_module.same_units(a, a)
+        messages_module.same_units(a, b)
+        messages_module.same_units(b, a)
+        assert units(a) == units(b) == fresh(convs[-1])
 
 
 class TestUnitsOfValidConversations:
