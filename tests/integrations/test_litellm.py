@@ -131,6 +131,21 @@ class TestFallbacks:
             assert COUNTER.messages(from_openai(ms)) <= 16_385 - 4096
             assert problems(from_openai(ms), "openai") == ()
 
+    def test_model_and_messages_by_position(self, sent: Sent) -> None:
+        """As LiteLLM takes them: ``completion(model, messages, ...)``, fitted
+        the same; given twice, or more by position, a named error."""
+        history = agent_history(400)
+        r = completion("gpt-3.5-turbo", history, mock_response="ok")
+        ra = asyncio.run(acompletion("gpt-3.5-turbo", history, mock_response="ok"))
+        assert r.choices[0].message.content == ra.choices[0].message.content == "ok"
+        ((model, ms), _) = sent.calls
+        assert model == "gpt-3.5-turbo"
+        assert COUNTER.messages(from_openai(ms)) <= 16_385 - 4096
+        with pytest.raises(ContextWindowError, match=r"^model: "):
+            completion("gpt-4o", history, model="gpt-4o", mock_response="ok")
+        with pytest.raises(ContextWindowError, match=r"^args: "):
+            completion("gpt-4o", history, 1.0, mock_response="ok")
+
     def test_claude_gets_anthropic_rules(self, sent: Sent) -> None:
         """A Claude model's request keeps Anthropic's rules (first turn a user's)."""
         history = [

@@ -96,8 +96,13 @@ class FittingCompletion:
         """The window of ``model`` (see the module's contract)."""
         return self._model(model)[0]
 
-    def completion(self, **kwargs: Any) -> Any:
-        """``litellm.completion(**kwargs)``, fitted to each model tried."""
+    def completion(self, *args: Any, **kwargs: Any) -> Any:
+        """``litellm.completion(...)``, fitted to each model tried.
+
+        ``model`` and ``messages`` may come first by position, as LiteLLM
+        takes them.
+        """
+        kwargs = _named(args, kwargs, "completion")
         litellm = _litellm()
         failure: BaseException | None = None
         for model, call in self._attempts(kwargs):
@@ -112,8 +117,9 @@ class FittingCompletion:
         assert failure is not None
         raise failure
 
-    async def acompletion(self, **kwargs: Any) -> Any:
-        """``litellm.acompletion(**kwargs)``, fitted to each model tried."""
+    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+        """``litellm.acompletion(...)``, fitted to each model tried."""
+        kwargs = _named(args, kwargs, "acompletion")
         litellm = _litellm()
         failure: BaseException | None = None
         for model, call in self._attempts(kwargs):
@@ -230,7 +236,30 @@ def _litellm() -> Any:
 _DEFAULT = FittingCompletion()
 
 
-def completion(**kwargs: Any) -> Any:
+def _named(args: tuple[Any, ...], kwargs: dict[str, Any], call: str) -> dict[str, Any]:
+    """``kwargs`` with ``model`` and ``messages`` given by position put in.
+
+    Example:
+        >>> _named(("gpt-4o", []), {"stream": True}, "completion")
+        {'stream': True, 'model': 'gpt-4o', 'messages': []}
+    """
+    if len(args) > 2:
+        raise ArgumentTypeError(
+            "args",
+            f"{len(args)} positional arguments",
+            "model and messages at most by position, the rest by keyword",
+        )
+    out = dict(kwargs)
+    for name, value in zip(("model", "messages"), args, strict=False):
+        if name in out:
+            raise ArgumentTypeError(
+                name, "a value by position and by keyword", f"one {call}() {name}"
+            )
+        out[name] = value
+    return out
+
+
+def completion(*args: Any, **kwargs: Any) -> Any:
     """``litellm.completion``, fitted to the model's window and to each fallback's.
 
     Example:
@@ -243,9 +272,9 @@ def completion(**kwargs: Any) -> Any:
         >>> r.choices[0].message.content
         'Done.'
     """
-    return _DEFAULT.completion(**kwargs)
+    return _DEFAULT.completion(*args, **kwargs)
 
 
-async def acompletion(**kwargs: Any) -> Any:
+async def acompletion(*args: Any, **kwargs: Any) -> Any:
     """``litellm.acompletion``, fitted as ``completion`` is."""
-    return await _DEFAULT.acompletion(**kwargs)
+    return await _DEFAULT.acompletion(*args, **kwargs)
