@@ -134,6 +134,27 @@ class TestAgentLoop:
         # The system prompt, and all but the last answer (no call came after it).
         assert len(manager.history) == len(state)
 
+    def test_a_message_replaced_under_its_id_is_what_the_model_sees(self) -> None:
+        """The graph's state replacing a message by id (a redaction) reaches the
+        model: the middleware compares what it pushed as messages, not by id."""
+        model = ScriptedModel(messages=iter([AIMessage("a1"), AIMessage("a2")]))
+        agent = create_agent(
+            model,
+            middleware=[ContextWindowMiddleware("gpt-4o")],
+            checkpointer=InMemorySaver(),
+        )
+        config: Any = {"configurable": {"thread_id": "t"}}
+        secret = HumanMessage("my card is 4111-1111-1111-1111", id="u1")
+        agent.invoke({"messages": [secret]}, config)
+        redacted = HumanMessage("my card is [REDACTED]", id="u1")
+        agent.update_state(config, {"messages": [redacted]})
+        agent.invoke({"messages": [HumanMessage("go on", id="u2")]}, config)
+        assert [m.content for m in model.seen[-1]] == [
+            "my card is [REDACTED]",
+            "a1",
+            "go on",
+        ]
+
     def test_without_a_thread_each_call_fits(self) -> None:
         """An agent with no checkpointer is fitted too, call by call."""
         model = ScriptedModel(messages=iter(script(3)))

@@ -41,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -236,21 +235,27 @@ class _Thread:
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
-        self.keys: list[Any] = []
+        self.seen: list[BaseMessage] = []
 
     def sync(
         self, system: SystemMessage | None, messages: Sequence[BaseMessage]
     ) -> None:
-        """Push what is new; restore the whole conversation when it changed."""
+        """Push what is new; restore the whole conversation when it changed.
+
+        What was pushed before is compared as messages, not by id: a message
+        the graph's state replaced under the same id (a redaction, another
+        middleware's edit) is a change, and the model sees the new one.
+        """
         lc = ([system] if system is not None else []) + list(messages)
-        keys: list[Any] = [_key(m) for m in lc]
-        known = len(self.keys)
-        if None not in keys and keys[:known] == self.keys:
-            if len(keys) > known:
+        known = len(self.seen)
+        if len(lc) >= known and all(
+            a is b or a == b for a, b in zip(lc, self.seen, strict=False)
+        ):
+            if len(lc) > known:
                 self.manager.push_many(from_langchain(lc[known:]))
         else:
             self.manager.set_messages(from_langchain(lc))
-        self.keys = keys
+        self.seen = lc
 
     def observe(self, response: Any) -> None:
         """Feed the usage the model reported to the manager's calibration."""
@@ -259,12 +264,6 @@ class _Thread:
             usage = getattr(m, "usage_metadata", None)
             if isinstance(m, AIMessage) and usage and usage.get("input_tokens"):
                 self.manager.observe_usage(usage)
-
-
-def _key(m: BaseMessage) -> Any:
-    if isinstance(m, SystemMessage):
-        return ("system", json.dumps(m.content, sort_keys=True, default=str))
-    return m.id
 
 
 def _thread_id() -> Any:
