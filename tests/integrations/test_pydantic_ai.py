@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from pydantic_ai import Agent, ModelRetry
+from pydantic_ai import Agent, ModelRetry, Tool
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
@@ -253,6 +253,40 @@ class TestAgentLoop:
             neutral = from_pydantic_ai(messages)
             assert not problems(neutral, "openai")
             assert count_messages(neutral, tok) <= 400
+
+    def test_history_processor_counts_the_tools_it_is_given(self) -> None:
+        """A processor is not shown the agent's tools: given them, it counts
+        their schemas, and the request sent (messages and tools) fits."""
+        received: list[tuple[list[ModelMessage], list[Any]]] = []
+
+        def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            received.append((messages, info.function_tools))
+            return ModelResponse(parts=[TextPart("ok " * 30)])
+
+        def lookup(city: str, country: str, year: int) -> str:
+            """Look up a city's population in a year, from the census tables."""
+            return "1"
+
+        tools = [Tool(lookup, name=f"lookup_{i}") for i in range(8)]
+        agent = Agent(
+            FunctionModel(respond),
+            tools=tools,
+            capabilities=[
+                ProcessHistory(fit_history("gpt-4o", limit=900, reserve=0, tools=tools))
+            ],
+        )
+        history: list[ModelMessage] = []
+        for i in range(15):
+            history = asyncio.run(
+                agent.run(f"q{i} " * 30, message_history=history)
+            ).all_messages()
+        tok = get_tokenizer("gpt-4o")
+        for messages, defs in received:
+            specs = [
+                ToolSpec(d.name, d.description or "", d.parameters_json_schema)
+                for d in defs
+            ]
+            assert count_messages(from_pydantic_ai(messages), tok, tools=specs) <= 900
 
 
 class TestLlamaServer:

@@ -53,9 +53,12 @@ except ImportError as exc:  # pragma: no cover -- the extra is installed in CI
         "pip install 'contextwindow[pydantic-ai]'"
     ) from exc
 
+from contextwindow._args import shown
 from contextwindow._images import data_uri_bytes
 from contextwindow._lru import LRU
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.fitting import fit
+from contextwindow.formats._coerce import coerce_tools
 from contextwindow.integrations._fitting import Conversations
 from contextwindow.messages import (
     Image,
@@ -571,6 +574,23 @@ def _write_kept(
     return out
 
 
+def _given_tools(tools: Sequence[Any]) -> tuple[ToolSpec, ...]:
+    """``fit_history``'s tools as specs: pydantic-ai's, or what ``fit`` takes."""
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+        raise ArgumentTypeError("tools", shown(tools), "a sequence of tools")
+    ours: list[Any] = []
+    specs: list[ToolSpec] = []
+    for t in tools:
+        found = getattr(t, "tool_def", t)  # a Tool's definition
+        schema = getattr(found, "parameters_json_schema", None)
+        if isinstance(schema, Mapping):
+            name = found.name
+            specs.append(ToolSpec(name, found.description or "", dict(schema)))
+        else:
+            ours.append(t)
+    return (*specs, *coerce_tools(ours))
+
+
 def _specs(params: Any) -> list[ToolSpec]:
     tools = [
         *getattr(params, "function_tools", ()),
@@ -697,6 +717,7 @@ def fit_history(
     provider: Provider | None = None,
     tokenizer: Tokenizer | str | None = None,
     calibration: Calibration | None = None,
+    tools: Sequence[Any] = (),
 ) -> Callable[[list[pm.ModelMessage]], list[pm.ModelMessage]]:
     """A history processor fitting the history into the window.
 
@@ -705,6 +726,11 @@ def fit_history(
     processor returns as the run's history, so what is dropped is gone from
     it; the capability keeps the history whole. Reported usage found in the
     history (each response's ``usage``) feeds ``calibration``.
+
+    A history processor is not shown the agent's tools, so their schemas
+    count only when given as ``tools`` (pydantic-ai ``Tool`` objects or
+    ``ToolDefinition``s, ``ToolSpec``s, or a provider's tool dicts); the
+    capability, ``ContextWindow``, counts them on its own.
 
     Example:
         >>> from pydantic_ai.messages import ModelRequest, UserPromptPart
@@ -715,6 +741,7 @@ def fit_history(
         True
     """
     fitter = _Fitter(model, limit, reserve, strategy, provider, tokenizer, calibration)
+    specs = _given_tools(tools)
     sent: dict[int, int] = {}
     """For each response seen: the count of the request it answered."""
     last: list[int] = []
@@ -727,7 +754,7 @@ def fit_history(
                         sent[id(msg)] = last[0]
                         fitter.calibration.observe(last[0], msg.usage.input_tokens or 0)
                     break
-        out, tokens = fitter.fit(messages, _instructions(None, messages), ())
+        out, tokens = fitter.fit(messages, _instructions(None, messages), specs)
         last[:] = [tokens]
         return out
 
