@@ -383,6 +383,22 @@ class TestTrimMessages:
         assert ours == 0
         assert outputs >= len(runs)
 
+    def test_len_counts_messages_as_langchain_does(self) -> None:
+        """``token_counter=len`` (LangChain's idiom for a count of messages)
+        keeps at most that many, as LangChain's ``trim_messages`` does."""
+        history: list[BaseMessage] = [SystemMessage("sys")]
+        for i in range(1, 5):
+            history += [HumanMessage(f"h{i}"), AIMessage(f"a{i}")]
+        history.pop()  # ends on h4
+        for n in (2, 4, 5, 11):
+            ours = trim_messages(history, max_tokens=n, token_counter=len)
+            theirs = langchain_trim(
+                history, max_tokens=n, token_counter=len, include_system=True
+            )
+            assert ours == theirs, n
+        with pytest.raises(BudgetError):
+            trim_messages(history, max_tokens=1, token_counter=len)
+
     def test_with_langchains_approximate_counter(self) -> None:
         """LangChain's own counters are honoured: the output fits by their count."""
         from langchain_core.messages.utils import count_tokens_approximately

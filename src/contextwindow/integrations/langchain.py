@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -82,8 +83,8 @@ from contextwindow.integrations._langchain_messages import (
 from contextwindow.manager import ContextManager
 from contextwindow.messages import Message, Provider, ToolSpec
 from contextwindow.models import ModelInfo, get_tokenizer
-from contextwindow.strategies.base import Strategy
-from contextwindow.strategies.drop import DropOldest
+from contextwindow.strategies.base import Budget, Strategy
+from contextwindow.strategies.drop import DropOldest, MaxMessages
 from contextwindow.summarizers._llm import (
     DEFAULT_PROMPT,
     check_prompt,
@@ -94,6 +95,7 @@ from contextwindow.summarizers.base import Summarizer
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.calibration import Calibration
 from contextwindow.tokens.counting import TokenCounter
+from contextwindow.tokens.heuristic import HeuristicTokenizer
 
 __all__ = [
     "ContextWindowMiddleware",
@@ -375,7 +377,12 @@ def trim_messages(
 
     The arguments are LangChain's; the output keeps the system message and
     the last message, never splits an assistant message from the tool results
-    answering it, and fits ``max_tokens`` by ``token_counter``.
+    answering it, and fits ``max_tokens`` by ``token_counter``. Unlike
+    LangChain's it keeps the task too (the first user turn, while it fits, as
+    ``DropOldest`` does), so what is kept need not be one tail. With
+    ``token_counter=len``, LangChain's idiom for a count of messages, it keeps
+    at most ``max_tokens`` messages (``MaxMessages``: units whole, the oldest
+    first to go).
     ``start_on``, ``end_on``, ``include_system`` and ``text_splitter`` are
     taken and not needed: the provider's rules decide where a valid history
     starts, and the system message is always kept. Without ``messages`` a
@@ -433,6 +440,8 @@ def trim_messages(
 
         return RunnableLambda(run)
     conv = from_langchain(messages)
+    if token_counter is len:
+        return to_langchain(_at_most(conv, max_tokens, provider))
     chosen: Strategy | None
     if compaction is not None:
         chosen = as_strategy(compaction)
@@ -458,6 +467,18 @@ def trim_messages(
         if limit < 0:
             break
     raise BudgetError(max_tokens, got)
+
+
+def _at_most(conv: list[Message], n: int, provider: Provider) -> Sequence[Message]:
+    """At most ``n`` messages of ``conv``: its system ones, then the newest units."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ArgumentTypeError("max_tokens", shown(n), "an int >= 0")
+    systems = sum(1 for m in conv if m.role == "system")
+    budget = Budget(sys.maxsize, TokenCounter(HeuristicTokenizer(), provider))
+    out = MaxMessages(max(n - systems, 0))(conv, budget).messages
+    if len(out) > n:  # the system messages and the last unit alone are more
+        raise BudgetError(n, len(out), ("messages counted by len",))
+    return out
 
 
 def _fit(
