@@ -96,13 +96,13 @@ class FittingCompletion:
         """The window of ``model`` (see the module's contract)."""
         return self._model(model)[0]
 
-    def completion(self, *args: Any, **kwargs: Any) -> Any:
+    def completion(self, *given: Any, **kwargs: Any) -> Any:
         """``litellm.completion(...)``, fitted to each model tried.
 
         ``model`` and ``messages`` may come first by position, as LiteLLM
         takes them.
         """
-        kwargs = _named(args, kwargs, "completion")
+        kwargs = _named(given, kwargs, "completion")
         litellm = _litellm()
         failure: BaseException | None = None
         for model, call in self._attempts(kwargs):
@@ -117,9 +117,9 @@ class FittingCompletion:
         assert failure is not None
         raise failure
 
-    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+    async def acompletion(self, *given: Any, **kwargs: Any) -> Any:
         """``litellm.acompletion(...)``, fitted to each model tried."""
-        kwargs = _named(args, kwargs, "acompletion")
+        kwargs = _named(given, kwargs, "acompletion")
         litellm = _litellm()
         failure: BaseException | None = None
         for model, call in self._attempts(kwargs):
