@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 
-from contextwindow import ContextManager, Message, Text, Thinking, ToolCall, fit
-from contextwindow.formats import to_openai
+from contextwindow import ContextManager, Message, Opaque, Text, Thinking, ToolCall, fit
+from contextwindow.formats import from_anthropic, to_openai
 from contextwindow.handles import find_handles
 from contextwindow.recalling import (
     RECALL_TOOL,
@@ -224,3 +225,40 @@ class TestContentHandle:
         assert back == m
         assert content_handle(back) == first
         assert content_handle(Message.tool("c1", FILE + " ")) != first
+
+
+class TestOpaqueRecall:
+    def test_dropped_document_turn_recalls_its_text(self) -> None:
+        """A dropped turn holding only a text document recalls the document."""
+        source = {
+            "type": "text",
+            "media_type": "text/plain",
+            "data": "The fee is 4,200 EUR. " + "pad " * 400,
+        }
+        history = from_anthropic(
+            [
+                {"role": "user", "content": [{"type": "document", "source": source}]},
+                {"role": "assistant", "content": "noted " * 300},
+                {"role": "user", "content": "What is the fee?"},
+            ]
+        )
+        fitted = fit(
+            history,
+            model="claude-sonnet-4-5",
+            limit=400,
+            reserve=0,
+            strategy=DropOldest(),
+        )
+        ids = [i for c in fitted.report.changes if c.kind == "dropped" for i in c.ids]
+        assert history[0].id in ids
+        recalled = context_recall(history, history[0].id)
+        assert recalled is not None
+        assert recalled.startswith("user: The fee is 4,200 EUR.")
+
+    def test_pdf_renders_as_a_label(self) -> None:
+        """A PDF is rendered as a label naming it and its pages."""
+        pdf = base64.b64encode(b"%PDF-1.4 <</Type /Pages /Count 12>>").decode()
+        source = {"type": "base64", "media_type": "application/pdf", "data": pdf}
+        doc = {"type": "document", "title": "Terms", "source": source}
+        msg = Message("user", (Opaque.of("anthropic", doc), Text("Summarise.")))
+        assert render([msg]) == "user: [document 'Terms', PDF, 12 pages]\nSummarise."

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import copy
+import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from contextwindow.errors import ContextWindowError
+from contextwindow import fit
+from contextwindow.errors import ContentDroppedWarning, ContextWindowError
+from contextwindow.formats import to_anthropic, to_openai, to_responses
 from contextwindow.messages import (
     PROVIDERS,
     Image,
@@ -12,6 +17,7 @@ from contextwindow.messages import (
     Opaque,
     Part,
     Provider,
+    Role,
     Text,
     Thinking,
     ToolCall,
@@ -245,6 +251,79 @@ class TestOpaqueContent:
         conv = [Message("user", (block,))]
         assert problems(conv, "anthropic") == ()
         assert ensure_valid(conv, "anthropic").messages == tuple(conv)
+
+
+AUDIO_IN = Opaque.of(
+    "openai", {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+)
+CHAT_FILE_ID = Opaque.of("openai", {"type": "file", "file": {"file_id": "file-abc"}})
+RESPONSES_FILE_ID = Opaque.of("responses", {"type": "input_file", "file_id": "f1"})
+RESPONSES_IMAGE_ID = Opaque.of(
+    "responses", {"type": "input_image", "file_id": "f2", "detail": "auto"}
+)
+AUDIO_REPLY = Opaque.of("openai", {"type": "audio", "audio": {"id": "audio_1"}})
+SERVER_TOOL = Opaque.of(
+    "anthropic",
+    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+)
+
+
+def _written(conv: Sequence[Message], provider: Provider) -> list[Any]:
+    """The turns the writer for ``provider`` sends (warnings of drops ignored)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContentDroppedWarning)
+        if provider == "anthropic":
+            return to_anthropic(conv).messages
+        return to_openai(conv) if provider == "openai" else to_responses(conv)
+
+
+class TestOpaqueDroppedByTheWriter:
+    @pytest.mark.parametrize(
+        ("role", "part", "provider"),
+        [
+            ("user", AUDIO_IN, "anthropic"),
+            ("user", CHAT_FILE_ID, "anthropic"),
+            ("user", RESPONSES_FILE_ID, "anthropic"),
+            ("user", RESPONSES_IMAGE_ID, "anthropic"),
+            ("user", RESPONSES_IMAGE_ID, "openai"),
+            ("assistant", AUDIO_REPLY, "anthropic"),
+            ("assistant", AUDIO_REPLY, "responses"),
+            ("assistant", SERVER_TOOL, "openai"),
+            ("assistant", SERVER_TOOL, "responses"),
+        ],
+    )
+    def test_turn_of_only_such_parts_is_empty(
+        self, role: Role, part: Opaque, provider: Provider
+    ) -> None:
+        """A turn whose only parts the target's writer leaves out is no content."""
+        if role == "user":
+            conv = [Message(role, (part,)), Message.assistant("ok"), Message.user("?")]
+        else:
+            conv = [Message.user("q"), Message(role, (part,)), Message.user("next")]
+        at = conv.index(Message(role, (part,)))
+        found = problems(conv, provider)
+        assert (found[0].index, found[0].fix) == (at, "drop_message")
+        fixed = ensure_valid(conv, provider).messages
+        assert problems(fixed, provider) == ()
+        for turn in _written(fixed, provider):
+            assert turn.get("content") != []
+
+    @pytest.mark.parametrize("provider", PROVIDERS)
+    def test_part_the_writer_keeps_is_content(self, provider: Provider) -> None:
+        """A Chat file by id is content for Chat and Responses, not for Anthropic."""
+        conv = [Message("user", (CHAT_FILE_ID,))]
+        assert (problems(conv, provider) == ()) is (provider != "anthropic")
+
+    def test_fit_never_writes_an_empty_turn(self) -> None:
+        """fit for Anthropic drops a user turn of audio alone (it wrote ``[]``)."""
+        conv = [
+            Message("user", (AUDIO_IN,)),
+            Message.assistant("ok"),
+            Message.user("?"),
+        ]
+        fitted = fit(conv, model="claude-sonnet-4-5", provider="anthropic")
+        assert problems(fitted.messages, "anthropic") == ()
+        assert all(t["content"] != [] for t in _written(fitted.messages, "anthropic"))
 
 
 class TestBlankText:

@@ -21,7 +21,8 @@ from typing import Any
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.formats._coerce import coerce_tools, neutral
-from contextwindow.messages import Message, Provider, ToolSpec, Unit, units
+from contextwindow.formats._opaque import opaque_text
+from contextwindow.messages import Message, Opaque, Provider, ToolSpec, Unit, units
 from contextwindow.models import (
     ModelInfo,
     get_model,
@@ -251,7 +252,10 @@ def _split(total: int, weights: Sequence[int]) -> list[int]:
 
 
 def _preview(msg: Message) -> str:
-    text = msg.text
+    # A document-only turn: its text or label (``formats._opaque``).
+    text = msg.text or " ".join(
+        opaque_text(p) for p in msg.parts if isinstance(p, Opaque)
+    )
     if not text and msg.tool_calls:
         c = msg.tool_calls[0]
         text = f"{c.name}({c.arguments})"

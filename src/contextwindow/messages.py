@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -37,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import count
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from contextwindow._args import (
     check_bool,
@@ -328,8 +329,22 @@ class Thinking:
         check_bool(self.redacted, "redacted")
 
 
+class _OpaqueKept:
+    """Slots for an opaque part's type and key, each computed once.
+
+    Not fields: they are never compared, copied or pickled (a part read back
+    from a pickle computes them again). ``TokenCounter.part`` and the
+    writers ask a part its type on every count, and a document's JSON can be
+    megabytes: parsing it each time cost more than counting it.
+    """
+
+    __slots__ = ("_key", "_type")
+    _key: str
+    _type: str
+
+
 @dataclass(frozen=True, slots=True)
-class Opaque:
+class Opaque(_OpaqueKept):
     """Content the neutral model does not interpret, kept as the provider wrote it.
 
     An Anthropic ``document`` or ``search_result`` block, a Chat ``file`` or
@@ -338,7 +353,8 @@ class Opaque:
     counted (``TokenCounter.part``), makes a turn non-empty
     (``validity``), and is written back in place. ``raw`` is the block as
     compact JSON text, not a dict: a part is a hashable value, and the
-    block goes back byte for byte. A mapping is taken too, and serialised.
+    block goes back as it came. A mapping is taken too, and serialised; JSON
+    text is serialised again, compactly, so equal blocks are equal parts.
 
     Example:
         >>> doc = Opaque("anthropic", {"type": "document", "source": {
@@ -358,23 +374,26 @@ class Opaque:
 
     def __post_init__(self) -> None:
         check_provider(self.provider)
-        raw: object = self.raw
+        raw = cast("object", self.raw)  # a mapping too, or anything a caller passes
         takes = "a JSON object (text or a mapping)"
-        if isinstance(raw, Mapping):
+        if isinstance(raw, str):
             try:
-                text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
-            except (TypeError, ValueError) as exc:
-                raise ArgumentValueError("raw", shown(raw), takes, str(exc)) from None
-            object.__setattr__(self, "raw", text)
-            return
-        if not isinstance(raw, str):
+                value: object = json.loads(raw)
+            except ValueError:
+                raise ArgumentValueError("raw", shown(raw), takes) from None
+            if not isinstance(value, dict):
+                raise ArgumentValueError("raw", shown(raw), takes)
+        elif isinstance(raw, Mapping):
+            value = cast("Mapping[str, Any]", raw)
+        else:
             raise ArgumentTypeError("raw", shown(raw), takes)
         try:
-            value = json.loads(raw)
-        except ValueError:
-            raise ArgumentValueError("raw", shown(raw), takes) from None
-        if not isinstance(value, dict):
-            raise ArgumentValueError("raw", shown(raw), takes)
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise ArgumentValueError("raw", shown(self.raw), takes, str(exc)) from None
+        object.__setattr__(self, "raw", text)
+        kind = cast("Mapping[str, Any]", value).get("type")
+        object.__setattr__(self, "_type", kind if isinstance(kind, str) else "")
 
     @classmethod
     def of(cls, provider: Provider, block: Mapping[str, Any]) -> Opaque:
@@ -395,8 +414,30 @@ class Opaque:
     @property
     def type(self) -> str:
         """The block's ``"type"`` (``document``, ``file``, ``refusal``...) or ``""``."""
-        kind = self.block.get("type")
-        return kind if isinstance(kind, str) else ""
+        try:
+            return self._type
+        except AttributeError:  # unpickled or copied: slots are not fields
+            kind = self.block.get("type")
+            object.__setattr__(self, "_type", kind if isinstance(kind, str) else "")
+            return self._type
+
+    @property
+    def key(self) -> str:
+        """A digest of ``raw`` (BLAKE2b), computed once: what caches key on.
+
+        A cache keyed by the part, or by its text, would hold a document of
+        megabytes for as long as it holds the entry.
+
+        Example:
+            >>> len(Opaque.of("openai", {"type": "refusal", "refusal": "No."}).key)
+            32
+        """
+        try:
+            return self._key
+        except AttributeError:
+            digest = hashlib.blake2b(self.raw.encode(), digest_size=16).hexdigest()
+            object.__setattr__(self, "_key", digest)
+            return digest
 
 
 Part = Text | Image | ToolCall | ToolResult | Thinking | Opaque

@@ -48,9 +48,11 @@ from typing import Any, cast
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.formats._coerce import neutral
+from contextwindow.formats._opaque import opaque_text
 from contextwindow.handles import originals
 from contextwindow.messages import (
     Message,
+    Opaque,
     Provider,
     Text,
     ToolCall,
@@ -162,7 +164,8 @@ def render(messages: Sequence[Message]) -> str:
     """The originals as text, for the model.
 
     A lone tool message's output as it was; else one block per message (role,
-    text, calls with their arguments, results).
+    text, calls with their arguments, results, and opaque content as its text
+    or a label: ``[document 'Terms', PDF, 12 pages]``).
 
     Example:
         >>> print(render([Message.user("hi"), Message.assistant("hello")]))
@@ -181,6 +184,8 @@ def render(messages: Sequence[Message]) -> str:
                 lines.append(f"called {p.name} {p.arguments}")
             elif isinstance(p, ToolResult):
                 lines.append(f"result of {p.call_id}: {p.text}")
+            elif isinstance(p, Opaque):
+                lines.append(opaque_text(p))
         blocks.append(f"{m.role}: " + "\n".join(lines))
     return "\n".join(blocks)
 

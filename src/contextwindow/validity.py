@@ -25,14 +25,18 @@ rule                          openai  responses  anthropic
 no orphan tool result         yes     yes        yes
 no unanswered tool call       yes     yes        yes
 assistant turn has content    yes     yes        yes
-user turn has content         no      no         yes
+user turn has content         no*     no*        yes
 no blank text block           no      no         yes
 first turn is the user's      no      no         yes
 ============================  ======  =========  =========
 
 "Content" is a tool call, an image, a tool result, non-blank text or an
-``Opaque`` part (a document, a file, a refusal, audio): reasoning
-alone is not a turn (OpenAI rejects a reasoning item with nothing after it).
+``Opaque`` part (a document, a file, a refusal, audio) that the writer for
+the provider keeps (its own, or one with an equivalent there: an audio
+reply has none in Anthropic's shape): reasoning alone is not a turn (OpenAI
+rejects a reasoning item with nothing after it). (*) A user turn whose
+parts are all opaque ones the writer leaves out would be written as an
+empty list, which OpenAI rejects: it is dropped for every provider.
 Anthropic merges consecutive turns of one role, so once the first turn is the
 user's, roles alternate after merging.
 
@@ -67,6 +71,7 @@ from typing import Literal
 from contextwindow._args import check_int
 from contextwindow._lru import LRU
 from contextwindow.formats._coerce import neutral
+from contextwindow.formats._opaque import kept
 from contextwindow.handles import with_origin
 from contextwindow.messages import (
     Image,
@@ -183,16 +188,17 @@ def neutral_problems(
     """``problems`` for ``Message`` objects: the core's, unchecked, call."""
     check_provider(provider)
     if not start:
-        return _problems(messages, provider == "anthropic", 0, opened=False)
+        return _problems(messages, provider, 0, opened=False)
     # A turn before ``start`` was checked already: the first-turn rule is met.
     opened = any(m.role != "system" for m in itertools.islice(messages, start))
-    return _problems(messages[start:], provider == "anthropic", start, opened=opened)
+    return _problems(messages[start:], provider, start, opened=opened)
 
 
 def _problems(
-    messages: Sequence[Message], anthropic: bool, offset: int, *, opened: bool
+    messages: Sequence[Message], provider: Provider, offset: int, *, opened: bool
 ) -> tuple[Problem, ...]:
     """The problems of ``messages``, indexed as if they began at ``offset``."""
+    anthropic = provider == "anthropic"
     found: list[Problem] = []
     unanswered: dict[int, list[int]] = {}
     # A tail (``offset``) is a sequence of its own that nothing asks about
@@ -208,7 +214,12 @@ def _problems(
     dropped = {p.index - offset for p in found}
     for i, m in enumerate(messages):
         role = m.role
-        if not anthropic and role != "assistant":
+        if (
+            not anthropic
+            and role != "assistant"
+            # Checked inline: a usual user turn does not open on an opaque part.
+            and not (m.parts and type(m.parts[0]) is Opaque and _emptied(m, provider))
+        ):
             continue  # OpenAI's rules for other turns are all about units
         if i in dropped:  # an orphan: dropped whole, so nothing more to strip
             continue
@@ -216,13 +227,13 @@ def _problems(
         # The common cases, checked without building lists.
         if not gone and (
             role == "system"
-            or (_clean(m.parts) if anthropic else any(map(_has_content, m.parts)))
+            or (_clean(m.parts, provider) if anthropic else _content(m.parts, provider))
         ):
             continue
         at = i + offset
-        if role == "assistant" or (anthropic and role == "user"):
+        if role in ("assistant", "user"):
             kept = [p for k, p in enumerate(m.parts) if k not in gone]
-            if not any(_has_content(p) for p in kept):
+            if not _content(kept, provider):
                 thinking = any(isinstance(p, Thinking) for p in kept)
                 what = "reasoning only" if thinking else "no content"
                 reason = "tool call has no result" if gone else f"{m.role} turn: {what}"
@@ -389,19 +400,39 @@ def _is_call(part: Part) -> bool:
     return isinstance(part, ToolCall)
 
 
-_CONTENT = (ToolCall, Image, ToolResult, Opaque)
-"""Parts that are content whatever they hold (an ``Opaque`` part is a
-document, a file, a refusal, audio: content the neutral model does not
-read, never blank)."""
+_CONTENT = (ToolCall, Image, ToolResult)
+"""Parts that are content whatever they hold. An ``Opaque`` part (a
+document, a file, a refusal, audio) is content where the provider's writer
+keeps it (``formats._opaque.kept``): an audio reply has no Anthropic
+equivalent, so a turn holding only one is empty there."""
 
 
 def _has_content(part: Part) -> bool:
+    """Content whoever writes it (an ``Opaque`` part is not: see ``_content``)."""
     if isinstance(part, Text):
         return _not_blank(part.text)
     return isinstance(part, _CONTENT)
 
 
-def _clean(parts: Sequence[Part]) -> bool:
+def _content(parts: Sequence[Part], provider: Provider) -> bool:
+    """Some part is content for ``provider``."""
+    # ``map`` over the usual parts first: this runs on every assistant turn.
+    return any(map(_has_content, parts)) or any(
+        isinstance(p, Opaque) and kept(p, provider) for p in parts
+    )
+
+
+def _emptied(m: Message, provider: Provider) -> bool:
+    """A user turn of opaque parts that the writer for ``provider`` all leaves out.
+
+    It would be written as an empty content list, which OpenAI rejects too.
+    """
+    return m.role == "user" and all(
+        isinstance(p, Opaque) and not kept(p, provider) for p in m.parts
+    )
+
+
+def _clean(parts: Sequence[Part], provider: Provider) -> bool:
     """Some content, and no blank text part."""
     content = False
     for p in parts:
@@ -409,7 +440,7 @@ def _clean(parts: Sequence[Part]) -> bool:
             if not _not_blank(p.text):
                 return False
             content = True
-        elif isinstance(p, _CONTENT):
+        elif isinstance(p, _CONTENT) or (isinstance(p, Opaque) and kept(p, provider)):
             content = True
     return content
 

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
 from openai.types.chat import ChatCompletionMessage
 
 from contextwindow import ContentDroppedWarning, fit
-from contextwindow.formats import from_anthropic, to_anthropic, to_openai
-from contextwindow.formats._opaque import translate
-from contextwindow.messages import Message, Opaque, Text
+from contextwindow.formats import (
+    from_anthropic,
+    from_responses,
+    to_anthropic,
+    to_openai,
+    to_responses,
+)
+from contextwindow.formats._opaque import opaque_text, translate
+from contextwindow.messages import Message, Opaque, Text, ToolCall
 from contextwindow.wire import message_from_dict, message_to_dict
 
 REFUSAL = "I can't help with that."
@@ -162,3 +170,125 @@ class TestWire:
         back = message_from_dict(message_to_dict(msg))
         assert back == msg
         assert back.parts[0] == part
+
+
+PDF_3 = base64.b64encode(b"%PDF-1.4\n<</Type /Pages /Count 3>>\n").decode()
+
+
+class TestFileIds:
+    def test_responses_file_id_goes_to_chat(self) -> None:
+        """Chat's file part takes an OpenAI file id: a Responses one is kept."""
+        part = Opaque.of("responses", {"type": "input_file", "file_id": "file-1"})
+        assert to_openai([Message("user", (part,))]) == [
+            {
+                "role": "user",
+                "content": [{"type": "file", "file": {"file_id": "file-1"}}],
+            }
+        ]
+
+    @pytest.mark.parametrize("write", [to_openai, to_anthropic])
+    def test_system_file_is_left_out_with_a_warning(self, write: Any) -> None:
+        """A file in a system message: Chat and Anthropic both warn and drop it."""
+        system = from_responses(
+            [
+                {
+                    "role": "system",
+                    "content": [
+                        {"type": "input_text", "text": "Be brief."},
+                        {"type": "input_file", "file_id": "file-1"},
+                    ],
+                },
+                {"role": "user", "content": "hi"},
+            ]
+        )
+        with pytest.warns(ContentDroppedWarning, match=r"messages\[0\]\.parts\[1\]"):
+            out = write(system)
+        assert "file-1" not in json.dumps(out if write is to_openai else out.body())
+
+
+class TestDroppedWarning:
+    @pytest.mark.parametrize("write", [to_openai, to_responses, to_anthropic])
+    def test_names_the_part_and_the_caller(self, write: Any) -> None:
+        """The warning names messages[i].parts[j] and points at the caller's line."""
+        block = {"type": "server_tool_use", "id": "s1", "name": "web", "input": {}}
+        conv = [
+            Message.user("q"),
+            Message("assistant", (Text("x"), Opaque.of("anthropic", block))),
+        ]
+        if write is to_anthropic:
+            conv[1] = Message("assistant", (Text("x"), _AUDIO_REPLY))
+        with pytest.warns(ContentDroppedWarning) as caught:
+            write(conv)
+        (w,) = caught
+        assert str(w.message).startswith("messages[1].parts[1]: an ")
+        assert w.filename == __file__
+
+    def test_chat_counts_parts_diverted_to_fields(self) -> None:
+        """Chat's index is the part's in the message, past a tool call before it."""
+        part = Opaque.of("responses", {"type": "input_image", "file_id": "f"})
+        conv = [
+            Message.user("q"),
+            Message("assistant", (ToolCall("c1", "f", "{}"), Text("x"), part)),
+            Message.tool("c1", "r"),
+        ]
+        with pytest.warns(ContentDroppedWarning, match=r"^messages\[1\]\.parts\[2\]"):
+            to_openai(conv)
+
+    def test_blank_text_is_no_equivalent(self) -> None:
+        """A blank refusal is not written as a blank Anthropic text block."""
+        part = Opaque.of("openai", {"type": "refusal", "refusal": "  "})
+        assert translate(part, "anthropic") is None
+
+
+_AUDIO_REPLY = Opaque.of("openai", {"type": "audio", "audio": {"id": "a1"}})
+
+
+class TestOpaqueValue:
+    def test_json_text_is_canonical(self) -> None:
+        """Equal blocks are equal parts, however their JSON text was spaced."""
+        spaced = Opaque("openai", '{ "type": "refusal",\n  "refusal": "No." }')
+        assert spaced == Opaque.of("openai", {"type": "refusal", "refusal": "No."})
+        assert spaced.raw == '{"type":"refusal","refusal":"No."}'
+
+    def test_type_is_read_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Asking a part its type does not parse its JSON again."""
+        part = Opaque.of("anthropic", {"type": "document", "title": "t"})
+        calls: list[str] = []
+        real = json.loads
+
+        def loads(text: str, *args: Any, **kwargs: Any) -> Any:
+            calls.append(text)
+            return real(text, *args, **kwargs)
+
+        monkeypatch.setattr(json, "loads", loads)
+        assert [part.type for _ in range(10)] == ["document"] * 10
+        assert calls == []
+
+
+class TestOpaqueText:
+    def test_pdf_is_labelled(self) -> None:
+        """A PDF reads as a label: type, title, pages."""
+        doc = Opaque.of(
+            "anthropic",
+            {
+                "type": "document",
+                "title": "Terms",
+                "source": {
+                    "type": "base64",
+                    "media_type": "application/pdf",
+                    "data": PDF_3,
+                },
+            },
+        )
+        assert opaque_text(doc) == "[document 'Terms', PDF, 3 pages]"
+
+    def test_text_document_reads_as_its_text(self) -> None:
+        """A text document reads as its text."""
+        source = {"type": "text", "media_type": "text/plain", "data": "Fee: 42."}
+        doc = Opaque.of("anthropic", {"type": "document", "source": source})
+        assert opaque_text(doc) == "Fee: 42."
+
+    def test_file_by_id_is_labelled(self) -> None:
+        """A file sent by id reads as a reference."""
+        part = Opaque.of("openai", {"type": "file", "file": {"file_id": "f"}})
+        assert opaque_text(part) == "[file, by reference]"

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import base64
+import gc
+import os
 import struct
+import tracemalloc
+import zlib
+from typing import Any
 
 import pytest
 
 from contextwindow import count_messages, fit
+from contextwindow._pdf import INFLATE_CAP
 from contextwindow.errors import BudgetError
-from contextwindow.messages import Message, Opaque, Text
+from contextwindow.messages import Image, Message, Opaque, Provider, Text
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.tokens._opaque import (
     AUDIO_TOKENS_PER_SECOND,
+    PDF_BYTES_PER_PAGE,
     PDF_PAGE_TOKENS,
     payload_tokens,
 )
@@ -167,3 +174,148 @@ class TestPayloadEstimates:
         """MP3 without a header rate counts 8,000 bytes a second."""
         data = base64.b64encode(bytes(80_000)).decode()
         assert payload_tokens("audio/mp3", data) == 10 * AUDIO_TOKENS_PER_SECOND
+
+
+class _Inflation:
+    """Records what ``zlib.decompressobj`` objects are given and give back."""
+
+    def __init__(self) -> None:
+        self.given = 0  # bytes handed to decompress
+        self.inflated = 0  # bytes it returned
+
+    def __call__(self, *args: Any) -> _CountingInflater:
+        return _CountingInflater(self, _DECOMPRESSOBJ(*args))
+
+
+class _CountingInflater:
+    def __init__(self, log: _Inflation, inner: Any) -> None:
+        self._log = log
+        self._inner = inner
+
+    def decompress(self, data: Any, max_length: int = 0) -> bytes:
+        self._log.given += len(data)
+        out: bytes = self._inner.decompress(data, max_length)
+        self._log.inflated += len(out)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+_DECOMPRESSOBJ = zlib.decompressobj
+
+
+def _object_streams(bodies: list[bytes]) -> str:
+    """A base64 PDF of object streams (``/Type /ObjStm``) holding ``bodies``."""
+    pdf = b"%PDF-1.5\n" + b"".join(
+        b"%d 0 obj <</Type /ObjStm /Filter /FlateDecode>> stream\n" % i
+        + body
+        + b"\nendstream endobj\n"
+        for i, body in enumerate(bodies)
+    )
+    return base64.b64encode(pdf).decode()
+
+
+class TestPdfReadingIsBounded:
+    @pytest.fixture
+    def inflation(self, monkeypatch: pytest.MonkeyPatch) -> _Inflation:
+        log = _Inflation()
+        monkeypatch.setattr(zlib, "decompressobj", log)
+        return log
+
+    def test_each_byte_is_handed_to_zlib_once(self, inflation: _Inflation) -> None:
+        """Of many small streams, zlib reads the PDF once, not its rest per stream."""
+        bodies = [os.urandom(100) for _ in range(2_000)]  # none inflates
+        data = _object_streams(bodies)
+        payload_tokens("application/pdf", data)
+        assert inflation.given <= len(data) * 3 // 4  # quadratic: ~250 MB
+
+    def test_inflated_bytes_are_capped(self, inflation: _Inflation) -> None:
+        """Object streams that inflate a thousandfold stop at INFLATE_CAP in all."""
+        bomb = zlib.compress(bytes(4 << 20) + os.urandom(8), 9)  # 4 KB -> 4 MiB
+        data = _object_streams([bomb] * 8)
+        n = payload_tokens("application/pdf", data)
+        assert inflation.inflated <= INFLATE_CAP < 8 * (4 << 20)
+        pages_by_size = -(-len(base64.b64decode(data)) // PDF_BYTES_PER_PAGE)
+        assert n >= PDF_PAGE_TOKENS * pages_by_size  # past the cap: leans high
+
+    def test_streams_that_hold_no_pages_are_not_inflated(
+        self, inflation: _Inflation
+    ) -> None:
+        """A page's content stream is not inflated: only object streams hold pages."""
+        content = zlib.compress(os.urandom(8) + bytes(1 << 20))
+        pdf = b"%PDF-1.5\n1 0 obj <</Filter /FlateDecode>> stream\n" + content
+        data = base64.b64encode(pdf + b"\nendstream endobj\n").decode()
+        assert payload_tokens("application/pdf", data) == PDF_PAGE_TOKENS
+        assert inflation.inflated == 0
+
+
+class TestCachesHoldNoPayload:
+    def test_distinct_documents_are_not_kept(self) -> None:
+        """Counting many large documents keeps a bounded amount of them, not all."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), "anthropic")
+        size = 4_000_000  # characters of base64 per document
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(16):
+                data = base64.b64encode(b"%d" % i + bytes(size * 3 // 4)).decode()
+                source = {"type": "base64", "media_type": "application/pdf"}
+                doc = {"type": "document", "source": {**source, "data": data}}
+                counter.part(Opaque.of("anthropic", doc))
+                del data, doc
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert held < 48 * 1_000_000  # all 16 would be 128 MB (key and payload)
+
+
+class TestByReference:
+    @pytest.mark.parametrize(
+        ("provider", "block"),
+        [
+            ("anthropic", {"type": "document", "source": {"type": "url", "url": "u"}}),
+            (
+                "anthropic",
+                {"type": "document", "source": {"type": "file", "file_id": "f1"}},
+            ),
+            ("anthropic", {"type": "container_upload", "file_id": "f1"}),
+            ("openai", {"type": "file", "file": {"file_id": "file-abc"}}),
+            ("responses", {"type": "input_file", "file_id": "file-abc"}),
+            ("responses", {"type": "input_file", "file_url": "https://x/a.pdf"}),
+        ],
+    )
+    def test_document_by_reference_counts_a_page(
+        self, provider: Provider, block: dict[str, Any]
+    ) -> None:
+        """A document or file sent by id or URL counts one PDF page, never 0."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), provider)
+        assert counter.part(Opaque.of(provider, block)) == PDF_PAGE_TOKENS
+
+    @pytest.mark.parametrize("provider", ["openai", "anthropic"])
+    def test_image_by_file_id_counts_an_image(self, provider: Provider) -> None:
+        """An image sent by file id costs what an image of unknown size does."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), provider)
+        part = Opaque.of("responses", {"type": "input_image", "file_id": "f1"})
+        assert counter.part(part) == counter.image(Image("file:")) > 0
+
+
+class TestLangChainBlocks:
+    @pytest.mark.parametrize(
+        "block",
+        [
+            {"type": "file", "base64": _pdf(2), "mime_type": "application/pdf"},
+            {
+                "type": "file",
+                "source_type": "base64",
+                "data": _pdf(2),
+                "mime_type": "application/pdf",
+            },
+        ],
+    )
+    def test_base64_with_mime_type_is_a_payload(self, block: dict[str, Any]) -> None:
+        """LangChain's base64 PDF counts its 2 pages, not its base64 as text."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), "openai")
+        assert counter.part(Opaque.of("openai", block)) == 2 * PDF_PAGE_TOKENS

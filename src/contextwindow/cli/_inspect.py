@@ -40,8 +40,9 @@ from contextwindow.cli._term import (
     preview_width,
     working,
 )
+from contextwindow.formats._opaque import opaque_text
 from contextwindow.inspection import Inspection, ToolStats, inspect_messages
-from contextwindow.messages import PROVIDERS, Message, Provider
+from contextwindow.messages import PROVIDERS, Message, Opaque, Provider
 from contextwindow.tokens import Tokenizer
 from contextwindow.transcripts import Transcript
 
@@ -166,7 +167,7 @@ def _limits(r: Inspection) -> str:
 
 def _preview(m: Message, width: int) -> str:
     """The message's text on one line, cut to ``width`` characters."""
-    text = m.text
+    text = m.text or " ".join(opaque_text(p) for p in m.parts if isinstance(p, Opaque))
     if not text and m.tool_calls:
         c = m.tool_calls[0]
         text = f"{c.name}({c.arguments})"

@@ -6,14 +6,23 @@ Contract:
   counting and by the writers: the text a model reads from it (a text
   document's text, a search result's content, a refusal, a transcript,
   titles; never ids, types or base64) and its binary payloads (base64 data
-  with a media type: a PDF, audio, a file). Nothing here raises on an odd
-  block: what cannot be read is neither text nor payload.
+  with a media type: a PDF, audio, a file; LangChain's ``base64`` with its
+  ``mime_type`` too). Nothing here raises on an odd block: what cannot be
+  read is neither text nor payload. Its cache is keyed by the part's digest
+  (``Opaque.key``) and bounded by what its entries hold, never by count
+  alone: a document can be megabytes.
 - ``translate(part, target)`` is the part to write for ``target``: the part
   itself for its own provider; the target's equivalent where one exists
   (a PDF document <-> a ``file`` / ``input_file``, a refusal, audio input);
   the text of a text document, a search result, a refusal or a transcript
-  as a ``Text`` part; else ``None``, and the writer warns
-  (``ContentDroppedWarning``) that it dropped it.
+  as a ``Text`` part; else ``None``. ``kept(part, target)`` says whether
+  it is not ``None`` (what ``validity`` counts as content), and
+  ``to_target`` is the writers' one use of it: the block or ``Text`` to
+  write, or ``None`` after warning (``ContentDroppedWarning``, naming the
+  part and pointing at the caller's line) that it was left out.
+- ``opaque_text(part)`` is how a person or a model reads the part as text
+  (recalled originals, previews): its text, or a label for a payload or a
+  reference (``[document 'Terms', PDF, 12 pages]``).
 
 Example:
     >>> doc = Opaque("anthropic", {"type": "document", "title": "Terms", "source":
@@ -27,17 +36,31 @@ Example:
 from __future__ import annotations
 
 import json
+import sys
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from types import FrameType
 from typing import Any, cast
 
-from contextwindow._images import data_uri, parse_data_uri
+from contextwindow._images import data_uri, decode_base64, parse_data_uri
+from contextwindow._lru import LRU
+from contextwindow._pdf import pdf_pages
 from contextwindow.errors import ContentDroppedWarning
 from contextwindow.messages import Opaque, Provider, Text
 
-__all__ = ["OpaqueContent", "Payload", "dropped", "read_opaque", "translate"]
+__all__ = [
+    "OpaqueContent",
+    "Payload",
+    "dropped",
+    "kept",
+    "opaque_text",
+    "read_opaque",
+    "to_target",
+    "translate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +82,8 @@ class OpaqueContent:
     """The text a model reads from it, pieces joined by newlines."""
     payloads: tuple[Payload, ...]
     """Its binary payloads, in order."""
+    linked: bool = False
+    """It names content by reference (a file id, a URL) that is not here."""
 
 
 # Keys whose string values are structure, not content the model reads.
@@ -78,8 +103,11 @@ _NOT_TEXT = frozenset(
         "citations",
         "mode",
         "ttl",
+        "mime_type",  # LangChain's content blocks
+        "source_type",
     )
 )
+_LINKS = frozenset(("file_id", "url", "file_url"))
 _AUDIO_KEYS = frozenset(("input_audio", "audio"))
 
 
@@ -93,52 +121,108 @@ def read_opaque(part: Opaque) -> OpaqueContent:
         >>> found.text, [(p.media_type, p.data) for p in found.payloads]
         ('a.pdf', [('application/pdf', 'JVBER')])
     """
-    return _read(part.raw)
+    key = part.key
+    found = _READ.get(key)
+    if found is None:
+        found = _read(part.raw)
+        _READ.put(key, found)
+    return found
 
 
-@lru_cache(maxsize=64)
+READ_CACHE_CHARS = 1 << 25
+"""The most characters (text and base64) the blocks ``read_opaque`` keeps hold."""
+
+
+class _Read:
+    """What ``read_opaque`` read, by part digest, bounded by what it holds.
+
+    A message is counted, checked and written again and again, and a
+    document's JSON can be megabytes: 64 entries of 5 MB PDFs held 400 MB.
+    An entry over a quarter of the bound is not kept (it would push out the
+    rest).
+    """
+
+    __slots__ = ("_data", "_lock", "_weight")
+
+    def __init__(self) -> None:
+        self._data: OrderedDict[str, OpaqueContent] = OrderedDict()
+        self._weight = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> OpaqueContent | None:
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+            return found
+
+    def put(self, key: str, found: OpaqueContent) -> None:
+        weight = _weight(found)
+        if weight > READ_CACHE_CHARS // 4:
+            return
+        with self._lock:
+            if key in self._data:
+                return
+            self._data[key] = found
+            self._weight += weight
+            while self._weight > READ_CACHE_CHARS:
+                _, old = self._data.popitem(last=False)
+                self._weight -= _weight(old)
+
+
+_READ = _Read()
+
+
+def _weight(found: OpaqueContent) -> int:
+    return len(found.text) + sum(len(p.data) for p in found.payloads) + 64
+
+
 def _read(raw: str) -> OpaqueContent:
-    # Cached by the JSON text: a message is counted, checked and written
-    # again and again, and a document's JSON can be megabytes.
     texts: list[str] = []
     payloads: list[Payload] = []
-    _walk(json.loads(raw), None, texts, payloads)
-    return OpaqueContent("\n".join(texts), tuple(payloads))
+    linked = _walk(json.loads(raw), None, texts, payloads)
+    return OpaqueContent("\n".join(texts), tuple(payloads), linked)
 
 
 def _walk(
     value: Any, parent: str | None, texts: list[str], payloads: list[Payload]
-) -> None:
+) -> bool:
+    """Gather texts and payloads; whether a reference (file id, URL) was seen."""
+    linked = False
     if isinstance(value, list):
         for item in cast("Sequence[Any]", value):
-            _walk(item, parent, texts, payloads)
-        return
+            linked = _walk(item, parent, texts, payloads) or linked
+        return linked
     if not isinstance(value, Mapping):
-        return
+        return False
     obj = cast("Mapping[str, Any]", value)
     textual = obj.get("type") in ("text", "content")  # a text document's source
     for key, item in obj.items():
         if key in _NOT_TEXT:
+            if key in _LINKS and isinstance(item, str) and item:
+                linked = True
             continue
         if isinstance(item, str):
             parsed = parse_data_uri(item)
             if parsed is not None:
                 payloads.append(Payload(parsed[0] or _OCTETS, parsed[1]))
-            elif key == "file_data" or (key == "data" and not textual):
+            elif key in ("file_data", "base64") or (key == "data" and not textual):
                 payloads.append(Payload(_media_type(obj, parent), item))
             elif item:
                 texts.append(item)
         else:
-            _walk(item, key, texts, payloads)
+            linked = _walk(item, key, texts, payloads) or linked
+    return linked
 
 
 _OCTETS = "application/octet-stream"
 
 
 def _media_type(obj: Mapping[str, Any], parent: str | None) -> str:
-    media = obj.get("media_type")
-    if isinstance(media, str) and media:
-        return media
+    for key in ("media_type", "mime_type"):  # mime_type: LangChain's blocks
+        media = obj.get(key)
+        if isinstance(media, str) and media:
+            return media
     fmt = obj.get("format")
     if parent in _AUDIO_KEYS:
         return f"audio/{fmt}" if isinstance(fmt, str) and fmt else "audio/wav"
@@ -165,13 +249,60 @@ def translate(part: Opaque, target: Provider) -> Opaque | Text | None:
     found = _equivalent(part.provider, block, target)
     if found is not None:
         return Opaque.of(target, found)
+    text: object = None
     if kind in _TEXTUAL or (kind == "document" and _text_source(block)):
         text = read_opaque(part).text
-        return Text(text) if text else None
-    if kind == "audio":  # a Chat audio reply: its transcript, when kept
-        transcript = _mapping(block.get("audio")).get("transcript")
-        return Text(transcript) if isinstance(transcript, str) and transcript else None
-    return None
+    elif kind == "audio":  # a Chat audio reply: its transcript, when kept
+        text = _mapping(block.get("audio")).get("transcript")
+    # Blank text is no content (Anthropic rejects a blank text block).
+    return Text(text) if isinstance(text, str) and text.strip() else None
+
+
+def kept(part: Opaque, target: Provider) -> bool:
+    """Whether ``part`` is written for ``target`` (``translate`` gives a part).
+
+    Example:
+        >>> audio = Opaque("openai", {"type": "input_audio",
+        ...     "input_audio": {"data": "AAAA", "format": "wav"}})
+        >>> kept(audio, "openai"), kept(audio, "responses"), kept(audio, "anthropic")
+        (True, True, False)
+    """
+    if part.provider == target:
+        return True
+    key = (part.key, target)
+    with _kept_lock:
+        found = _KEPT.get(key)
+    if found is None:
+        found = translate(part, target) is not None
+        with _kept_lock:
+            _KEPT.put(key, found)
+    return found
+
+
+_KEPT: LRU[tuple[str, Provider], bool] = LRU(4096)
+_kept_lock = threading.Lock()
+
+
+def to_target(
+    part: Opaque, target: Provider, where: str
+) -> dict[str, Any] | Text | None:
+    """What a writer for ``target`` writes for ``part`` (at ``where``).
+
+    The block itself or its equivalent, as a new dict; its text as a
+    ``Text`` part; or ``None``, after warning that it was left out.
+
+    Example:
+        >>> refusal = Opaque("openai", {"type": "refusal", "refusal": "No."})
+        >>> to_target(refusal, "responses", "messages[1].parts[0]")
+        {'type': 'refusal', 'refusal': 'No.'}
+        >>> to_target(refusal, "anthropic", "messages[1].parts[0]")
+        Text(text='No.')
+    """
+    found = translate(part, target)
+    if found is None:
+        dropped(part, target, where)
+        return None
+    return found.block if isinstance(found, Opaque) else found
 
 
 _TEXTUAL = frozenset(("refusal", "search_result"))
@@ -216,9 +347,9 @@ def _equivalent(
         return None
     if target == "responses":
         return {"type": "input_file", **file}
-    if target == "openai":
-        kept = {k: v for k, v in file.items() if k in ("filename", "file_data")}
-        return {"type": "file", "file": kept} if "file_data" in kept else None
+    if target == "openai":  # Chat's file part takes data or an OpenAI file id
+        chat = {k: v for k, v in file.items() if k in _CHAT_FILE}
+        return {"type": "file", "file": chat} if _CHAT_FILE & chat.keys() else None
     # Anthropic reads a PDF document; its file ids are not OpenAI's.
     data = file.get("file_data")
     parsed = parse_data_uri(data) if isinstance(data, str) else None
@@ -231,11 +362,72 @@ def _equivalent(
     return None
 
 
-def dropped(part: Opaque, target: Provider, where: str) -> None:
-    """Warn that ``part`` (at ``where``) has no equivalent in ``target``'s shape."""
+_CHAT_FILE = frozenset(("filename", "file_data", "file_id"))
+
+
+def dropped(
+    part: Opaque, target: Provider, where: str, *, place: str = "shape"
+) -> None:
+    """Warn that ``part`` (at ``where``) has no equivalent in ``target``'s ``place``.
+
+    The warning points at the first caller outside this package, however
+    deep the writer that left the part out.
+    """
+    what = f"{part.provider} {part.type or 'opaque'}"
+    article = "an" if what[0] in "aeiou" else "a"
     warnings.warn(
-        f"{where}: a {part.provider} {part.type or 'opaque'} block has no "
-        f"equivalent in the {target} shape and was left out",
+        f"{where}: {article} {what} block has no equivalent in the {target} "
+        f"{place} and was left out",
         ContentDroppedWarning,
-        stacklevel=4,
+        stacklevel=_outside(),
     )
+
+
+def _outside() -> int:
+    """The ``stacklevel`` of the first frame outside ``contextwindow``.
+
+    For a warning raised by this function's caller.
+    """
+    level = 2  # the caller of the function that warns
+    frame: FrameType | None = sys._getframe(level)  # pyright: ignore[reportPrivateUsage]  # the cheap, documented way to walk the stack
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(
+        "contextwindow."
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def opaque_text(part: Opaque) -> str:
+    """The part as text for a reader: its text, or a label of what it holds.
+
+    A block whose content is text (a text document, a search result, a
+    refusal, a transcript) gives that text; one holding a payload or a
+    reference gives a label: its type, its name, and what it is.
+
+    Example:
+        >>> pdf = "JVBERi0xLjQgPDwvVHlwZSAvUGFnZXMgL0NvdW50IDEyPj4="
+        >>> print(opaque_text(Opaque("anthropic", {"type": "document", "title":
+        ...     "Terms", "source": {"type": "base64", "media_type":
+        ...     "application/pdf", "data": pdf}})))
+        [document 'Terms', PDF, 12 pages]
+        >>> print(opaque_text(Opaque("openai", {"type": "refusal", "refusal": "No."})))
+        No.
+    """
+    found = read_opaque(part)
+    if found.text and not found.payloads and not found.linked:
+        return found.text
+    block = part.block
+    name = block.get("title") or block.get("filename")
+    name = name or _mapping(block.get("file")).get("filename")
+    head = f"{part.type or 'opaque'} {name!r}" if isinstance(name, str) else part.type
+    what = [head or "opaque"]
+    for payload in found.payloads:
+        if payload.media_type == "application/pdf":
+            pages = pdf_pages(decode_base64(payload.data))
+            what.append(f"PDF, {pages} page{'s' if pages != 1 else ''}")
+        else:
+            what.append(payload.media_type)
+    if found.linked and not found.payloads:
+        what.append("by reference")
+    return f"[{', '.join(what)}]"

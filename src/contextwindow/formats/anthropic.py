@@ -78,7 +78,7 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import dropped, translate
+from contextwindow.formats._opaque import dropped, to_target
 from contextwindow.messages import (
     Image,
     Message,
@@ -513,23 +513,25 @@ def _write_blocks(
     out: list[dict[str, Any]] = []
     for j, part in enumerate(parts):
         ent = entry(entries, j, len(parts))
+        where = f"messages[{i}].parts[{j}]"
+        if isinstance(part, Opaque) and role != "tool":
+            found = to_target(part, "anthropic", where)
+            if found is None:
+                continue
+            if not isinstance(found, Text):
+                if role == "system":  # the system prompt takes text alone
+                    dropped(part, "anthropic", where, place="system prompt")
+                else:
+                    out.append(found)
+                continue
+            part = found
         if not _allowed(part, role):
             raise InvalidMessageError(
-                f"messages[{i}].parts[{j}]",
-                f"a {part.kind} part cannot be sent in a {role} message",
+                where, f"a {part.kind} part cannot be sent in a {role} message"
             )
         if isinstance(part, Thinking) and foreign:
             continue
-        if isinstance(part, Opaque):
-            found = translate(part, "anthropic")
-            if found is None:
-                dropped(part, "anthropic", f"messages[{i}].parts[{j}]")
-                continue
-            if isinstance(found, Opaque):
-                out.append(found.block)
-                continue
-            part = found
-        block = _write_part(part, ent, f"messages[{i}].parts[{j}]")
+        block = _write_part(part, ent, where)
         out.append(put_extras(block, ent.get("extra")))
     return out
 

@@ -69,7 +69,7 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import dropped, translate
+from contextwindow.formats._opaque import dropped, to_target, translate
 from contextwindow.messages import (
     Image,
     Message,
@@ -414,19 +414,22 @@ def _read_function(
 
 
 def _write_parts(
-    parts: Sequence[Text | Image | Opaque], entries: object, where: str = ""
+    parts: Sequence[Text | Image | Opaque],
+    entries: object,
+    where: str = "",
+    at: Sequence[int] = (),
 ) -> list[Any]:
+    """The content list; ``at``: each part's index in its message, for warnings."""
     items: list[Any] = []
     for k, part in enumerate(parts):
         ent = entry(entries, k, len(parts))
         d: dict[str, Any]
         if isinstance(part, Opaque):
-            found = translate(part, "openai")
+            found = to_target(part, "openai", f"{where}[{at[k] if at else k}]")
             if found is None:
-                dropped(part, "openai", f"{where}[{k}]")
                 continue
-            if isinstance(found, Opaque):
-                items.append(found.block)
+            if not isinstance(found, Text):
+                items.append(found)
                 continue
             part = found
         if isinstance(part, Text):
@@ -446,6 +449,7 @@ def _put_content(
     om: Mapping[str, Any],
     empty: str,
     where: str = "",
+    at: Sequence[int] = (),
 ) -> None:
     """Set ``out["content"]`` in the recorded form, if it still fits the parts."""
     recorded = om.get("parts")
@@ -470,7 +474,7 @@ def _put_content(
     elif form == "str":
         out["content"] = parts[0].text if parts and isinstance(parts[0], Text) else ""
     else:
-        out["content"] = insert_opaque(_write_parts(parts, entries, where), opaque)
+        out["content"] = insert_opaque(_write_parts(parts, entries, where, at), opaque)
 
 
 def _all_text(parts: Sequence[Part]) -> bool:
@@ -489,6 +493,7 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
     if role == "system" and om.get("role") == "developer":
         role = "developer"
     content: list[Text | Image | Opaque] = []
+    at: list[int] = []  # each content part's index in the message
     calls: list[ToolCall] = []
     thinking: list[str] = []
     fields: dict[str, Any] = {}  # refusal, audio: the assistant's own fields
@@ -496,8 +501,11 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
         field = _field(part, m.role, om, fields)
         if field is not None:
             fields[field[0]] = field[1]
+        elif m.role == "system" and _off_system(part, f"messages[{i}].parts[{j}]"):
+            continue
         elif isinstance(part, (Text, Image, Opaque)):
             content.append(part)
+            at.append(j)
         elif m.role == "assistant" and isinstance(part, ToolCall):
             calls.append(part)
         elif m.role == "assistant" and isinstance(part, Thinking):
@@ -506,7 +514,8 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
         else:
             raise _misplaced(part, m.role, i, j)
     out: dict[str, Any] = {"role": role}
-    _put_content(out, content, om, "null" if calls else "str", f"messages[{i}].parts")
+    empty = "null" if calls else "str"
+    _put_content(out, content, om, empty, f"messages[{i}].parts", at)
     out.update(fields)
     if m.name is not None:
         out["name"] = m.name
@@ -520,6 +529,21 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
             _write_call(c, entry(entries, k, len(calls))) for k, c in enumerate(calls)
         ]
     return put_extras(out, om.get("extra"))
+
+
+def _off_system(part: Part, where: str) -> bool:
+    """Whether ``part`` is left out of a system message, with a warning.
+
+    Chat's system prompt takes text parts alone: another provider's opaque
+    block goes there only as its text.
+    """
+    if not isinstance(part, Opaque) or part.provider == "openai":
+        return False
+    found = translate(part, "openai")
+    if isinstance(found, Text):
+        return False
+    dropped(part, "openai", where, place="shape" if found is None else "system prompt")
+    return True
 
 
 def _field(

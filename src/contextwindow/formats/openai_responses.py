@@ -86,7 +86,7 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import dropped, translate
+from contextwindow.formats._opaque import to_target
 from contextwindow.messages import (
     Image,
     Message,
@@ -266,7 +266,7 @@ def to_responses(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, 
             n = e["n"]
             chunk = m.parts[k : k + n]
             k += n
-            item = _write_item(m, e, chunk)
+            item = _write_item(m, e, chunk, f"messages[{i}].parts", k - n)
             if item is not None:
                 item = put_extras(item, e.get("extra"))
                 out.append(_reordered(item, e.get("order")) if "order" in e else item)
@@ -628,11 +628,12 @@ def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[La
 
 
 def _write_item(
-    m: Message, e: Mapping[str, Any], chunk: Sequence[Part]
+    m: Message, e: Mapping[str, Any], chunk: Sequence[Part], where: str, first: int
 ) -> dict[str, Any] | None:
+    """The item for ``chunk``, the parts of ``where`` from ``first`` on."""
     kind = e["type"]
     if kind == "message":
-        return _write_message(m, e, chunk)
+        return _write_message(m, e, chunk, where, first)
     part = chunk[0]
     if "item" in e:
         return _write_kept(e, part)
@@ -692,19 +693,20 @@ def _write_parts(
     e: Mapping[str, Any],
     text_type: str,
     where: str = "",
+    first: int = 0,
 ) -> list[Any]:
+    """The content list; ``first``: the first part's index in ``where``."""
     entries = e.get("parts")
     items: list[Any] = []
     for k, part in enumerate(parts):
         ent = entry(entries, k, len(parts))
         d: dict[str, Any]
         if isinstance(part, Opaque):
-            found = translate(part, "responses")
+            found = to_target(part, "responses", f"{where}[{first + k}]")
             if found is None:
-                dropped(part, "responses", f"{where}[{k}]")
                 continue
-            if isinstance(found, Opaque):
-                items.append(found.block)
+            if not isinstance(found, Text):
+                items.append(found)
                 continue
             part = found
         if isinstance(part, Text):
@@ -719,7 +721,7 @@ def _write_parts(
 
 
 def _write_message(
-    m: Message, e: Mapping[str, Any], chunk: Sequence[Part]
+    m: Message, e: Mapping[str, Any], chunk: Sequence[Part], where: str, first: int
 ) -> dict[str, Any]:
     role: str = m.role
     if role == "system" and e.get("role") == "developer":
@@ -734,7 +736,8 @@ def _write_message(
     if form == "str" and plain and not e.get("opaque"):
         out["content"] = parts[0].text if parts and isinstance(parts[0], Text) else ""
     else:
-        out["content"] = _write_parts(parts, e, _default_text(m.role), "content")
+        text_type = _default_text(m.role)
+        out["content"] = _write_parts(parts, e, text_type, where, first)
     return out
 
 

@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from contextwindow.formats._opaque import opaque_text
 from contextwindow.inspection import Inspection
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Text,
     Thinking,
     ToolCall,
@@ -131,6 +133,8 @@ def message_text(
             out.append("[thinking, redacted]" if p.redacted else f"[thinking] {p.text}")
         elif isinstance(p, Image):
             out.append(f"[image {p.url[:60]}]")
+        elif isinstance(p, Opaque):
+            out.append(opaque_text(p))
     text = "\n".join(out)
     if len(text) > limit:
         text = text[:limit] + f"\n… ({len(text) - limit:,} more characters)"

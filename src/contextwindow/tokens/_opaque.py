@@ -5,8 +5,11 @@ model reads as text (a text document, a search result, a refusal, titles
 and names) is counted by the tokenizer; base64 payloads by the estimates
 below, each from what the providers document. No provider publishes exact
 rules for these, so each estimate leans high: a budget that holds them is
-an honest one (``fit`` never claims a fit it has not got). A file sent by id
-or URL has no payload here: only its text is counted.
+an honest one (``fit`` never claims a fit it has not got). Content sent by
+reference (a file id, a URL) has no payload here: a document or file so
+sent counts ``REFERENCE_TOKENS`` more than its text, an image so sent the
+image cost of an image of unknown size. Reading a payload is bounded work
+whatever it holds (``contextwindow._pdf``), and no cache here holds one.
 
 Example:
     >>> from contextwindow.messages import Opaque
@@ -17,20 +20,23 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import math
-import re
 import struct
-import zlib
+import threading
 from collections.abc import Callable
-from functools import lru_cache
 
 from contextwindow._images import decode_base64
+from contextwindow._lru import LRU
+from contextwindow._pdf import PDF_BYTES_PER_PAGE, pdf_pages
 from contextwindow.formats._opaque import read_opaque
-from contextwindow.messages import Opaque
+from contextwindow.messages import Image, Opaque
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
+    "PDF_BYTES_PER_PAGE",
     "PDF_PAGE_TOKENS",
+    "REFERENCE_TOKENS",
     "opaque_tokens",
     "payload_tokens",
 ]
@@ -42,10 +48,12 @@ density", and each page is also sent as an image; OpenAI ("File inputs"):
 "we put into the model's context both the extracted text and an image of
 each page". The top of Anthropic's range, for both."""
 
-PDF_BYTES_PER_PAGE = 10_000
-"""Bytes taken as one page of a PDF whose page count cannot be read (an
-encrypted or damaged file): a text page compresses to a few KB, a scanned
-one to more, so this leans towards more pages."""
+REFERENCE_TOKENS = PDF_PAGE_TOKENS
+"""Tokens of a document or file sent by reference (a file id, a URL): its
+size is not here to read, and "never nothing" asks for a floor. One PDF
+page (``PDF_PAGE_TOKENS``), the least a document sent this way holds; what
+a larger one adds shows only in the usage the provider reports
+(``tokens.calibration``)."""
 
 AUDIO_TOKENS_PER_SECOND = 10
 """Tokens per second of audio input. OpenAI priced GPT-4o audio input at
@@ -62,19 +70,27 @@ BYTES_PER_TOKEN = 2
 extracts: about 4 bytes of text per token, and a zipped office file holds
 about twice its size in text."""
 
-_COUNT = re.compile(rb"/Count\s+(\d+)")
-_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
-_STREAM = re.compile(rb"stream\r?\n")
+_BY_REFERENCE = frozenset(("document", "file", "input_file", "container_upload"))
+_IMAGES = frozenset(("image", "input_image"))
+_UNKNOWN_IMAGE = Image("file:")  # an image whose size is unknown
 
 
-def opaque_tokens(part: Opaque, text: Callable[[str], int]) -> int:
+def opaque_tokens(
+    part: Opaque, text: Callable[[str], int], image: Callable[[Image], int]
+) -> int:
     """Tokens of an opaque part: its text by ``text``, payloads by estimate.
+
+    ``image`` gives the cost of an image (the provider's rule), for an image
+    sent by file id.
 
     Example:
         >>> doc = Opaque("anthropic", {"type": "document", "source": {
         ...     "type": "text", "media_type": "text/plain", "data": "a b c"}})
-        >>> opaque_tokens(doc, lambda s: len(s.split()))
+        >>> opaque_tokens(doc, lambda s: len(s.split()), lambda img: 1600)
         3
+        >>> by_id = Opaque("openai", {"type": "file", "file": {"file_id": "f1"}})
+        >>> opaque_tokens(by_id, lambda s: len(s.split()), lambda img: 1600)
+        3000
     """
     found = read_opaque(part)
     n = text(found.text) if found.text else 0
@@ -84,10 +100,19 @@ def opaque_tokens(part: Opaque, text: Callable[[str], int]) -> int:
             n += text(decoded)
         else:
             n += payload_tokens(payload.media_type, payload.data)
+    if found.linked and not found.payloads:  # sent by reference
+        kind = part.type
+        if kind in _IMAGES:
+            n += image(_UNKNOWN_IMAGE)
+        elif kind in _BY_REFERENCE:
+            n += REFERENCE_TOKENS
     return n
 
 
-@lru_cache(maxsize=64)
+_PAYLOADS: LRU[tuple[str, bytes], int] = LRU(1024)
+_payloads_lock = threading.Lock()
+
+
 def payload_tokens(media_type: str, data: str) -> int:
     """Estimated tokens of a base64 payload of ``media_type`` (see the constants).
 
@@ -95,9 +120,22 @@ def payload_tokens(media_type: str, data: str) -> int:
         >>> payload_tokens("audio/mp3", "A" * 106_668)  # 80,001 bytes
         101
     """
+    # Cached by a digest of the data: a message is counted again and again,
+    # and a payload can be megabytes that a cache must not keep.
+    key = (media_type, hashlib.blake2b(data.encode(), digest_size=16).digest())
+    with _payloads_lock:
+        n = _PAYLOADS.get(key)
+    if n is None:
+        n = _estimate(media_type, data)
+        with _payloads_lock:
+            _PAYLOADS.put(key, n)
+    return n
+
+
+def _estimate(media_type: str, data: str) -> int:
     size = len(data) * 3 // 4 - data.count("=", len(data) - 2)  # padding
     if media_type == "application/pdf":
-        return PDF_PAGE_TOKENS * _pdf_pages(decode_base64(data))
+        return PDF_PAGE_TOKENS * pdf_pages(decode_base64(data))
     if media_type.startswith("audio/"):
         seconds = size / AUDIO_BYTES_PER_SECOND
         rate = _wav_rate(decode_base64(data, 64))
@@ -105,28 +143,6 @@ def payload_tokens(media_type: str, data: str) -> int:
             seconds = max(0, size - 44) / rate
         return math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)
     return math.ceil(size / BYTES_PER_TOKEN)
-
-
-def _pdf_pages(pdf: bytes) -> int:
-    """The page count of a PDF: its page tree's ``/Count``, else its pages.
-
-    Object streams (PDF 1.5) are compressed: they are inflated to look.
-    """
-    pages = _pages_in(pdf)
-    if not pages:
-        inflated = bytearray()
-        for m in _STREAM.finditer(pdf):
-            try:
-                inflated += zlib.decompressobj().decompress(pdf[m.end() :], 1 << 22)
-            except zlib.error:
-                continue
-        pages = _pages_in(bytes(inflated))
-    return pages or max(1, math.ceil(len(pdf) / PDF_BYTES_PER_PAGE))
-
-
-def _pages_in(data: bytes) -> int:
-    counts = [int(c) for c in _COUNT.findall(data)]
-    return max(max(counts, default=0), len(_PAGE.findall(data)))
 
 
 def _wav_rate(head: bytes) -> int:

@@ -488,10 +488,7 @@ class TokenCounter:
         if isinstance(part, Opaque):  # pyright: ignore[reportUnnecessaryIsInstance]  # defensive: callers may pass a non-Part; raise below
             # A document, a file, audio, a refusal: its text counted, its
             # payload estimated (``tokens._opaque``), never nothing.
-            n = opaque_tokens(part, self.text)
-            if part.type in ("image", "input_image"):  # by file id: size unknown
-                n += self.image(Image("file:"))
-            return n
+            return opaque_tokens(part, self.text, self.image)
         raise ContextWindowError(f"cannot count part of type {type(part).__name__}")
 
     def image(self, img: Image) -> int:
