@@ -42,6 +42,7 @@ __all__ = [
     "check_percent",
     "check_str",
     "check_strs",
+    "check_summarizer",
     "shown",
 ]
 
@@ -421,6 +422,34 @@ def _check_arity(value: Callable[..., object], name: str) -> None:
     except TypeError:
         hint = f"it cannot take (messages, budget): its signature is {signature}"
         raise _type_error(name, value, _STRATEGY, hint) from None
+
+
+_SUMMARIZER = "a Summarizer (with a summarize method)"
+
+
+def check_summarizer(value: T, name: str = "summarizer") -> T:
+    """``value`` if it is a summarizer (``None`` too: the caller's default).
+
+    Anything with a callable ``summarize``, but not a summarizer class (its
+    ``summarize`` is an unbound function, which fails on the first call
+    that needs a summary), as ``as_strategy`` refuses a strategy class.
+
+    Example:
+        >>> from contextwindow.summarizers import ExtractiveSummarizer
+        >>> try:
+        ...     check_summarizer(ExtractiveSummarizer)
+        ... except ArgumentTypeError as exc:
+        ...     print(exc.argument, str(exc).endswith("e.g. ExtractiveSummarizer())"))
+        summarizer True
+    """
+    if value is None:
+        return value
+    if isinstance(value, type):
+        hint = f"a class; pass an instance, e.g. {value.__name__}()"
+        raise _type_error(name, value, _SUMMARIZER, hint)
+    if not callable(getattr(value, "summarize", None)):
+        raise _type_error(name, value, _SUMMARIZER)
+    return value
 
 
 def as_model(value: object, name: str = "model") -> ModelInfo | None:

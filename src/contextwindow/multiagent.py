@@ -39,10 +39,9 @@ from contextwindow._args import (
     as_tokenizer,
     check_int,
     check_str,
-    shown,
+    check_summarizer,
 )
 from contextwindow.errors import (
-    ArgumentTypeError,
     ContextWindowError,
     InvalidMessageError,
 )
@@ -174,14 +173,7 @@ class SharedContext:
             )
             self._counter = TokenCounter(chosen, wire)
         self._counters: dict[str, TokenCounter] = {}
-        if summarizer is not None and not callable(
-            getattr(summarizer, "summarize", None)
-        ):
-            raise ArgumentTypeError(
-                "summarizer",
-                shown(summarizer),
-                "a Summarizer (with a summarize method)",
-            )
+        check_summarizer(summarizer)
         self._summarizer = summarizer
         self._summaries: dict[str, tuple[int, str]] = {}
         self._strategy = SLICE_STRATEGY if strategy is None else as_strategy(strategy)

@@ -9,7 +9,12 @@ from click.testing import CliRunner
 
 from contextwindow import Message, ToolCall, fit
 from contextwindow.cli import main
-from contextwindow.errors import BudgetError, ContextWindowError, SummarizerError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    BudgetError,
+    ContextWindowError,
+    SummarizerError,
+)
 from contextwindow.formats import from_openai, to_openai
 from contextwindow.handles import originals_of
 from contextwindow.strategies import (
@@ -286,6 +291,47 @@ class TestSummarize:
         """Bad configuration fails when the strategy is built."""
         with pytest.raises(ContextWindowError, match=match):
             Summarize(**kw)  # type: ignore[arg-type]  # deliberately wrong
+
+    @pytest.mark.parametrize("cls", [ExtractiveSummarizer, NamesSummarizer])
+    def test_a_summarizer_class_is_refused(self, cls: type) -> None:
+        """The class, not an instance: refused when built, naming summarizer
+        (its summarize is unbound: a TypeError on the first fit otherwise),
+        wherever a summarizer is taken."""
+        from contextwindow import ContextManager, SharedContext
+
+        hint = rf"a class; pass an instance, e.g. {cls.__name__}\(\)"
+        with pytest.raises(ArgumentTypeError, match=f"summarizer: .*{hint}"):
+            Summarize(cls)  # type: ignore[arg-type]  # the class on purpose
+        with pytest.raises(ArgumentTypeError, match=f"summarizer: .*{hint}"):
+            ContextManager(model="gpt-4o", summarizer=cls)  # type: ignore[arg-type]  # the class on purpose
+        with pytest.raises(ArgumentTypeError, match=f"summarizer: .*{hint}"):
+            SharedContext(model="gpt-4o", summarizer=cls)  # type: ignore[arg-type]  # the class on purpose
+
+    def test_a_summary_not_used_is_named_in_the_warnings(self) -> None:
+        """A summarizer writing far more than asked: no summary, and the report
+        says why, for the facts a later stage then drops."""
+        conv = session(6)
+        for limit in (0, budget(0).count([conv[0], conv[-1]]) + 3):
+            fitted = Summarize(Echo("word " * 5000))(conv, budget(limit))
+            assert "summarized" not in fitted.report.totals()
+            (warning,) = fitted.report.warnings
+            assert warning.startswith("Summarize: a summary of ")
+            assert "was not used: it took " in warning
+        piped = fit(
+            conv,
+            limit=budget(0).count(conv) // 3,
+            strategy=Summarize(Echo("word " * 5000)),
+            tokenizer=budget(0).counter,
+        )
+        assert piped.report.stages == ("Summarize", "DropOldest")
+        assert any("was not used" in w for w in piped.report.warnings)
+        used = fit(
+            conv,
+            limit=budget(0).count(conv) // 3,
+            strategy=Summarize(Echo()),
+            tokenizer=budget(0).counter,
+        )
+        assert used.report.warnings == ()
 
     def test_by_name(self) -> None:
         """`summarize` in strategy specs, with its integer arguments."""

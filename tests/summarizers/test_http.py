@@ -23,8 +23,14 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from contextwindow import Message, ToolCall
-from contextwindow.errors import ContextWindowError, SummarizerError
+from contextwindow import Message, ToolCall, fit
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    ContextWindowError,
+    InvalidMessageError,
+    SummarizerError,
+)
 from contextwindow.summarizers import (
     AnthropicSummarizer,
     OpenAICompatibleSummarizer,
@@ -32,6 +38,7 @@ from contextwindow.summarizers import (
     extract_facts,
 )
 from contextwindow.summarizers._llm import DEFAULT_PROMPT, LLMSummarizer
+from contextwindow.tokens import HeuristicTokenizer
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -500,3 +507,217 @@ class TestKeyHandling:
         assert s.summarize(CONV).startswith("The parser")
         assert s.summarize(CONV).startswith("The parser")  # reset: no wait
         assert len(script.requests) == 4
+
+
+# -- what an audit found: answers no retry fixes, replies longer than asked ------------
+
+
+def bad_gzip(request: httpx.Request) -> httpx.Response:
+    """A 200 that says gzip and is not: its body cannot be decoded (a fresh stream
+    each time, as a server sends it)."""
+    return httpx.Response(
+        200,
+        headers={"content-encoding": "gzip"},
+        stream=httpx.ByteStream(b"not gzip at all"),
+    )
+
+
+def wordy(words: int) -> Handler:
+    """A server that ignores max_tokens: ``words`` words whatever it is asked."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return chat(" ".join(f"word{i}" for i in range(words)))
+
+    return answer
+
+
+def login_session() -> list[Message]:
+    """The conversation of the summarisation guide: facts in tool results."""
+
+    def run(i: int, command: str, output: str) -> list[Message]:
+        call = ToolCall(f"c{i}", "Bash", json.dumps({"command": command}))
+        return [Message.assistant(tool_calls=[call]), Message.tool(f"c{i}", output)]
+
+    log = "".join(f"tests/test_login.py::test_case_{k} PASSED\n" for k in range(40))
+    return [
+        Message.system("You are a coding agent."),
+        Message.user("Login fails for users with an apostrophe in their name. Fix it."),
+        *run(
+            1,
+            "pytest tests/test_login.py",
+            log + "FAILED tests/test_login.py::test_quote - KeyError: 'name'\n"
+            "1 failed, 40 passed in 0.41s",
+        ),
+        Message.assistant("src/auth/login.py builds the SQL by hand. I will fix it."),
+        *run(2, "pytest tests/test_login.py", log + "41 passed in 0.38s"),
+        Message.user("Good. Does the signup form have the same bug?"),
+        *run(3, "grep -rn 'execute(f' src", "src/auth/signup.py:41: db.execute(f'')"),
+        Message.assistant(
+            "Yes, in src/auth/signup.py at line 41. Fixed; 23 tests pass."
+        ),
+        Message.user("Now add a regression test and update CHANGELOG.md."),
+    ]
+
+
+class TestAnswersNoRetryFixes:
+    def test_a_body_that_cannot_be_decoded(self, sleeps: list[float]) -> None:
+        """Bad gzip: a SummarizerError with the endpoint and status, nothing
+        chained, no retry, and the cooldown started."""
+        s = OpenAICompatibleSummarizer(
+            "m", base_url="http://llm.test/v1", transport=httpx.MockTransport(bad_gzip)
+        )
+        with pytest.raises(SummarizerError) as info:
+            s.summarize(CONV)
+        err = info.value
+        assert (err.status, err.endpoint) == (200, s.endpoint)
+        assert "the answer cannot be read (DecodingError" in str(err)
+        assert err.__cause__ is None
+        assert err.__context__ is None
+        assert sleeps == []
+        with pytest.raises(SummarizerError, match="not tried: the last 1 call failed"):
+            s.summarize(CONV)
+        async_s = OpenAICompatibleSummarizer(
+            "m", base_url="http://llm.test/v1", transport=httpx.MockTransport(bad_gzip)
+        )
+        with pytest.raises(SummarizerError, match="cannot be read") as info:
+            asyncio.run(async_s.asummarize(CONV))
+        assert info.value.status == 200
+        assert info.value.__context__ is None
+
+    def test_a_bad_body_skips_the_stage(self) -> None:
+        """In fit and a manager's prepare: the stage skipped with a warning, no
+        httpx exception."""
+        from contextwindow import ContextManager
+        from contextwindow.strategies import Summarize
+
+        s = OpenAICompatibleSummarizer(
+            "m",
+            base_url="http://llm.test/v1",
+            transport=httpx.MockTransport(bad_gzip),
+            cooldown=0,
+        )
+        conv = login_session()
+        fitted = fit(conv, model="gpt-4o", limit=400, strategy=Summarize(s))
+        assert fitted.report.fits
+        (warning,) = fitted.report.warnings
+        assert warning.startswith("Summarize skipped: POST http://llm.test/v1/")
+        manager = ContextManager(model="gpt-4o", token_limit=400, strategy=Summarize(s))
+        manager.push_many(conv)
+        report = manager.prepare().report
+        assert report is not None
+        assert report.fits
+        assert report.warnings[0].startswith("Summarize skipped: POST http://llm.test")
+
+    def test_a_redirect_says_where_to(self) -> None:
+        """A 307 (http:// to https://) is named a redirect, with its Location."""
+        to = "https://api.openai.com/v1/chat/completions"
+        script = Script(httpx.Response(307, headers={"location": to}))
+        with pytest.raises(SummarizerError) as info:
+            openai(script).summarize(CONV)
+        assert info.value.status == 307
+        assert f"HTTP 307 Temporary Redirect: redirected to {to}" in str(info.value)
+        assert "not JSON" not in str(info.value)
+        assert len(script.requests) == 1
+        with pytest.raises(SummarizerError, match="redirected with no Location"):
+            openai(Script(httpx.Response(302))).summarize(CONV)
+
+
+class TestRepliesLongerThanAsked:
+    def test_the_text_is_cut_to_its_share(self) -> None:
+        """300 words for a target of 300 tokens: the text is cut, at a word, so
+        the summary with its fact record fits, every fact kept."""
+        s = OpenAICompatibleSummarizer(
+            "m",
+            base_url="http://llm.test/v1",
+            transport=httpx.MockTransport(wordy(300)),
+        )
+        conv = login_session()[1:8]
+        check = s.check(conv, max_tokens=300)
+        tok = HeuristicTokenizer()
+        assert tok.count(check.text) <= 300
+        assert not extract_facts(conv).missing_from(check.text)
+        head = check.text.split("\n")[0]
+        assert head.startswith("word0 word1")
+        assert head.endswith(_llm.CUT_MARK)
+        assert tok.count(head) <= 300 - int(300 * _llm.FACT_SHARE)
+
+    def test_fit_keeps_the_facts(self) -> None:
+        """fit with Summarize over such a server: a summary, the facts in it."""
+        from contextwindow.strategies import Summarize
+
+        s = OpenAICompatibleSummarizer(
+            "m",
+            base_url="http://llm.test/v1",
+            api_key_env=None,
+            transport=httpx.MockTransport(wordy(120)),
+        )
+        fitted = fit(
+            login_session(),
+            model="gpt-4o",
+            limit=400,
+            strategy=Summarize(s, keep_recent=3),
+        )
+        assert [c.kind for c in fitted.report.changes] == ["summarized"]
+        text = "\n".join(m.text for m in fitted.messages)
+        for fact in (
+            "KeyError",
+            "src/auth/login.py",
+            "0.41s",
+            "pytest tests/test_login",
+        ):
+            assert fact in text
+
+
+class TestArguments:
+    def test_provider_dicts_are_read(self) -> None:
+        """Messages as provider dicts: the same request as Message objects."""
+        script = Script(chat())
+        s = openai(script)
+        s.summarize([{"role": "user", "content": "see a/b.py"}])  # type: ignore[list-item]  # what users hold
+        s.summarize([Message.user("see a/b.py")])
+        assert script.body(0) == script.body(1)
+
+    @pytest.mark.parametrize(
+        ("args", "kw", "error", "match"),
+        [
+            (("hello",), {}, InvalidMessageError, "messages"),
+            ((None,), {}, InvalidMessageError, "messages"),
+            ((CONV,), {"previous": 5}, ArgumentTypeError, "previous"),
+            ((CONV,), {"max_tokens": "100"}, ArgumentTypeError, "max_tokens"),
+            ((CONV,), {"max_tokens": -5}, ArgumentValueError, "max_tokens: .* >= 1"),
+            ((CONV,), {"max_tokens": 0}, ArgumentValueError, "max_tokens"),
+            ((CONV,), {"max_tokens": True}, ArgumentTypeError, "max_tokens"),
+        ],
+    )
+    def test_bad_arguments_are_named(
+        self, args: tuple[Any, ...], kw: dict[str, Any], error: type, match: str
+    ) -> None:
+        """summarize, asummarize and check name the bad argument; nothing is sent."""
+        script = Script(chat())
+        s = openai(script)
+        with pytest.raises(error, match=match):
+            s.summarize(*args, **kw)
+        with pytest.raises(error, match=match):
+            asyncio.run(s.asummarize(*args, **kw))
+        with pytest.raises(error, match=match):
+            s.check(*args, **kw)
+        assert script.requests == []
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "localhost:8000/v1",
+            "127.0.0.1:8000/v1",
+            "ftp://127.0.0.1/v1",
+            "http://[::1/v1",
+            "http://127.0.0.1:99999/v1",
+            "http://exa mple.com/v1",
+            "http:///v1",
+        ],
+    )
+    def test_a_base_url_no_request_can_reach(self, url: str) -> None:
+        """Refused when the summarizer is built, naming base_url."""
+        for cls in (OpenAICompatibleSummarizer, AnthropicSummarizer):
+            with pytest.raises(ArgumentValueError, match="base_url: expected an http"):
+                cls("m", base_url=url)
+        OpenAICompatibleSummarizer("m", base_url="https://[::1]:8443/v1")

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from contextwindow import Message, ToolCall, fit, read_transcripts
-from contextwindow.errors import ArgumentTypeError, BudgetError, InvalidMessageError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    BudgetError,
+    InvalidMessageError,
+)
 from contextwindow.messages import Thinking
 from contextwindow.strategies import Budget, Summarize
 from contextwindow.summarizers import (
@@ -164,3 +169,22 @@ class TestWhatUsersHold:
             summarizer.summarize(None)  # type: ignore[arg-type]  # the wrong type on purpose
         with pytest.raises(ArgumentTypeError, match="previous"):
             summarizer.summarize([], previous=3)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize(
+        ("max_tokens", "error"),
+        [
+            ("100", ArgumentTypeError),
+            (2.5, ArgumentTypeError),
+            (True, ArgumentTypeError),
+            (0, ArgumentValueError),
+            (-5, ArgumentValueError),
+        ],
+    )
+    def test_max_tokens_below_one_is_refused(
+        self, summarizer: Summarizer, max_tokens: object, error: type
+    ) -> None:
+        """max_tokens takes an int of at least 1 (or None), as the LLM
+        summarizers do: an error naming it, not a TypeError from inside."""
+        with pytest.raises(error, match="max_tokens: expected an int >= 1"):
+            summarizer.summarize([Message.user("hi")], max_tokens=max_tokens)  # type: ignore[arg-type]  # the wrong type on purpose
+        assert summarizer.summarize([Message.user("see a/b.py")], max_tokens=1) == ""

@@ -28,6 +28,7 @@ from contextwindow._args import (
     check_items,
     check_percent,
     check_str,
+    check_summarizer,
     shown,
 )
 from contextwindow.errors import (
@@ -862,7 +863,4 @@ def _threshold_checked(threshold: object, name: str = "threshold") -> float:
 
 
 def _summarizer_checked(summarizer: object) -> None:
-    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
-        raise ArgumentTypeError(
-            "summarizer", shown(summarizer), "a Summarizer (with a summarize method)"
-        )
+    check_summarizer(summarizer)

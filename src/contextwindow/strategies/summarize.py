@@ -49,9 +49,13 @@ Contract:
   summarizer nor the fact record gave any text), when it is not materially
   smaller than what it replaces (more than ``max_share`` of its tokens), or
   when it would turn a budget that dropping units could meet into one
-  nothing can meet. The summarizer is called at most twice per call: for
-  just enough units, then, when that summary is refused or leaves the
-  conversation over budget, for all of them.
+  nothing can meet. A summary refused as too large (for what it replaces,
+  or for the room beside what cannot be dropped) is named in the report's
+  ``warnings`` when no summary was used: a later stage may then drop what
+  it would have replaced, its facts with it.
+  The summarizer is called at most twice per call: for just enough units,
+  then, when that summary is refused or leaves the conversation over
+  budget, for all of them.
 - The summarizer's ``SummarizerError`` propagates; the input is never
   mutated.
 
@@ -90,13 +94,17 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import NamedTuple
 
-from contextwindow._args import check_bool, check_int, check_number, shown
+from contextwindow._args import (
+    check_bool,
+    check_int,
+    check_number,
+    check_summarizer,
+)
 from contextwindow._prefix import identical_prefix, same_objects
-from contextwindow.errors import ArgumentTypeError
 from contextwindow.handles import originals_of, span_handle
 from contextwindow.messages import COMPARED, Message, Unit, units
 from contextwindow.strategies.base import (
@@ -162,6 +170,8 @@ class _Made(NamedTuple):
     read: list[Message] | None = None
     """With ``read_originals``: what it read (the earlier summaries it rolled
     forward, then the originals of what it replaced): what it is made of."""
+    refused: str = ""
+    """Why the summary was refused as too large: a warning for the report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,14 +221,7 @@ class Summarize:
         check_int(self.max_tokens, "max_tokens", low=1)
         check_number(self.max_share, "max_share", low=0, high=1, open_low=True)
         check_bool(self.read_originals, "read_originals")
-        if self.summarizer is not None and not callable(
-            getattr(self.summarizer, "summarize", None)
-        ):
-            raise ArgumentTypeError(
-                "summarizer",
-                shown(self.summarizer),
-                "a Summarizer (with a summarize method)",
-            )
+        check_summarizer(self.summarizer)
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Summarise the oldest units until the budget is met (see the module)."""
@@ -313,7 +316,16 @@ class Summarize:
                     break
         clean = cut is not None and best is not None and len(best.report.changes) == 1
         budget.memo.put(key, _State(layout, made, cut, clean))
-        return best or finish("Summarize", messages, messages, (), budget)
+        if best is not None:
+            return best
+        fitted = finish("Summarize", messages, messages, (), budget)
+        why = [m.refused for m in made if m.refused]
+        if not why:
+            return fitted
+        # Say why no summary was used, or its facts are lost without a word
+        # when a later stage drops what it would have replaced.
+        warned = (*fitted.report.warnings, why[-1])
+        return replace(fitted, report=replace(fitted.report, warnings=warned))
 
     def _lead(
         self,
@@ -488,11 +500,12 @@ class Summarize:
             )
             read = [*previous, *evicted] if original else None
             reused = self._made_of(read, kept, target, before, budget)
+            why = ""
             if reused is not None:
                 summary = reused.summary
             else:
-                summary = self._summary(previous, evicted, budget, before, target)
-            made.append(_Made(gone_messages, target, summary, [], read))
+                summary, why = self._summary(previous, evicted, budget, before, target)
+            made.append(_Made(gone_messages, target, summary, [], read, why))
         if summary is None:
             return None  # not materially smaller: refused (no compaction loop)
         after = budget.counter.message(summary)
@@ -505,7 +518,13 @@ class Summarize:
             if k not in gone:
                 out.extend(messages[u.start : u.stop])
         if floor <= budget.limit < _floor(out, budget):
-            return None  # dropping could have met the budget; with it, nothing can
+            # Dropping could have met the budget; with it, nothing can.
+            made[-1] = made[-1]._replace(
+                refused=f"Summarize: a summary of {len(gone_messages)} messages "
+                f"was not used: at {after} tokens (asked for {target}) it does "
+                f"not fit the limit of {budget.limit} beside what cannot be dropped"
+            )
+            return None
         known = made[-1].change
         if known and (known[0].index, known[0].units) == (first, len(replaced)):
             return finish("Summarize", messages, out, known, budget)
@@ -582,12 +601,12 @@ class Summarize:
         budget: Budget,
         before: int,
         target: int,
-    ) -> Message | None:
+    ) -> tuple[Message | None, str]:
         """The summary of ``previous`` summaries and ``evicted`` messages.
 
         Of ``target`` tokens; what it replaces took ``before`` (``_reading``
         says what it reads). ``None`` when it is refused: empty, or not
-        materially smaller.
+        materially smaller (then with a warning saying so).
         """
         tok = budget.counter.tokenizer
         carried = Facts()
@@ -617,7 +636,7 @@ class Summarize:
         held = facts.missing_from(body).keys()
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
         if not body.strip():
-            return None  # says nothing: dropping says as much, for nothing
+            return None, ""  # says nothing: dropping says as much, for nothing
         # Shown in its header for ``context_recall``: what it replaced, by
         # content (an earlier summary by its own text), so the same messages
         # in any shape give the same summary.
@@ -625,9 +644,14 @@ class Summarize:
         summary = summary_message(
             body, list(dict.fromkeys(sources)), kept, handle=handle
         )
-        if budget.counter.message(summary) > self.max_share * before:
-            return None
-        return summary
+        size = budget.counter.message(summary)
+        if size > self.max_share * before:
+            return None, (
+                f"Summarize: a summary of {len(previous) + len(evicted)} messages "
+                f"was not used: it took {size} tokens (asked for {target}) of "
+                f"the {before} it would replace, over max_share={self.max_share:g}"
+            )
+        return summary, ""
 
 
 class _Cut(NamedTuple):

@@ -10,9 +10,11 @@ Contract:
   record and re-attaches what it dropped.
 - ``post``/``apost`` send JSON with ``httpx``: a timeout per attempt, retries
   with exponential backoff (or the server's ``Retry-After``) on connection
-  errors, timeouts, 429 and 5xx; any other 4xx fails at once. Every failure
-  is a ``SummarizerError`` naming the endpoint and the HTTP status, with
-  none of the HTTP stack's exceptions chained to it.
+  errors, timeouts, 429 and 5xx; any other 4xx fails at once, and so do a
+  redirect (not followed: the error says where it points) and an answer
+  whose body cannot be read (bad gzip). Every failure is a
+  ``SummarizerError`` naming the endpoint and the HTTP status, with none of
+  the HTTP stack's exceptions chained to it.
 - The API key is read at each call and checked before use
   (``contextwindow.summarizers._secret``): stripped, refused with an error
   naming its variable when no header can carry it. No piece of it appears in
@@ -35,6 +37,7 @@ import abc
 import asyncio
 import functools
 import json
+import re
 import ssl
 import threading
 import time
@@ -50,9 +53,11 @@ from contextwindow._args import (
     check_number,
     check_str,
 )
-from contextwindow.errors import SummarizerError
+from contextwindow._args import shown as shown_value
+from contextwindow.errors import ArgumentValueError, SummarizerError
 from contextwindow.messages import Image, Message, Text, ToolCall, ToolResult
 from contextwindow.summarizers._secret import hidden, read_key, scrub, shown
+from contextwindow.summarizers.base import summary_input
 from contextwindow.summarizers.extractive import DEFAULT_MAX_TOKENS
 from contextwindow.summarizers.facts import (
     FactCheck,
@@ -122,6 +127,30 @@ class Request:
     """The previous summary's facts: re-attached whatever the room."""
 
 
+def check_url(value: object, name: str) -> None:
+    """Fail now, not at each call, on a URL no request can be sent to.
+
+    An ``http`` or ``https`` URL with a host: ``localhost:8000/v1`` (no
+    scheme) would fail every call after its retries, as an outage.
+
+    Example:
+        >>> check_url("localhost:8000/v1", "base_url")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentValueError: base_url: expected an http or https URL with a host..., got 'localhost:8000/v1'
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    takes = "an http or https URL with a host (http://localhost:8000/v1)"
+    url = check_str(value, name, empty=False, takes=takes)
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # a bad port fails here
+    except ValueError as exc:
+        raise ArgumentValueError(name, shown_value(url), takes, str(exc)) from None
+    spaced = any(ch.isspace() for ch in url)
+    if parts.scheme.lower() not in ("http", "https") or not host or spaced:
+        raise ArgumentValueError(name, shown_value(url), takes)
+
+
 def check_prompt(prompt: str) -> None:
     """Fail now, not mid-request, on a prompt that cannot be filled in."""
     check_str(prompt, "prompt")
@@ -138,7 +167,7 @@ def prepare(
     prompt: str,
 ) -> Request:
     """The request for ``messages`` (see the module's contract)."""
-    limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(1, max_tokens)
+    limit = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     generate = max(32, round(limit * (1 - FACT_SHARE)))
     share = int(limit * FACT_SHARE)
     carried = Facts.parse(previous).limited(share, _HEURISTIC) if previous else Facts()
@@ -160,21 +189,58 @@ def conclude(
     """Check the model's ``text`` against the request's facts.
 
     The dropped ones are re-attached (unless ``keep_facts`` is false) in the
-    room the model left, or a quarter of the target when it left less.
+    room the model left. A model that wrote more than asked (a server that
+    ignores ``max_tokens``) has its text cut, at a word, to its share of the
+    target (``1 - FACT_SHARE`` of it, all of it without ``keep_facts``), so
+    that the summary and the fact record still fit the target: a summary
+    over it would be refused by ``Summarize``, and every fact lost with it.
     """
     tok = tokenizer or _HEURISTIC
     text = text.strip()
     if not keep_facts:
+        text = cut_to(text, request.limit, tok)
         return FactCheck(
             text, text, request.facts, request.facts.missing_from(text), Facts()
         )
-    room = max(request.limit - tok.count(text), request.limit // 4)
+    text = cut_to(text, request.limit - int(request.limit * FACT_SHARE), tok)
+    room = request.limit - tok.count(text)
     return check_facts(
         text, request.facts, max_tokens=room, tokenizer=tok, keep=request.carried
     )
 
 
 _HEURISTIC = HeuristicTokenizer()
+
+CUT_MARK = " [...]"
+"""What ends a model's text cut to its share (``cut_to``)."""
+
+
+def cut_to(text: str, limit: int, tok: Tokenizer) -> str:
+    """``text`` if it takes at most ``limit`` tokens, else its head cut at a word.
+
+    The longest head (ending before a run of whitespace) that fits with
+    ``CUT_MARK`` after it, found by bisection; ``""`` when none does.
+
+    Example:
+        >>> cut_to("one two three four five six seven eight", 6, _HEURISTIC)
+        'one two three [...]'
+        >>> cut_to("short", 6, _HEURISTIC)
+        'short'
+    """
+    if tok.count(text) <= limit:
+        return text
+    ends = [m.start() for m in _SPACE.finditer(text)]
+    lo, hi = 0, len(ends)  # heads ending at ends[:lo] fit; ends[hi:] do not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tok.count(text[: ends[mid - 1]] + CUT_MARK) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[: ends[lo - 1]].rstrip() + CUT_MARK if lo else ""
+
+
+_SPACE = re.compile(r"\s+")
 
 
 def render_transcript(messages: Sequence[Message]) -> str:
@@ -291,9 +357,7 @@ def _post(call: Call) -> Any:
     ) as client:
         for attempt in range(call.retries + 1):
             try:
-                response = client.post(
-                    call.url, headers=dict(call.headers), json=call.body
-                )
+                response = _send(httpx, client, call)
             except httpx.TransportError as exc:
                 failure, delay = _transport_failure(call, exc), _delay(call, attempt)
             else:
@@ -313,9 +377,7 @@ async def _apost(call: Call) -> Any:
     ) as client:
         for attempt in range(call.retries + 1):
             try:
-                response = await client.post(
-                    call.url, headers=dict(call.headers), json=call.body
-                )
+                response = await _asend(httpx, client, call)
             except httpx.TransportError as exc:
                 failure, delay = _transport_failure(call, exc), _delay(call, attempt)
             else:
@@ -325,6 +387,64 @@ async def _apost(call: Call) -> Any:
             if attempt < call.retries:
                 await asyncio.sleep(delay)
     raise _exhausted(call, failure)
+
+
+def _send(httpx: Any, client: Any, call: Call) -> Any:
+    """The answer to ``call``, its body read.
+
+    Raises:
+        httpx.TransportError: The connection failed (retried).
+        SummarizerError: Any other failure of the HTTP stack (a body that
+            cannot be decoded, too many redirects): no retry fixes it.
+    """
+    request = client.build_request(
+        "POST", call.url, headers=dict(call.headers), json=call.body
+    )
+    status, failure = None, ""
+    try:
+        response = client.send(request, stream=True)
+        status = response.status_code
+        try:
+            response.read()
+        finally:
+            response.close()
+    except httpx.TransportError:
+        raise
+    except httpx.RequestError as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    if failure:  # raised here, with no exception of the HTTP stack chained
+        raise _unread(call, status, failure)
+    return response
+
+
+async def _asend(httpx: Any, client: Any, call: Call) -> Any:
+    """``_send`` for async callers."""
+    request = client.build_request(
+        "POST", call.url, headers=dict(call.headers), json=call.body
+    )
+    status, failure = None, ""
+    try:
+        response = await client.send(request, stream=True)
+        status = response.status_code
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+    except httpx.TransportError:
+        raise
+    except httpx.RequestError as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    if failure:
+        raise _unread(call, status, failure)
+    return response
+
+
+def _unread(call: Call, status: int | None, failure: str) -> SummarizerError:
+    """A failure of the HTTP stack that is not the connection's (see ``_send``)."""
+    what = f"the answer cannot be read ({failure})"
+    if status is not None:
+        what = f"HTTP {status}: {what}"
+    return _error(call, status, what)
 
 
 MAX_RETRY_AFTER = 30.0
@@ -342,6 +462,18 @@ def _outcome(call: Call, response: Any, attempt: int) -> tuple[Any, str, float]:
         SummarizerError: A failure a retry cannot fix (4xx but 429, bad JSON).
     """
     status: int = response.status_code
+    if 300 <= status < 400:
+        # Not followed: a POST redirected may be sent on as a GET, or its key
+        # to another host. Where it points is what the user should set.
+        where = response.headers.get("location")
+        to = f"to {shown(where, _secrets(call), DETAIL_CHARS)}" if where else ""
+        raise _error(
+            call,
+            status,
+            f"HTTP {status} {response.reason_phrase}: redirected "
+            f"{to or 'with no Location'} (redirects are not followed: "
+            "point base_url where the server says)",
+        )
     if status < 400:
         value, ok = _json(response)
         if not ok:
@@ -523,7 +655,7 @@ class LLMSummarizer(abc.ABC):
     def __post_init__(self) -> None:
         require_httpx(type(self).__name__)
         check_str(self.model, "model", empty=False)
-        check_str(self.base_url, "base_url", empty=False)
+        check_url(self.base_url, "base_url")
         check_str(self.api_key_env, "api_key_env", empty=False, none=True)
         check_number(self.timeout, "timeout", low=0, high=1e6, open_low=True)
         check_int(self.retries, "retries", low=0)
@@ -578,8 +710,13 @@ class LLMSummarizer(abc.ABC):
         previous: str | None = None,
         max_tokens: int | None = None,
     ) -> FactCheck:
-        """Summarise, and say which facts the model kept and which it dropped."""
-        request = prepare(messages, previous, max_tokens, self.prompt)
+        """Summarise, and say which facts the model kept and which it dropped.
+
+        ``messages`` in any shape a user holds, as every summarizer takes them
+        (``summary_input``).
+        """
+        read = summary_input(messages, previous, max_tokens)
+        request = prepare(read, previous, max_tokens, self.prompt)
         call = self._call(request)
         try:
             text = self._answer(call, post(call))
@@ -597,7 +734,8 @@ class LLMSummarizer(abc.ABC):
         max_tokens: int | None = None,
     ) -> FactCheck:
         """``check``, without blocking the event loop."""
-        request = prepare(messages, previous, max_tokens, self.prompt)
+        read = summary_input(messages, previous, max_tokens)
+        request = prepare(read, previous, max_tokens, self.prompt)
         call = self._call(request)
         try:
             text = self._answer(call, await apost(call))

@@ -10,6 +10,10 @@ Contract:
   measures what comes back and refuses a summary that does not save enough.
 - A summarizer never mutates its input and raises ``SummarizerError`` (never a
   transport error) when it cannot produce a summary.
+- The library's summarizers read their arguments alike (``summary_input``):
+  messages in any shape a user holds, ``previous`` a ``str`` or ``None``,
+  ``max_tokens`` an ``int`` of at least 1 or ``None``; anything else is an
+  ``ArgumentError`` (or ``InvalidMessageError``) naming the argument.
 - ``AsyncSummarizer`` is the same contract with ``asummarize``; a summarizer
   may implement both.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from contextwindow._args import check_str, shown
+from contextwindow._args import check_int, check_str, shown
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.formats._coerce import coerce_messages
 from contextwindow.messages import Message
@@ -27,18 +31,27 @@ from contextwindow.messages import Message
 __all__ = ["AsyncSummarizer", "Summarizer", "summary_input", "summary_text"]
 
 
-def summary_input(messages: object, previous: object) -> tuple[Message, ...]:
+def summary_input(
+    messages: object, previous: object, max_tokens: object = None
+) -> tuple[Message, ...]:
     """A summarizer's arguments as it reads them, or an error naming the bad one.
 
     ``messages`` in any shape a user holds (``Message`` objects, provider
-    dicts, SDK objects); ``previous`` a ``str`` or ``None``.
+    dicts, SDK objects); ``previous`` a ``str`` or ``None``; ``max_tokens``
+    an ``int`` of at least 1 or ``None`` (a summary of no tokens is no
+    summary: every summarizer refuses it alike).
 
     Example:
         >>> [m.role for m in summary_input([{"role": "user", "content": "hi"}], None)]
         ['user']
+        >>> summary_input([], None, 0)
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentValueError: max_tokens: expected an int >= 1, got 0
     """
     read = coerce_messages(messages).messages
     check_str(previous, "previous", none=True)
+    check_int(max_tokens, "max_tokens", low=1, none=True)
     return tuple(read)
 
 

@@ -106,9 +106,9 @@ class ExtractiveSummarizer:
         max_tokens: int | None = None,
     ) -> str:
         """Return the summary of ``messages`` (see the module's contract)."""
-        messages = summary_input(messages, previous)
+        messages = summary_input(messages, previous, max_tokens)
         tok = self.tokenizer or _HEURISTIC
-        limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
+        limit = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
         facts = extract_facts(messages)
         if previous:
             facts = Facts.parse(previous).merged(facts)

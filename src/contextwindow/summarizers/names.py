@@ -83,9 +83,9 @@ class NamesSummarizer:
         max_tokens: int | None = None,
     ) -> str:
         """Return the summary of ``messages`` (see the module's contract)."""
-        messages = summary_input(messages, previous)
+        messages = summary_input(messages, previous, max_tokens)
         tok = self.tokenizer or _HEURISTIC
-        limit = DEFAULT_MAX_TOKENS if max_tokens is None else max(0, max_tokens)
+        limit = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
         # Handles of markers are no facts (ten hex digits may all be digits).
         handles: set[str] = set()
 
