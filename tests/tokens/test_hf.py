@@ -79,6 +79,28 @@ class TestHFTokenizer:
         assert tok.name == "words"
         assert tok.count("hello there hello") == 3
 
+    def test_padding_and_truncation_in_the_file_do_not_count(
+        self, tmp_path: Path
+    ) -> None:
+        """A file that pads or cuts every text to a model's length (an embedding
+        model's) counts each text whole; a lone surrogate counts, not raises."""
+        from tokenizers import Tokenizer as HF
+        from tokenizers import models, pre_tokenizers
+
+        hf = HF(
+            models.WordLevel({"hello": 0, "[UNK]": 1, "[PAD]": 2}, unk_token="[UNK]")
+        )
+        hf.pre_tokenizer = pre_tokenizers.Whitespace()
+        hf.enable_padding(length=8, pad_token="[PAD]", pad_id=2)
+        hf.enable_truncation(max_length=8)
+        path = tmp_path / "padded.json"
+        hf.save(str(path))
+        tok = HFTokenizer(path)
+        assert tok.count("hello") == 1
+        assert tok.count("hello " * 50) == 50
+        assert tok.count_many(["hello", "hello " * 20]) == [1, 20]
+        assert tok.count("cut \ud83d") == 2
+
     def test_bad_file(self, tmp_path: Path) -> None:
         """A missing or invalid file is a ContextWindowError naming the path."""
         bad = tmp_path / "tokenizer.json"

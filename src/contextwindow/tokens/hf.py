@@ -71,6 +71,10 @@ class HFTokenizer:
             raise ContextWindowError(
                 f"{path}: cannot load as a tokenizer.json: {exc}"
             ) from exc
+        # A file may pad or cut every text to a model's input length (an
+        # embedding model's 128): a count is of the whole text.
+        self._tok.no_padding()
+        self._tok.no_truncation()
         if name is None:
             name = path.parent.name if path.name == "tokenizer.json" else path.stem
         self._name = name or path.stem
@@ -96,12 +100,22 @@ class HFTokenizer:
         """Return the number of tokens in ``text``, without special tokens."""
         if not text:
             return 0
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        return len(self._tok.encode(_encodable(text), add_special_tokens=False).ids)
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Count several texts at once, with the library's parallel batch encoder."""
-        encodings = self._tok.encode_batch(texts, add_special_tokens=False)
+        given = [_encodable(t) for t in texts]
+        encodings = self._tok.encode_batch(given, add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
     def __repr__(self) -> str:
         return f"HFTokenizer(name={self._name!r})"
+
+
+def _encodable(text: str) -> str:
+    """``text``, a lone surrogate in it replaced (the Rust side takes UTF-8 only)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
