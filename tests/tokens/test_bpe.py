@@ -10,7 +10,7 @@ import tiktoken
 import tiktoken.registry
 
 from contextwindow.errors import ContextWindowError
-from contextwindow.tokens import BPETokenizer, Tokenizer, load_encoding
+from contextwindow.tokens import BPETokenizer, Tokenizer, bpe, load_encoding
 from contextwindow.tokens import bpe as bpe_module
 
 # The blob paths tiktoken_ext.openai_public loads; tiktoken caches each file
@@ -95,3 +95,34 @@ class TestLoadEncoding:
     def test_cached(self) -> None:
         """Loading twice returns the same Encoding object."""
         assert load_encoding("cl100k_base") is load_encoding("cl100k_base")
+
+
+class TestLongWhitespace:
+    @pytest.mark.parametrize(
+        "text",
+        [
+            " " * 1_000_000,
+            "x" + " " * 1_200_000 + "y",
+            "\t" * 1_000_000,
+            "a " * 10 + " " * 2_000_000 + "tail words",
+        ],
+        ids=["spaces", "inside-text", "tabs", "after-words"],
+    )
+    def test_a_million_blanks_count_as_their_pieces(self, text: str) -> None:
+        """A whitespace run past what tiktoken's matcher takes (a Rust panic
+        before, which ``except Exception`` does not catch) counts, and as the
+        run's pieces of 32,768 count, which each tiktoken counts whole."""
+        tok = BPETokenizer("o200k_base")
+        pieces = bpe._pieces(text)
+        assert len(pieces) > 1
+        assert "".join(pieces) == text
+        assert tok.count(text) == sum(
+            len(tok.encoding.encode_ordinary(p)) for p in pieces
+        )
+        assert tok.count_many(["a b", text]) == [2, tok.count(text)]
+
+    def test_a_run_of_spaces_counts_as_tokens_of_128(self) -> None:
+        """What the pieces rest on: o200k holds runs of 128 spaces in one token."""
+        tok = BPETokenizer("o200k_base")
+        assert tok.count(" " * bpe.RUN_PIECE) == bpe.RUN_PIECE // 128
+        assert tok.count(" " * 1_000_000) == -(-1_000_000 // 128)

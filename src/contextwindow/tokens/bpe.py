@@ -10,6 +10,7 @@ is set.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from dataclasses import dataclass
 from importlib import resources
@@ -169,14 +170,52 @@ class BPETokenizer:
         return self._enc
 
     def count(self, text: str) -> int:
-        """Return the exact token count of ``text``."""
+        """Return the exact token count of ``text``.
+
+        A run of about a million whitespace characters overflows tiktoken's
+        pattern matcher (a Rust panic, which no ``except Exception`` catches):
+        a text holding a run of ``2 * RUN_PIECE`` or more is counted in pieces
+        cut inside its long runs (``_pieces``), as the whole would count.
+        """
         if not text:
             return 0
+        if len(text) >= 2 * RUN_PIECE and _LONG_RUN.search(text) is not None:
+            return sum(len(self._enc.encode_ordinary(p)) for p in _pieces(text))
         return len(self._enc.encode_ordinary(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Count several texts at once, using tiktoken's thread pool."""
+        if any(len(t) >= 2 * RUN_PIECE and _LONG_RUN.search(t) for t in texts):
+            return [self.count(t) for t in texts]
         return [len(t) for t in self._enc.encode_ordinary_batch(texts)]
 
     def __repr__(self) -> str:
         return f"BPETokenizer({self._name!r})"
+
+
+RUN_PIECE = 1 << 15
+"""Whitespace characters a piece of a long run holds (``_pieces``): a multiple
+of the longest run of spaces one token holds, so the pieces count as the run."""
+
+_LONG_RUN = re.compile(rf"(?<!\s)\s{{{2 * RUN_PIECE},}}")
+"""A long whitespace run, tried from a run's start only (no quadratic rescan)."""
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut inside each whitespace run of ``2 * RUN_PIECE`` or more.
+
+    Example:
+        >>> [len(p) for p in _pieces("a" + " " * (3 * RUN_PIECE) + "b")]
+        [32769, 32768, 32769]
+    """
+    out: list[str] = []
+    at = 0
+    for found in _LONG_RUN.finditer(text):
+        start, end = found.span()
+        cut = start + RUN_PIECE
+        while end - cut >= RUN_PIECE:  # the run's last piece goes with what follows
+            out.append(text[at:cut])
+            at = cut
+            cut += RUN_PIECE
+    out.append(text[at:])
+    return out
