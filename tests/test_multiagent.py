@@ -342,6 +342,23 @@ class TestFoldResult:
         assert len(units(out)) == len(units(PARENT)) + 1
         assert problems(out, "openai") == ()
 
+    def test_the_new_exchange_is_the_parents_and_stays_private(self) -> None:
+        """The new delegate exchange carries the parent's agent, as an answered
+        call does: another agent's slice does not show the sub-agent's result."""
+        ctx = SharedContext(tokenizer=FakeTokenizer())
+        ctx.add_message(role="user", content="Plan Lisbon trip", agent="planner")
+        ctx.add_message(role="assistant", content="Day 1 Alfama", agent="planner")
+        planner = list(ctx.history("planner"))
+        done = fold_result(
+            planner, "Hotel SECRET-CONF-123 booked", agent="booker", task="Book"
+        )
+        assert [m.agent for m in done[len(planner) :]] == ["planner", "planner"]
+        for m in done[len(planner) :]:
+            ctx.add(m)
+        critic = ctx.slice_for("critic", "Review", budget=500).messages
+        assert not any("SECRET-CONF-123" in m.text for m in critic)
+        assert any("SECRET-CONF-123" in m.text for m in ctx.history("planner"))
+
     def test_picks_the_named_pending_call(self) -> None:
         """call_id chooses among pending calls; a call not pending is an error."""
         calls = [ToolCall("a", "Task"), ToolCall("b", "Task")]

@@ -493,10 +493,11 @@ def fold_result(
         return out
     fresh = f"{DELEGATE_TOOL}_{new_id()[:16]}"
     arguments = json.dumps({"agent": agent, "task": task}, ensure_ascii=False)
-    out.append(
-        Message.assistant(tool_calls=[ToolCall(fresh, DELEGATE_TOOL, arguments)])
-    )
-    out.append(Message.tool(fresh, answer, name=DELEGATE_TOOL))
+    # The parent's, as an answered call is: untagged, it would be every agent's.
+    owner = next((m.agent for m in reversed(parent) if m.agent is not None), None)
+    call = ToolCall(fresh, DELEGATE_TOOL, arguments)
+    out.append(Message.assistant(tool_calls=[call], agent=owner))
+    out.append(Message.tool(fresh, answer, name=DELEGATE_TOOL, agent=owner))
     return out
 
 
