@@ -146,6 +146,27 @@ class TestPage:
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
         assert "<b>x</b>" not in html
 
+    def test_over_the_window_the_chart_reaches_the_peak(self) -> None:
+        """A conversation over its window: the usage chart's axis reaches the
+        peak and the window itself is drawn (the line ran off the plot)."""
+        from contextwindow.models import get_model
+
+        conv = tuple(
+            m
+            for i in range(60)
+            for m in (
+                Message.user(f"q{i} " + "lorem ipsum dolor " * 60),
+                Message.assistant(f"a{i} " + "sit amet " * 60),
+            )
+        )
+        t = Transcript(conv, "openai", "over")
+        info = get_model("gpt-3.5-turbo-0125")  # 16,385 tokens: well under it
+        ins = inspect_messages(conv, model=info.name)
+        assert ins.tokens > info.context_window
+        html = build_report(t, ins, TOK)
+        assert "100% of the window" in html
+        assert "zoomed" not in html
+
     def test_every_message_readable(self, tmp_path: Path) -> None:
         """Each message has an anchor the treemap tiles link to."""
         html = report_of(str(EXAMPLE), tmp_path=tmp_path)

@@ -148,8 +148,10 @@ def usage_chart(page: Page) -> str:
     # A huge window flattens the curve: the chart then stops above the peak
     # and says so in its title.
     top = window if peak >= 0.3 * window else int(peak * 1.25)
+    if peak > window:  # over the window: the axis reaches the peak, the window drawn
+        top = int(peak * 1.05)
     end = max(len(page.usage) - 1, 1)
-    levels = [(p, window * p / 100) for p in THRESHOLDS]
+    levels = [(p, window * p / 100) for p in (*THRESHOLDS, 100)]
     shown = [(p, v) for p, v in levels if v <= top]
     title = f"Live context against the {_fmt(window)}-token window"
     if len(shown) < len(levels):
@@ -197,7 +199,9 @@ def usage_chart(page: Page) -> str:
                 f"{pct}% of the window",
                 [(0, level), (end, level)],
                 {"stroke_style": {"width": 2, "dasharray": "8,5"}},
-                {60: "#d69e2e", 80: "#dd6b20", 90: "#c53030"}.get(pct, "#718096"),
+                {60: "#d69e2e", 80: "#dd6b20", 90: "#c53030", 100: "#1a202c"}.get(
+                    pct, "#718096"
+                ),
             )
         )
     if page.limit is not None and page.limit <= top:
