@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from contextwindow.cli import main
+from contextwindow.tokens import count_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent_session.json"
@@ -134,6 +135,28 @@ class TestInspect:
         code, out, _ = run("inspect", str(path))
         assert code == 0
         assert "warning: 1 unit a provider would reject" in out
+
+    def test_total_agrees_with_count_messages(self, tmp_path: Path) -> None:
+        """A body with a system message and tools totals what count_messages says."""
+        tool = {
+            "type": "function",
+            "function": {"name": "ls", "description": "List files."},
+        }
+        body = {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Oslo?"},
+            ],
+            "tools": [tool],
+        }
+        path = tmp_path / "req.json"
+        path.write_text(json.dumps(body))
+        _, out, _ = run("inspect", str(path), "--json")
+        assert json.loads(out)["tokens"] == count_messages(body, "gpt-4o")
+        assert count_messages(body, "gpt-4o") == count_messages(
+            body["messages"], "gpt-4o", tools=[tool]
+        )
 
     def test_tool_schemas_row(self, tmp_path: Path) -> None:
         """Tool schemas of a request body get their own row in the role table."""

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,8 @@ from contextwindow.inspection import (
 )
 from contextwindow.messages import Message, ToolCall, ToolResult, ToolSpec
 from contextwindow.testing import FakeTokenizer
-from contextwindow.tokens import TokenCounter
+from contextwindow.tokens import TokenCounter, count_messages
+from contextwindow.tokens.counting import OPENAI_TOOLS_SYSTEM_DISCOUNT
 
 # FakeTokenizer counts words; OpenAI framing is 3 per message plus the role's
 # count, and 3 per tool call plus its name and arguments.
@@ -38,6 +40,15 @@ CONV = [
     Message.assistant("Two flights at noon."),  # 3 + 1 + 4 = 8
 ]
 TOTAL = 6 + 10 + 17 + 17 + 8 + 3  # + 3 reply priming
+WEATHER: dict[str, Any] = {
+    "name": "weather",
+    "description": "Weather now",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
 
 
 class TestInspectMessages:
@@ -115,6 +126,63 @@ class TestInspectMessages:
         assert [s.name for s in r.by_tool] == ["f"]
         assert r.by_tool[0].result_tokens == 0
 
+    @pytest.mark.parametrize("tokenizer", [None, FakeTokenizer()])
+    def test_total_is_count_messages_with_tools(self, tokenizer: Any) -> None:
+        """With a system message and tools the total is count_messages' total."""
+        tools = [ToolSpec("search", "Search flights.", {"type": "object"})]
+        r = inspect_messages(CONV, model="gpt-4o", tokenizer=tokenizer, tools=tools)
+        counted = count_messages(CONV, tokenizer or "gpt-4o", tools=tools)
+        assert r.tokens == counted
+
+    @pytest.mark.parametrize(
+        ("body", "provider", "expected"),
+        [
+            (
+                {
+                    "model": "gpt-4o",
+                    "messages": [
+                        {"role": "system", "content": "You are terse."},
+                        {"role": "user", "content": "Weather in Paris?"},
+                    ],
+                    "tools": [{"type": "function", "function": WEATHER}],
+                },
+                "openai",
+                48,
+            ),
+            (
+                {
+                    "model": "claude-sonnet-4-5",
+                    "system": "You are terse.",
+                    "max_tokens": 100,
+                    "messages": [{"role": "user", "content": "Weather in Paris?"}],
+                    "tools": [
+                        {
+                            "name": WEATHER["name"],
+                            "description": WEATHER["description"],
+                            "input_schema": WEATHER["parameters"],
+                        }
+                    ],
+                },
+                "anthropic",
+                413,
+            ),
+        ],
+    )
+    def test_a_bodys_tools_count(
+        self, body: dict[str, Any], provider: Any, expected: int
+    ) -> None:
+        """A request body's own tools count when no tools are given."""
+        model = body["model"]
+        given = count_messages(body, model, provider=provider, tools=body["tools"])
+        assert given == expected
+        assert count_messages(body, model, provider=provider) == given
+        r = inspect_messages(body, model=model, provider=provider)
+        assert (r.tokens, r.tool_schema_tokens > 0) == (given, True)
+        other = [ToolSpec("ls", "List files.", {"type": "object"})]
+        r = inspect_messages(body, model=model, provider=provider, tools=other)
+        assert r.tokens == count_messages(body, model, provider=provider, tools=other)
+        assert r.tokens != given  # the tools given replace the body's
+
     def test_live_from_and_tools(self) -> None:
         """live_from puts the live tail's size in meta; tool schemas count in both."""
         tools = [ToolSpec("search", "Search flights.", {"type": "object"})]
@@ -125,7 +193,9 @@ class TestInspectMessages:
             CONV, tokenizer=FakeTokenizer(), tools=tools, meta=given, live_from=3
         )
         assert r.tool_schema_tokens == schema
-        assert r.tokens == TOTAL + schema
+        # With a system message, OpenAI's adjustment for tools counts too.
+        assert r.tokens == count_messages(CONV, FakeTokenizer(), tools=tools)
+        assert r.tokens == TOTAL + schema - OPENAI_TOOLS_SYSTEM_DISCOUNT
         assert r.meta == {
             "compactions": 1,
             "live_messages": 2,

@@ -176,7 +176,8 @@ def fit(
             ``"o200k_base"``), or a ``TokenCounter`` to reuse: its cache makes
             re-fitting a grown conversation cost only the new messages.
         tools: Tools sent with the request (they take tokens): ``ToolSpec``
-            objects or the tool dicts the SDKs take.
+            objects or the tool dicts the SDKs take (default: the tools of a
+            request body given as ``messages``).
         protected: Markers: a message whose text holds one is kept (a
             string alone is one marker).
         query: What the next request is about, for strategies that keep
@@ -224,7 +225,9 @@ def fit(
         )
     counter = _counter(tokenizer, info, provider)
     read, last, shared = _read(messages, counter)
-    specs = _tool_specs(tools, counter)
+    # A request body's own tools go with it (``as_input`` writes them back).
+    given = not isinstance(tools, list | tuple) or bool(tools)
+    specs = _tool_specs(tools, counter) if given else read.shape.tools
     budget = Budget(limit - reserve, counter, specs, markers, query, read.messages)
     if last is not None:
         note_shared(budget, read.messages, last, shared)

@@ -20,7 +20,7 @@ from typing import Any
 
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow.errors import ArgumentTypeError
-from contextwindow.formats._coerce import coerce_tools, neutral
+from contextwindow.formats._coerce import coerce_messages, coerce_tools
 from contextwindow.formats._opaque import opaque_text
 from contextwindow.messages import Message, Opaque, Provider, ToolSpec, Unit, units
 from contextwindow.models import (
@@ -144,7 +144,8 @@ def inspect_messages(
         tokenizer: Override the model's tokenizer.
         provider: Whose framing to count (``openai``, ``anthropic``,
             ``responses``).
-        tools: Tool schemas sent with the request.
+        tools: Tool schemas sent with the request (default: the tools of a
+            request body given as ``messages``).
         top: How many of the largest messages to list.
         meta: Extra facts to carry into the result.
         live_from: Index where the live context starts (e.g. after the last
@@ -162,18 +163,23 @@ def inspect_messages(
     info: ModelInfo = get_model(asked)  # an unknown one warns, keeping its name
     tok = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
     counter = TokenCounter(tok, provider)
-    messages = neutral(messages, hint=provider)
+    read = coerce_messages(messages, hint=provider)
+    messages = read.messages
+    if isinstance(tools, list | tuple) and not tools:  # none given: a body's own
+        tools = read.shape.tools
     tools = coerce_tools(tools)
     # Running totals first: the counter's cache grows to hold the conversation.
     run = counter.running(messages)
     sizes = [b - a for a, b in pairwise(run)]
-    schema_tokens = counter.tools(tools) if tools else 0
-    total = counter.messages(messages) + schema_tokens
+    schema_tokens = counter.tools(tools)
+    # The counter's total, as ``count_messages`` gives it: with tools, OpenAI's
+    # system-message adjustment too, so the schemas' share is not their sum.
+    total = counter.messages(messages, tools=tools)
     extra = dict(meta or {})
     if live_from is not None:
         live = messages[live_from:]
         extra["live_messages"] = len(live)
-        extra["live_tokens"] = counter.messages(live) + schema_tokens
+        extra["live_tokens"] = counter.messages(live, tools=tools)
 
     roles: dict[str, list[int]] = {}
     for m, n in zip(messages, sizes, strict=True):

@@ -205,6 +205,42 @@ class TestResolution:
             registry.resolve("mistral-large-latest") == "mistral/mistral-large-latest"
         )
 
+    @pytest.mark.parametrize(
+        ("dotted", "dashed"),
+        [
+            ("claude-sonnet-4.5", "claude-sonnet-4-5"),
+            ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
+            ("openrouter/anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
+            ("claude-opus-4.5", "claude-opus-4-5"),
+            ("claude-3.7-sonnet", "claude-3-7-sonnet"),
+            ("claude-haiku-4.5", "claude-haiku-4-5"),
+        ],
+    )
+    def test_claude_version_dots_read_as_dashes(self, dotted: str, dashed: str) -> None:
+        """A dotted Claude version is Anthropic's dashed name, never a reseller's."""
+        got, want = get_model(dotted), get_model(dashed)
+        assert got.provider == "anthropic"
+        assert (got.context_window, got.max_output_tokens) == (
+            want.context_window,
+            want.max_output_tokens,
+        )
+        assert registry.resolve(dotted) == registry.resolve(dashed)
+        assert get_model("openrouter/anthropic/claude-sonnet-4.5").name == (
+            "claude-sonnet-4-5"
+        )
+
+    def test_a_resellers_own_dotted_name_is_kept(self) -> None:
+        """Asking for a reseller's entry by its exact name gives that entry."""
+        name = "gmi/anthropic/claude-sonnet-4.5"
+        assert registry.resolve(name) == name
+        assert small(info("claude-2.1")).resolve("claude-2.1") == "claude-2.1"
+
+    @pytest.mark.parametrize("name", ["gpt-4.1", "gemini-2.5-pro", "llama-3.1-8b"])
+    def test_other_families_keep_their_dots(self, name: str) -> None:
+        """Only Claude names read dots as dashes."""
+        assert "." in (registry.resolve(name) or "")
+        assert "-".join(name.split(".")) not in names.variants(name)
+
     def test_resellers_resolve_to_smallest_window(self) -> None:
         """Among equal candidates, the smallest window wins (never overflow)."""
         reg = small(

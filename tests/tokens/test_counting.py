@@ -12,6 +12,7 @@ from contextwindow.errors import (
     ContextWindowError,
 )
 from contextwindow.fitting import fit
+from contextwindow.formats import to_openai
 from contextwindow.messages import (
     Image,
     Message,
@@ -393,6 +394,55 @@ class TestRenderOpenAITools:
         out = render_openai_tools([tool])
         assert "x?: any," in out
         assert "y?: any," in out
+
+
+WEATHER: dict[str, Any] = {
+    "name": "weather",
+    "description": "Weather now",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+class TestRequestBodies:
+    def test_openai_bodys_tools_count(self) -> None:
+        """A Chat body's tools count as if given, system adjustment included."""
+        tools = [{"type": "function", "function": WEATHER}]
+        msgs = [Message.system("You are terse."), Message.user("Paris?")]
+        body = {"model": "gpt-4o", "messages": to_openai(msgs), "tools": tools}
+        given = count_messages(msgs, CL100K, tools=tools)
+        assert count_messages(body, CL100K) == given
+        assert given > count_messages(msgs, CL100K)
+        assert fit(body, tokenizer=CL100K, limit=10_000).report.tokens_before == given
+
+    def test_anthropic_bodys_tools_count(self) -> None:
+        """An Anthropic body's tools count, with the tool-use system prompt."""
+        tool = {
+            "name": "weather",
+            "description": "Weather now",
+            "input_schema": WEATHER["parameters"],
+        }
+        body: dict[str, Any] = {
+            "system": "You are terse.",
+            "messages": [{"role": "user", "content": "Paris?"}],
+            "tools": [tool],
+        }
+        counted = count_messages(body, CL100K, provider="anthropic")
+        no_tools: dict[str, Any] = {**body, "tools": []}
+        bare = count_messages(no_tools, CL100K, provider="anthropic")
+        assert counted == count_messages(
+            body, CL100K, provider="anthropic", tools=[tool]
+        )
+        assert counted > bare + ANTHROPIC_TOOLS_OVERHEAD
+
+    def test_tools_given_replace_the_bodys(self) -> None:
+        """Tools passed as ``tools=`` are counted instead of the body's own."""
+        body = {
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": WEATHER}],
+        }
+        other = [ToolSpec("ls", "List files.")]
+        expected = count_messages([Message.user("hi")], CL100K, tools=other)
+        assert count_messages(body, CL100K, tools=other) == expected
 
 
 class TestTokenCounter:

@@ -143,6 +143,25 @@ class Shape:
     """The request body the messages came in, if they came in one (its other
     keys, ``model`` or ``tools`` say, are written back)."""
 
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tools of the request body the messages came in (none without one).
+
+        A body's tools are sent with its messages, so whatever counts the
+        body counts them when no other tools are given (``fit``,
+        ``count_messages``, ``inspect_messages``).
+
+        Raises:
+            InvalidMessageError: A tool is malformed (``tools[i].field``).
+
+        Example:
+            >>> coerce_messages({"messages": [], "tools": [
+            ...     {"name": "ls", "input_schema": {"type": "object"}}]}).shape.tools
+            (ToolSpec(name='ls', description='', parameters={'type': 'object'}),)
+        """
+        raw = None if self.body is None else self.body.get("tools")
+        return coerce_tools(raw) if raw else ()
+
     def write(self, messages: Sequence[Message]) -> Any:
         """``messages`` in this shape (see the module's contract).
 

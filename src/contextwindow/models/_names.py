@@ -48,6 +48,7 @@ _COLON_VERSION = re.compile(r"(?:-v\d+)?:\d+$")
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 _FINE_TUNE = re.compile(r"^ft:([^:]+):")
 _DATE = re.compile(r"(?:^|[-@])(20\d\d)-?([01]\d)-?([0-3]\d)(?=$|[-@:])")
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 
 
 def bare_name(name: str) -> str:
@@ -60,9 +61,23 @@ def bare_name(name: str) -> str:
     return _VENDOR.sub("", s)
 
 
+def _claude_dashed(s: str) -> list[str]:
+    """A Claude name with its version dots as dashes (``4.5`` -> ``4-5``), if any.
+
+    Anthropic names versions with dashes (``claude-sonnet-4-5``); the dotted
+    form is how routers and resellers spell them. It is the first step, so the
+    maker's own entry is found before a reseller's dotted one
+    (``gmi/anthropic/claude-sonnet-4.5``: twice the window).
+    """
+    if "claude" not in s.rsplit("/", 1)[-1]:
+        return []
+    dashed = _VERSION_DOT.sub("-", s)
+    return [dashed] if dashed != s else []
+
+
 def _steps(s: str) -> list[str]:
     """The forms one normalisation step away from ``s``, nearest first."""
-    out: list[str] = []
+    out = _claude_dashed(s)
     if s.startswith("ft:"):
         m = _FINE_TUNE.match(s)
         if m:

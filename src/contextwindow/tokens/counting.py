@@ -50,7 +50,7 @@ from contextwindow.errors import (
     ArgumentValueError,
     ContextWindowError,
 )
-from contextwindow.formats._coerce import coerce_tools, neutral
+from contextwindow.formats._coerce import coerce_messages, coerce_tools, neutral
 from contextwindow.messages import (
     Image,
     Message,
@@ -289,8 +289,8 @@ class TokenCounter:
         """Tokens of a whole request: every message, reply priming, and tools.
 
         Args:
-            msgs: The conversation, in order.
-            tools: Tool schemas sent with the request.
+            msgs: The conversation, in order, or a request body.
+            tools: Tool schemas sent with the request (default: a body's own).
 
         Example:
             >>> from contextwindow.tokens import BPETokenizer
@@ -301,7 +301,13 @@ class TokenCounter:
             >>> counter.messages(conv, tools=[ToolSpec("ping", "Ping a host")])
             40
         """
-        seq = _listed(msgs, self._provider)
+        if isinstance(msgs, list | tuple):
+            seq: Sequence[Any] = cast("Sequence[Any]", msgs)
+        else:  # a body or a generator, read at the edge: a body's tools count
+            read = coerce_messages(msgs, hint=self._provider)
+            seq = read.messages
+            if isinstance(tools, list | tuple) and not tools:  # none given
+                tools = read.shape.tools
         sums = self._running(seq, owned=seq is not msgs)
         if sums is None:
             seq = list(neutral(seq, hint=self._provider))
@@ -627,7 +633,9 @@ def count_messages(
 ) -> int:
     """Tokens of a request, counted once (no cache kept between calls).
 
-    ``tokenizer`` is a tokenizer or names one, as for ``TokenCounter``.
+    ``tokenizer`` is a tokenizer or names one, as for ``TokenCounter``;
+    ``messages`` may be a request body, whose own tools count unless
+    ``tools`` are given.
 
     Example:
         >>> from contextwindow.tokens import BPETokenizer
