@@ -983,8 +983,10 @@ def same_units(new: tuple[Message, ...], old: Sequence[Message]) -> None:
         raise ValueError("same_units: the two sequences differ in length")
     if new is old:
         return
+    # A snapshot: a caller's list may change before the units are asked for.
+    was = old if type(old) is tuple else tuple(old)
     with _recent_lock:  # found when asked for: a later stage may never ask
-        _alike.insert(0, (new, old))
+        _alike.insert(0, (new, was))
         del _alike[_RECENT:]
 
 

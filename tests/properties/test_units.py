@@ -324,6 +324,13 @@ class TestUnitsIncremental:
 
         for_each(convs, check)
         assert told  # the path was taken
+        # Told of a list the caller then changes: the units are of the list
+        # as it was when told.
+        conv = list(convs[-1])
+        new = tuple(conv)
+        messages_module.same_units(new, conv)
+        conv.insert(0, Message.user("a turn put in front later"))
+        assert units(new) == fresh(new)
         # Told of themselves, or of each other in a ring: found, not looped.
         a, b = tuple(convs[-1]), tuple(convs[-1])
         messages_module.same_units(a, a)
