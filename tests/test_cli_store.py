@@ -103,6 +103,10 @@ class TestInspectStored:
         code, _, err = run("inspect", f"sqlite:///{tmp_path / 'empty.db'}")
         assert code == 1
         assert "no such file (reading creates none)" in err
+        for url in ("sqlite:///", "sqlite:///#c"):
+            code, _, err = run("export", url)
+            assert code == 1
+            assert "'sqlite:///': no database path given" in err
 
     def test_reading_creates_nothing(self, tmp_path: Path) -> None:
         """inspect of a mistyped database names it, and leaves no file behind."""

@@ -117,6 +117,11 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
             raise StoreError(
                 f"{base!r}: a sqlite URL's path cannot hold a NUL character"
             )
+        if not path and (readonly or mode == "ro"):
+            raise StoreError(
+                f"{base!r}: no database path given (sqlite:///chats.db reads "
+                "chats.db; a new in-memory database holds nothing to read)"
+            )
         return SQLiteStore(
             unquote(path) or ":memory:",
             synchronous="NORMAL" if sync == "NORMAL" else "FULL",
