@@ -55,6 +55,16 @@ class TestHFTokenizer:
         assert tok.name == bpe_json.parent.name
         assert HFTokenizer(bpe_json, name="tiny").name == "tiny"
 
+    def test_a_generic_folder_is_not_its_name(
+        self, bpe_json: Path, tmp_path: Path
+    ) -> None:
+        """``Qwen2.5-7B/tokenizer/tokenizer.json`` is Qwen2.5-7B, not 'tokenizer'."""
+        for generic in ("model", "tokenizer"):
+            folder = tmp_path / "Qwen2.5-7B" / generic
+            folder.mkdir(parents=True)
+            (folder / "tokenizer.json").write_bytes(bpe_json.read_bytes())
+            assert HFTokenizer(folder / "tokenizer.json").name == "Qwen2.5-7B"
+
     def test_repr_names_it(self, bpe_json: Path) -> None:
         """The repr shows the tokenizer's name."""
         assert repr(HFTokenizer(bpe_json, name="tiny")) == "HFTokenizer(name='tiny')"

@@ -36,8 +36,9 @@ class HFTokenizer:
     Args:
         tokenizer_json_path: Path to a ``tokenizer.json`` file.
         name: Name for reports; defaults to the folder holding the file
-            (``Qwen2.5-7B/tokenizer.json`` -> ``Qwen2.5-7B``), or the file's
-            stem when it is not called ``tokenizer.json``.
+            (``Qwen2.5-7B/tokenizer.json`` -> ``Qwen2.5-7B``; the one above a
+            folder called ``model`` or ``tokenizer``), or the file's stem when
+            it is not called ``tokenizer.json``.
 
     Raises:
         ContextWindowError: ``tokenizers`` is not installed, or the file cannot
@@ -76,7 +77,10 @@ class HFTokenizer:
         self._tok.no_padding()
         self._tok.no_truncation()
         if name is None:
-            name = path.parent.name if path.name == "tokenizer.json" else path.stem
+            folder = path.parent
+            if folder.name.lower() in _GENERIC and folder.parent.name:
+                folder = folder.parent  # .../Qwen2.5-7B/tokenizer/tokenizer.json
+            name = folder.name if path.name == "tokenizer.json" else path.stem
         self._name = name or path.stem
 
     @classmethod
@@ -110,6 +114,10 @@ class HFTokenizer:
 
     def __repr__(self) -> str:
         return f"HFTokenizer(name={self._name!r})"
+
+
+_GENERIC = frozenset(("model", "models", "tokenizer", "tokenizers"))
+"""Folder names that say nothing of the model: the one above names it."""
 
 
 def _encodable(text: str) -> str:
