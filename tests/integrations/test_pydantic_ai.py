@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -157,6 +158,14 @@ def scripted(received: list[list[ModelMessage]], info_seen: list[AgentInfo]) -> 
     return respond
 
 
+def run_turns(agent: Agent[Any, Any], prompts: Iterable[str]) -> list[ModelMessage]:
+    """Run ``agent`` once per prompt, each run given the history so far."""
+    history: list[ModelMessage] = []
+    for prompt in prompts:
+        history = asyncio.run(agent.run(prompt, message_history=history)).all_messages()
+    return history
+
+
 class TestAgentLoop:
     def test_two_tools_for_200_turns(self) -> None:
         """Every request fits and is valid; the run's history stays whole."""
@@ -222,11 +231,7 @@ class TestAgentLoop:
             )
 
         agent = Agent(FunctionModel(respond), capabilities=[window])
-        history: list[ModelMessage] = []
-        for i in range(30):
-            history = asyncio.run(
-                agent.run(f"question {i} " + "word " * 60, message_history=history)
-            ).all_messages()
+        history = run_turns(agent, (f"question {i} " + "word " * 60 for i in range(30)))
         assert window.calibration is not None
         assert window.calibration.ratio == pytest.approx(1.5, rel=0.01)
         assert len(history) == 60
@@ -243,11 +248,7 @@ class TestAgentLoop:
             FunctionModel(respond),
             capabilities=[ProcessHistory(fit_history("gpt-4o", limit=400, reserve=0))],
         )
-        history: list[ModelMessage] = []
-        for i in range(15):
-            history = asyncio.run(
-                agent.run(f"q{i} " * 30, message_history=history)
-            ).all_messages()
+        run_turns(agent, (f"q{i} " * 30 for i in range(15)))
         tok = get_tokenizer("gpt-4o")
         for messages in received:
             neutral = from_pydantic_ai(messages)
@@ -275,11 +276,7 @@ class TestAgentLoop:
                 ProcessHistory(fit_history("gpt-4o", limit=900, reserve=0, tools=tools))
             ],
         )
-        history: list[ModelMessage] = []
-        for i in range(15):
-            history = asyncio.run(
-                agent.run(f"q{i} " * 30, message_history=history)
-            ).all_messages()
+        run_turns(agent, (f"q{i} " * 30 for i in range(15)))
         tok = get_tokenizer("gpt-4o")
         for messages, defs in received:
             specs = [

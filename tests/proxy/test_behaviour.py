@@ -7,6 +7,8 @@ import json
 import logging
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anthropic
@@ -27,6 +29,32 @@ def _post(rig: Rig, path: str, body: Any, **headers: str) -> httpx.Response:
         headers=HEADERS | headers,
         timeout=10,
     )
+
+
+@contextmanager
+def raw_upstream(*answers: bytes) -> Iterator[str]:
+    """An upstream on loopback that answers each connection, in turn, with the
+    next of ``answers`` (raw bytes, once it read the request's head), then
+    closes it; yields its URL. For answers no server would send: broken off."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        for answer in answers:
+            conn, _ = listener.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        thread.join(10)
+        listener.close()
 
 
 def test_other_paths_pass_through(rig: Rig) -> None:
@@ -189,35 +217,19 @@ class TestErrors:
     def test_an_answer_broken_off_is_a_502(self, make_rig: MakeRig) -> None:
         """A JSON answer of known length is read whole before it goes on, so
         one the upstream breaks off comes back as an error, not cut short."""
-        listener = socket.create_server(("127.0.0.1", 0))
-        port = listener.getsockname()[1]
         reply = b'{"id":"c1","object":"chat.completion","choices":[]}'
-
-        def serve() -> None:
-            for whole in (True, False):
-                conn, _ = listener.accept()
-                with conn:
-                    data = b""
-                    while b"\r\n\r\n" not in data:
-                        data += conn.recv(65536)
-                    conn.sendall(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                        + f"content-length: {len(reply)}\r\n".encode()
-                        + b"connection: close\r\n\r\n"
-                        + (reply if whole else reply[:10])
-                    )
-
-        thread = threading.Thread(target=serve, daemon=True)
-        thread.start()
-        up = f"http://127.0.0.1:{port}"
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(reply)}\r\n".encode()
+            + b"connection: close\r\n\r\n"
+        )
         body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-        try:
-            with make_rig(upstream_openai=up, upstream_anthropic=up) as rig:
-                whole = _post(rig, "/v1/chat/completions", body)
-                broken = _post(rig, "/v1/chat/completions", body)
-        finally:
-            thread.join(10)
-            listener.close()
+        with (
+            raw_upstream(head + reply, head + reply[:10]) as up,
+            make_rig(upstream_openai=up, upstream_anthropic=up) as rig,
+        ):
+            whole = _post(rig, "/v1/chat/completions", body)
+            broken = _post(rig, "/v1/chat/completions", body)
         assert whole.status_code == 200
         assert whole.content == reply
         assert whole.headers["content-length"] == str(len(reply))
@@ -233,55 +245,39 @@ class TestErrors:
         """A streamed answer the upstream breaks off mid-way reaches the
         client cut short (no last chunk: its SDK raises), not as a complete
         answer that merely stops early; the upstream's whole stream passes."""
-        listener = socket.create_server(("127.0.0.1", 0))
-        port = listener.getsockname()[1]
         event = b'data: {"choices":[{"delta":{"content":"partial"}}]}\n\n'
         done = b"data: [DONE]\n\n"
 
         def chunk(data: bytes) -> bytes:
             return b"%x\r\n%s\r\n" % (len(data), data)
 
-        def serve() -> None:
-            for whole in (True, False):
-                conn, _ = listener.accept()
-                with conn:
-                    data = b""
-                    while b"\r\n\r\n" not in data:
-                        data += conn.recv(65536)
-                    conn.sendall(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                        b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
-                        + chunk(event)
-                        + (chunk(done) + b"0\r\n\r\n" if whole else b"")
-                    )
-
-        thread = threading.Thread(target=serve, daemon=True)
-        thread.start()
-        up = f"http://127.0.0.1:{port}"
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n" + chunk(event)
+        )
         body = {
             "model": "gpt-4o",
             "stream": True,
             "messages": [{"role": "user", "content": "hi"}],
         }
         got: list[bytes] = []
-        try:
-            with make_rig(upstream_openai=up, upstream_anthropic=up) as rig:
-                whole = _post(rig, "/v1/chat/completions", body)
-                with httpx.stream(
-                    "POST",
-                    f"{rig.url}/v1/chat/completions",
-                    content=json.dumps(body).encode(),
-                    headers=HEADERS,
-                    timeout=10,
-                ) as held:
-                    parts = held.iter_raw()
-                    got.append(next(parts))
-                    with pytest.raises(httpx.RemoteProtocolError):
-                        got.extend(parts)
-                metrics = httpx.get(f"{rig.url}/metrics").text
-        finally:
-            thread.join(10)
-            listener.close()
+        with (
+            raw_upstream(head + chunk(done) + b"0\r\n\r\n", head) as up,
+            make_rig(upstream_openai=up, upstream_anthropic=up) as rig,
+        ):
+            whole = _post(rig, "/v1/chat/completions", body)
+            with httpx.stream(
+                "POST",
+                f"{rig.url}/v1/chat/completions",
+                content=json.dumps(body).encode(),
+                headers=HEADERS,
+                timeout=10,
+            ) as held:
+                parts = held.iter_raw()
+                got.append(next(parts))
+                with pytest.raises(httpx.RemoteProtocolError):
+                    got.extend(parts)
+            metrics = httpx.get(f"{rig.url}/metrics").text
         assert whole.status_code == 200
         assert whole.content == event + done
         assert b"".join(got) == event  # what came before the break, then the cut
