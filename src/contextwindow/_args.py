@@ -402,13 +402,17 @@ def as_strategy(value: object, name: str = "strategy") -> Strategy:
             raise _value_error(name, value, _STRATEGY, str(exc)) from None
     if not callable(value):
         raise _type_error(name, value, _STRATEGY)
-    if isinstance(value, type):
-        # A spec string names an instance; a class is a slip for one.
-        hint = f"a class; pass an instance, e.g. {value.__name__}()"
-        raise _type_error(name, value, _STRATEGY, hint)
+    _refuse_class(value, name, _STRATEGY)  # a spec string names an instance
     if not type(value).__module__.startswith("contextwindow."):
         _check_arity(value, name)
     return cast("Strategy", value)  # a callable: the protocol's one member
+
+
+def _refuse_class(value: object, name: str, takes: str) -> None:
+    """Refuse a class given for an instance of it (a slip its first use would show)."""
+    if isinstance(value, type):
+        hint = f"a class; pass an instance, e.g. {value.__name__}()"
+        raise _type_error(name, value, takes, hint)
 
 
 def _check_arity(value: Callable[..., object], name: str) -> None:
@@ -444,9 +448,7 @@ def check_summarizer(value: T, name: str = "summarizer") -> T:
     """
     if value is None:
         return value
-    if isinstance(value, type):
-        hint = f"a class; pass an instance, e.g. {value.__name__}()"
-        raise _type_error(name, value, _SUMMARIZER, hint)
+    _refuse_class(value, name, _SUMMARIZER)
     if not callable(getattr(value, "summarize", None)):
         raise _type_error(name, value, _SUMMARIZER)
     return value

@@ -110,6 +110,7 @@ class TestHFTokenizer:
         assert tok.count("hello " * 50) == 50
         assert tok.count_many(["hello", "hello " * 20]) == [1, 20]
         assert tok.count("cut \ud83d") == 2
+        assert tok.count_many(["hello", "cut \ud83d"]) == [1, 2]
 
     def test_bad_file(self, tmp_path: Path) -> None:
         """A missing or invalid file is a ContextWindowError naming the path."""

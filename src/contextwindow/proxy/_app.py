@@ -203,11 +203,11 @@ class _Proxy:
         start = time.perf_counter()
         upstream = api.upstream if api is not None else _upstream_of(request)
         path = request.url.path
+        info: dict[str, Any] = {"method": request.method, "path": path}
         refused = self._refusal(request, upstream)
         if refused is not None:
             self.metrics.request(path, refused.status_code)
-            seen = {"method": request.method, "path": path}
-            self._log(seen | {"status": refused.status_code, "ms": _ms(start)})
+            self._log(info | {"status": refused.status_code, "ms": _ms(start)})
             return refused
         self.active += 1
         released = False
@@ -226,13 +226,11 @@ class _Proxy:
             self.metrics.request(path, 413)
             limit = self.config.max_body_bytes
             msg = f"contextwindow proxy: request body over {limit:,} bytes (its limit)"
-            seen = {"method": request.method, "path": path}
-            self._log(seen | {"status": 413, "error": msg, "ms": _ms(start)})
+            self._log(info | {"status": 413, "error": msg, "ms": _ms(start)})
             return _error(upstream, 413, msg)
         except Exception:
             release()
             raise
-        info: dict[str, Any] = {"method": request.method, "path": path}
         plan: Plan | None = None
         written: asyncio.Future[None] | None = None
         if api is not None and request.method == "POST":
@@ -405,7 +403,15 @@ class _Proxy:
                 await resp.aclose()
                 status, what = _broken(content)
                 return self._failed(
-                    upstream, status, what, info, start, request, raw, release
+                    upstream,
+                    status,
+                    what,
+                    info,
+                    start,
+                    request,
+                    raw,
+                    release,
+                    reached=True,
                 )
             if scan:
                 self._observed(plan, info, _usage(content))
@@ -476,14 +482,19 @@ class _Proxy:
         request: Request,
         raw: bytes,
         release: Any,
+        *,
+        reached: bool = False,
     ) -> Response:
+        """The error answering a request the upstream left unanswered.
+
+        ``reached``: the upstream answered and broke its answer off (not a
+        request that never reached it).
+        """
         release()
         if status == 504:
             kind = "upstream_timeout"
-        elif what.startswith("broke"):
-            kind = "upstream_failed"
         else:
-            kind = "upstream_unreachable"
+            kind = "upstream_failed" if reached else "upstream_unreachable"
         self.metrics.error(kind)
         self.metrics.request(request.url.path, status)
         name = "Anthropic" if upstream == "anthropic" else "OpenAI"

@@ -104,12 +104,19 @@ class HFTokenizer:
         """Return the number of tokens in ``text``, without special tokens."""
         if not text:
             return 0
-        return len(self._tok.encode(_encodable(text), add_special_tokens=False).ids)
+        try:
+            return len(self._tok.encode(text, add_special_tokens=False).ids)
+        except TypeError:  # a lone surrogate: the Rust side takes UTF-8 only
+            return len(self._tok.encode(_encodable(text), add_special_tokens=False).ids)
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Count several texts at once, with the library's parallel batch encoder."""
-        given = [_encodable(t) for t in texts]
-        encodings = self._tok.encode_batch(given, add_special_tokens=False)
+        try:
+            encodings = self._tok.encode_batch(texts, add_special_tokens=False)
+        except TypeError:  # a lone surrogate in one of them
+            encodings = self._tok.encode_batch(
+                [_encodable(t) for t in texts], add_special_tokens=False
+            )
         return [len(e.ids) for e in encodings]
 
     def __repr__(self) -> str:
@@ -122,8 +129,4 @@ _GENERIC = frozenset(("model", "models", "tokenizer", "tokenizers"))
 
 def _encodable(text: str) -> str:
     """``text``, a lone surrogate in it replaced (the Rust side takes UTF-8 only)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return text.encode("utf-8", "replace").decode("utf-8")
