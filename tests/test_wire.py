@@ -257,7 +257,7 @@ BAD: list[tuple[object, str, str]] = [
             }
         ),
         "messages[0].parts[0].content[0].kind",
-        "unknown kind 'tool_call' (expected text, image)",
+        "unknown kind 'tool_call' (expected text, image, opaque)",
     ),
     (
         msg({"kind": "tool_result", "call_id": "a", "content": "", "is_error": 1}),

@@ -59,6 +59,7 @@ __all__ = [
     "Opaque",
     "Part",
     "Provider",
+    "ResultPart",
     "Role",
     "Text",
     "Thinking",
@@ -260,8 +261,10 @@ class ToolResult:
 
     call_id: str
     """The id of the call this answers."""
-    content: str | tuple[Text | Image, ...] = ""
-    """The output: a string, or text and image parts."""
+    content: str | tuple[ResultPart, ...] = ""
+    """The output: a string, or text, image and ``Opaque`` parts (an Anthropic
+    ``search_result`` or ``document`` in a ``tool_result``, a Responses
+    ``input_file`` in a call's output)."""
     is_error: bool = False
     """Whether the tool reported a failure."""
     name: str | None = None
@@ -277,13 +280,14 @@ class ToolResult:
             if type(content) is not tuple:
                 if isinstance(content, str):  # a str subclass: taken as it is
                     return
-                takes = "a str, or Text and Image parts"
+                takes = "a str, or Text, Image and Opaque parts"
                 items: list[Any] = check_items(content, "content", takes=takes)
                 object.__setattr__(self, "content", tuple(items))
             for k, item in enumerate(self.content):
-                if type(item) is not Text and type(item) is not Image:
+                kind = type(item)
+                if kind is not Text and kind is not Image and kind is not Opaque:
                     raise ArgumentTypeError(
-                        f"content[{k}]", shown(item), "a Text or an Image"
+                        f"content[{k}]", shown(item), "a Text, an Image or an Opaque"
                     )
         if self.is_error is not False and self.is_error is not True:
             check_bool(self.is_error, "is_error")
@@ -292,10 +296,25 @@ class ToolResult:
 
     @property
     def text(self) -> str:
-        """The textual content, parts joined by newlines."""
+        """The textual content, parts joined by newlines.
+
+        An ``Opaque`` part gives the text a model reads in it (a search
+        result's content, a text document's text), so what cuts or reads a
+        result (truncation, a summary) sees it too.
+        """
         if isinstance(self.content, str):
             return self.content
-        return "\n".join(p.text for p in self.content if isinstance(p, Text))
+        out: list[str] = []
+        for p in self.content:
+            if isinstance(p, Text):
+                out.append(p.text)
+            elif isinstance(p, Opaque):
+                from contextwindow.formats._opaque import read_opaque
+
+                text = read_opaque(p).text
+                if text:
+                    out.append(text)
+        return "\n".join(out)
 
     @property
     def images(self) -> tuple[Image, ...]:
@@ -303,6 +322,13 @@ class ToolResult:
         if isinstance(self.content, str):
             return ()
         return tuple(p for p in self.content if isinstance(p, Image))
+
+    @property
+    def opaque(self) -> tuple[Opaque, ...]:
+        """The ``Opaque`` parts of the content (documents, search results, files)."""
+        if isinstance(self.content, str):
+            return ()
+        return tuple(p for p in self.content if isinstance(p, Opaque))
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +467,8 @@ class Opaque(_OpaqueKept):
 
 
 Part = Text | Image | ToolCall | ToolResult | Thinking | Opaque
+ResultPart = Text | Image | Opaque
+"""What a ``ToolResult``'s content holds when it is not a string."""
 """Any content part of a message."""
 _PART_TYPES = frozenset((Text, Image, ToolCall, ToolResult, Thinking, Opaque))
 
@@ -598,7 +626,7 @@ class Message(_HashKept):
     def tool(
         cls,
         call_id: str,
-        content: str | tuple[Text | Image, ...],
+        content: str | tuple[ResultPart, ...],
         *,
         is_error: bool = False,
         name: str | None = None,

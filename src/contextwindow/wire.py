@@ -44,6 +44,7 @@ from contextwindow.messages import (
     Message,
     Opaque,
     Part,
+    ResultPart,
     Role,
     Text,
     Thinking,
@@ -108,11 +109,11 @@ class ToolCallDict(TypedDict):
 class _ToolResultBase(TypedDict):
     kind: Literal["tool_result"]
     call_id: str
-    content: str | list[TextDict | ImageDict]
+    content: str | list[TextDict | ImageDict | OpaqueDict]
 
 
 class ToolResultDict(_ToolResultBase, total=False):
-    """A ``ToolResult`` part; ``content`` is a string or text and image parts."""
+    """A ``ToolResult`` part; ``content``: a string, or text, image and opaque parts."""
 
     is_error: bool
     name: str
@@ -169,9 +170,11 @@ class DocumentDict(TypedDict):
 # -- writing ---------------------------------------------------------------------
 
 
-def _content_to_dict(part: Text | Image) -> TextDict | ImageDict:
+def _content_to_dict(part: ResultPart) -> TextDict | ImageDict | OpaqueDict:
     if isinstance(part, Text):
         return {"kind": "text", "text": part.text}
+    if isinstance(part, Opaque):
+        return {"kind": "opaque", "provider": part.provider, "raw": part.raw}
     d: ImageDict = {"kind": "image", "url": part.url}
     if part.detail is not None:
         d["detail"] = part.detail
@@ -183,7 +186,7 @@ def _content_to_dict(part: Text | Image) -> TextDict | ImageDict:
 
 
 def _part_to_dict(part: Part) -> PartDict:
-    if isinstance(part, (Text, Image)):
+    if isinstance(part, (Text, Image, Opaque)):
         return _content_to_dict(part)
     if isinstance(part, ToolCall):
         return {
@@ -208,8 +211,6 @@ def _part_to_dict(part: Part) -> PartDict:
         if part.name is not None:
             r["name"] = part.name
         return r
-    if isinstance(part, Opaque):
-        return {"kind": "opaque", "provider": part.provider, "raw": part.raw}
     t: ThinkingDict = {"kind": "thinking", "text": part.text}
     if part.signature is not None:
         t["signature"] = part.signature
@@ -318,11 +319,13 @@ def _kind(d: Mapping[str, Any], path: str, allowed: Sequence[str]) -> str:
     return kind
 
 
-def _content_from_dict(value: object, path: str) -> Text | Image:
+def _content_from_dict(value: object, path: str) -> ResultPart:
     d = expect_mapping(value, path)
-    kind = _kind(d, path, ("text", "image"))
+    kind = _kind(d, path, ("text", "image", "opaque"))
     if kind == "text":
         return Text(_str(d, "text", path))
+    if kind == "opaque":
+        return _opaque_from_dict(d, path)
     return Image(
         _str(d, "url", path),
         detail=opt_str(d, "detail", path),
@@ -331,7 +334,7 @@ def _content_from_dict(value: object, path: str) -> Text | Image:
     )
 
 
-def _result_content(d: Mapping[str, Any], path: str) -> str | tuple[Text | Image, ...]:
+def _result_content(d: Mapping[str, Any], path: str) -> str | tuple[ResultPart, ...]:
     content = d.get("content")
     if content is None:
         raise InvalidMessageError(f"{path}.content", "missing")
@@ -371,22 +374,26 @@ def _part_from_dict(value: object, path: str) -> Part:
             name=opt_str(d, "name", path),
         )
     if kind == "opaque":
-        provider = _str(d, "provider", path)
-        if provider not in PROVIDERS:
-            raise InvalidMessageError(
-                f"{path}.provider",
-                f"unknown provider {provider!r} (expected {', '.join(PROVIDERS)})",
-            )
-        raw = _str(d, "raw", path)
-        try:
-            return Opaque(provider, raw)
-        except ArgumentError:
-            raise InvalidMessageError(f"{path}.raw", "not a JSON object") from None
+        return _opaque_from_dict(d, path)
     return Thinking(
         _str(d, "text", path),
         signature=opt_str(d, "signature", path),
         redacted=_opt_bool(d, "redacted", path),
     )
+
+
+def _opaque_from_dict(d: Mapping[str, Any], path: str) -> Opaque:
+    provider = _str(d, "provider", path)
+    if provider not in PROVIDERS:
+        raise InvalidMessageError(
+            f"{path}.provider",
+            f"unknown provider {provider!r} (expected {', '.join(PROVIDERS)})",
+        )
+    raw = _str(d, "raw", path)
+    try:
+        return Opaque(provider, raw)
+    except ArgumentError:
+        raise InvalidMessageError(f"{path}.raw", "not a JSON object") from None
 
 
 def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:

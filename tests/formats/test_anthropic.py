@@ -515,7 +515,13 @@ class TestAnthropicRoundTrips:
         }
         before = copy.deepcopy(turn)
         (msg,) = from_anthropic([turn])
-        assert msg.tool_results == (ToolResult("t1", (Text("see"), Text("and"))),)
+        held = (
+            Text("see"),
+            Opaque("anthropic", doc),
+            Text("and"),
+            Opaque("anthropic", file_image),
+        )
+        assert msg.tool_results == (ToolResult("t1", held),)
         assert to_anthropic([msg]).messages == [before]
 
     def test_image_source_extras(self) -> None:

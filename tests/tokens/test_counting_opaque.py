@@ -14,7 +14,14 @@ import pytest
 
 from contextwindow import count_messages, fit
 from contextwindow._pdf import INFLATE_CAP
-from contextwindow.errors import BudgetError
+from contextwindow.errors import BudgetError, ContentDroppedWarning
+from contextwindow.formats import (
+    from_anthropic,
+    from_responses,
+    to_anthropic,
+    to_openai,
+    to_responses,
+)
 from contextwindow.messages import Image, Message, Opaque, Provider, Text
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.tokens._opaque import (
@@ -23,6 +30,7 @@ from contextwindow.tokens._opaque import (
     PDF_PAGE_TOKENS,
     payload_tokens,
 )
+from contextwindow.wire import from_dicts, to_dicts
 
 DOC = "".join(f"Clause {i}: the fee is 4,200 EUR. " for i in range(3000))
 
@@ -319,3 +327,170 @@ class TestLangChainBlocks:
         """LangChain's base64 PDF counts its 2 pages, not its base64 as text."""
         counter = TokenCounter(BPETokenizer("o200k_base"), "openai")
         assert counter.part(Opaque.of("openai", block)) == 2 * PDF_PAGE_TOKENS
+
+
+def _text_document(doc: str = DOC) -> dict[str, Any]:
+    return {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": doc},
+    }
+
+
+def _fetched(*blocks: dict[str, Any]) -> list[dict[str, Any]]:
+    """An Anthropic conversation whose one tool returned ``blocks``."""
+    return [
+        {"role": "user", "content": "Read the contract."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "fetch", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": list(blocks)},
+                {"type": "text", "text": "What is the fee?"},
+            ],
+        },
+    ]
+
+
+def _pdf_document(pages: int) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": "application/pdf", "data": _pdf(pages)}
+    return {"type": "document", "source": source}
+
+
+SEARCH_HIT = {
+    "type": "search_result",
+    "source": "https://kb.example/fees",
+    "title": "Fees",
+    "content": [{"type": "text", "text": "The fee is 4,200 EUR a year."}],
+}
+
+
+class TestInsideToolResults:
+    """Documents and search results a tool returns are content like its text."""
+
+    def test_a_document_in_a_tool_result_is_counted(self) -> None:
+        """A 36,000-token document a tool returned counts, not 0."""
+        body = _fetched({"type": "text", "text": "here"}, _text_document())
+        text = count_messages(
+            [Message.user(DOC)], "claude-sonnet-4-5", provider="anthropic"
+        )
+        assert count_messages(body, "claude-sonnet-4-5", provider="anthropic") > text
+
+    def test_fit_cuts_the_document_and_what_is_sent_fits(self) -> None:
+        """The document is truncated like text; what goes out fits the budget."""
+        body = _fetched({"type": "text", "text": "here"}, _text_document())
+        fitted = fit(body, model="claude-sonnet-4-5", limit=8_000, reserve=0)
+        sent = fitted.as_input()
+        assert fitted.report.fits
+        assert count_messages(sent, "claude-sonnet-4-5", provider="anthropic") <= 8_000
+        (result,) = fitted.messages[2].tool_results
+        assert isinstance(result.content, str)  # truncated to text: head and tail
+        assert result.content.startswith("here\nClause 0: the fee is 4,200 EUR.")
+
+    def test_round_trip_is_identical(self) -> None:
+        """Blocks of a tool result come back where they were."""
+        body = _fetched({"type": "text", "text": "see"}, SEARCH_HIT)
+        msgs = from_anthropic(body)
+        (result,) = msgs[2].tool_results
+        assert result.content == (Text("see"), Opaque("anthropic", SEARCH_HIT))
+        assert to_anthropic(msgs).messages == body
+
+    def test_search_result_text_is_what_summaries_read(self) -> None:
+        """A result's text holds the search result's content (cuts see it)."""
+        (result,) = from_anthropic(_fetched(SEARCH_HIT))[2].tool_results
+        assert "4,200 EUR" in result.text
+
+    def test_written_for_chat_as_text(self) -> None:
+        """Chat's tool message takes text: a search result goes as its text."""
+        msgs = from_anthropic(_fetched(SEARCH_HIT))
+        tool = [m for m in to_openai(msgs) if m["role"] == "tool"]
+        assert tool[0]["content"] == [
+            {
+                "type": "text",
+                "text": "https://kb.example/fees\nFees\nThe fee is 4,200 EUR a year.",
+            }
+        ]
+
+    def test_pdf_goes_to_responses_as_input_file(self) -> None:
+        """A PDF document becomes an input_file in a function_call_output."""
+        pdf = _pdf_document(2)
+        items = to_responses(from_anthropic(_fetched(pdf)))
+        (output,) = [i for i in items if i.get("type") == "function_call_output"]
+        assert output["output"][0]["type"] == "input_file"
+
+    def test_pdf_left_out_of_chat_with_a_warning_naming_it(self) -> None:
+        """Chat's tool message cannot carry a PDF: a warning names the block."""
+        pdf = _pdf_document(2)
+        msgs = from_anthropic(_fetched({"type": "text", "text": "a"}, pdf))
+        with pytest.warns(
+            ContentDroppedWarning, match=r"messages\[2\]\.parts\[0\]\.content\[1\]"
+        ):
+            tool = [m for m in to_openai(msgs) if m["role"] == "tool"]
+        assert tool[0]["content"] == [{"type": "text", "text": "a"}]
+
+    def test_a_named_pdf_is_not_passed_off_as_its_name(self) -> None:
+        """A PDF with a filename left out of Chat warns; its name is no content."""
+        items = [
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [
+                    {"type": "input_text", "text": "Here is the file."},
+                    {
+                        "type": "input_file",
+                        "filename": "contract.pdf",
+                        "file_data": "data:application/pdf;base64," + _pdf(3),
+                    },
+                ],
+            },
+        ]
+        with pytest.warns(ContentDroppedWarning, match="input_file"):
+            tool = [m for m in to_openai(from_responses(items)) if m["role"] == "tool"]
+        assert tool[0]["content"] == [{"type": "text", "text": "Here is the file."}]
+
+    def test_responses_input_file_in_an_output_is_counted(self) -> None:
+        """A Responses function_call_output holding a PDF counts its pages."""
+        items = [
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get",
+                "arguments": "{}",
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [
+                    {
+                        "type": "input_file",
+                        "filename": "a.pdf",
+                        "file_data": "data:application/pdf;base64," + _pdf(4),
+                    }
+                ],
+            },
+        ]
+        assert (
+            count_messages(items, "gpt-4o", provider="responses") >= 4 * PDF_PAGE_TOKENS
+        )
+        assert to_responses(from_responses(items)) == items
+
+    def test_wire_form_keeps_them(self) -> None:
+        """The library's own JSON form writes and reads them back."""
+        msgs = from_anthropic(_fetched({"type": "text", "text": "see"}, SEARCH_HIT))
+        assert from_dicts(to_dicts(msgs)) == msgs
+
+    def test_langchain_tool_message_document_is_counted(self) -> None:
+        """A LangChain ToolMessage holding a document is counted as one."""
+        lc = pytest.importorskip("langchain_core.messages")
+        from contextwindow.integrations.langchain import from_langchain
+
+        (msg,) = from_langchain(
+            [lc.ToolMessage(content=[_text_document()], tool_call_id="t1")]
+        )
+        (result,) = msg.tool_results
+        assert result.content == (Opaque("anthropic", _text_document()),)
+        counter = TokenCounter(BPETokenizer("o200k_base"))
+        assert counter.part(result) > counter.text(DOC) // 2

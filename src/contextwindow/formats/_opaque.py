@@ -58,6 +58,7 @@ __all__ = [
     "kept",
     "opaque_text",
     "read_opaque",
+    "result_target",
     "to_target",
     "translate",
 ]
@@ -304,6 +305,44 @@ def to_target(
         return None
     return found.block if isinstance(found, Opaque) else found
 
+
+def result_target(
+    part: Opaque, target: Provider, where: str
+) -> dict[str, Any] | Text | None:
+    r"""What a writer for ``target`` writes for ``part`` inside a tool result.
+
+    As ``to_target``, within what a tool's output takes there: Anthropic's
+    ``tool_result`` a ``document`` or ``search_result``, Responses'
+    ``function_call_output`` an ``input_file``, Chat's tool message text
+    alone. A block of the target's own shape is written as it came.
+
+    Example:
+        >>> hit = Opaque("anthropic", {"type": "search_result", "source": "kb",
+        ...     "title": "Fees", "content": [{"type": "text", "text": "4,200 EUR"}]})
+        >>> result_target(hit, "anthropic", "messages[2].parts[0].content[0]")["type"]
+        'search_result'
+        >>> result_target(hit, "responses", "messages[2].parts[0].content[0]")
+        Text(text='kb\nFees\n4,200 EUR')
+    """
+    if part.provider == target:
+        return part.block
+    found = translate(part, target)
+    if isinstance(found, Opaque) and found.type not in _IN_RESULTS[target]:
+        # Its text, where that is what it holds: a PDF is not its file name.
+        held = read_opaque(part)
+        found = None if held.payloads or not held.text.strip() else Text(held.text)
+    if found is None:
+        dropped(part, target, where, place="tool result")
+        return None
+    return found.block if isinstance(found, Opaque) else found
+
+
+_IN_RESULTS: Mapping[Provider, frozenset[str]] = {
+    "anthropic": frozenset(("document", "search_result")),
+    "responses": frozenset(("input_file",)),
+    "openai": frozenset(),
+}
+"""The opaque blocks each provider takes in a tool's output."""
 
 _TEXTUAL = frozenset(("refusal", "search_result"))
 

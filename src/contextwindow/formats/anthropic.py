@@ -15,8 +15,8 @@ Contract:
   ``Opaque`` parts in their place: counted, cut and kept like other content.
   Another provider's ``Opaque`` part is written as its Anthropic equivalent
   (a PDF file as a ``document``, a refusal as text), or left out with a
-  ``ContentDroppedWarning``. Such blocks inside a ``tool_result`` are kept
-  in ``meta`` and written back.
+  ``ContentDroppedWarning``. Such blocks inside a ``tool_result`` are
+  ``Opaque`` parts of its content (``formats._opaque.result_target``).
 - A user turn's ``tool_result`` blocks become ONE neutral ``tool`` message; its
   other blocks become a following ``user`` message, in their order. Writing
   does the reverse: consecutive ``tool`` messages and a directly following
@@ -54,7 +54,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
@@ -78,12 +77,13 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import dropped, to_target
+from contextwindow.formats._opaque import dropped, result_target, to_target
 from contextwindow.messages import (
     Image,
     Message,
     Opaque,
     Part,
+    ResultPart,
     Role,
     Text,
     Thinking,
@@ -448,7 +448,7 @@ def _read_result(block: Mapping[str, Any], bp: str) -> tuple[ToolResult, Any]:
             f"{bp}.is_error", f"expected a bool, got {type_name(is_error)}"
         )
     ent: dict[str, Any] = {}
-    content: str | tuple[Text | Image, ...]
+    content: str | tuple[ResultPart, ...]
     raw = block.get("content")
     if raw is None:
         content = ""
@@ -457,11 +457,9 @@ def _read_result(block: Mapping[str, Any], bp: str) -> tuple[ToolResult, Any]:
         content = raw
     elif isinstance(raw, list):
         inner = _read_inner(cast("Sequence[Any]", raw), f"{bp}.content")
-        content = tuple(p for p in inner.parts if isinstance(p, (Text, Image)))
+        content = tuple(cast("list[ResultPart]", inner.parts))
         if part_extras(inner.entries):
             ent["inner"] = inner.entries
-        if inner.opaque:
-            ent["opaque"] = inner.opaque
     else:
         raise InvalidMessageError(
             f"{bp}.content", f"expected a string or a list, got {type_name(raw)}"
@@ -473,6 +471,11 @@ def _read_result(block: Mapping[str, Any], bp: str) -> tuple[ToolResult, Any]:
 
 
 def _read_inner(content: Sequence[Any], p: str) -> _Blocks:
+    """A tool result's blocks: text, images, and the rest as ``Opaque`` parts.
+
+    A ``search_result`` or ``document`` a tool returns is content the model
+    reads: counted and cut like the result's text.
+    """
     out = _Blocks([], [], [])
     for k, raw in enumerate(content):
         bp = f"{p}[{k}]"
@@ -488,9 +491,8 @@ def _read_inner(content: Sequence[Any], p: str) -> _Blocks:
             raise InvalidMessageError(
                 f"{bp}.type", f"unknown block type {kind!r} in a tool result"
             )
-        out.opaque.append(
-            [len(out.parts) + len(out.opaque), copy.deepcopy(dict(block))]
-        )
+        out.parts.append(Opaque.of("anthropic", dict(block)))
+        out.entries.append(None)
     return out
 
 
@@ -571,7 +573,7 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
         return block
     if isinstance(part, Opaque):
         return part.block
-    return _write_result(part, ent)
+    return _write_result(part, ent, where)
 
 
 def _loads(call: ToolCall, where: str) -> dict[str, Any]:
@@ -588,7 +590,9 @@ def _loads(call: ToolCall, where: str) -> dict[str, Any]:
     return cast("dict[str, Any]", value)
 
 
-def _write_result(result: ToolResult, ent: Mapping[str, Any]) -> dict[str, Any]:
+def _write_result(
+    result: ToolResult, ent: Mapping[str, Any], where: str
+) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
     form = ent.get("content")
     if isinstance(result.content, str):
@@ -601,7 +605,15 @@ def _write_result(result: ToolResult, ent: Mapping[str, Any]) -> dict[str, Any]:
         blocks: list[Any] = []
         for k, p in enumerate(result.content):
             e = entry(inner, k, len(result.content))
+            if isinstance(p, Opaque):
+                found = result_target(p, "anthropic", f"{where}.content[{k}]")
+                if not isinstance(found, Text):
+                    if found is not None:
+                        blocks.append(found)
+                    continue
+                p = found
             blocks.append(put_extras(_write_part(p, e, ""), e.get("extra")))
+        # Blocks an earlier version kept aside (stored messages): in place.
         out["content"] = insert_opaque(blocks, ent.get("opaque"))
     if result.is_error:
         out["is_error"] = True

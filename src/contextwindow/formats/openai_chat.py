@@ -13,8 +13,8 @@ Contract:
   paired with the earliest pending call of the same name.
 - Content parts: ``text`` and ``image_url`` are modelled; ``input_audio``,
   ``file``, ``audio`` and ``refusal`` parts become ``Opaque`` parts in their
-  place (counted and kept like other content; in a system or tool message,
-  whose neutral form has no place for them, they are kept in
+  place (counted and kept like other content; in a system message, whose
+  neutral form has no place for them, they are kept in
   ``meta["openai"]["opaque"]``); any other type is an error. An assistant's
   ``refusal`` and ``audio`` fields become ``Opaque`` parts too (a refusal
   part's shape; ``{"type": "audio", "audio": ...}``) and are written back to
@@ -69,12 +69,13 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import dropped, to_target, translate
+from contextwindow.formats._opaque import dropped, result_target, to_target, translate
 from contextwindow.messages import (
     Image,
     Message,
     Opaque,
     Part,
+    ResultPart,
     Text,
     Thinking,
     ToolCall,
@@ -174,8 +175,8 @@ def to_openai(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any
 def _read_content(obj: Mapping[str, Any], p: str, inline: bool = False) -> _Content:
     """Read ``content``; parts kept as they are become ``Opaque`` where ``inline``.
 
-    Elsewhere (a system or tool message, whose neutral form holds text and
-    images alone) they are kept in ``meta`` and written back in place.
+    Elsewhere (a system message, whose neutral form holds text alone) they
+    are kept in ``meta`` and written back in place.
     """
     if "content" not in obj:
         return _Content((), None, [], "absent")
@@ -371,10 +372,10 @@ def _read_custom(call: Mapping[str, Any], p: str) -> ToolCall:
 
 
 def _read_result(obj: Mapping[str, Any], p: str, call_id: str) -> Message:
-    c = _read_content(obj, p)
-    content: str | tuple[Text | Image, ...]
-    if c.form == "list":  # not inline: no Opaque part is read here
-        content = tuple(q for q in c.parts if not isinstance(q, Opaque))
+    c = _read_content(obj, p, inline=True)
+    content: str | tuple[ResultPart, ...]
+    if c.form == "list":
+        content = c.parts
     else:
         content = c.parts[0].text if c.parts and isinstance(c.parts[0], Text) else ""
     name = opt_str(obj, "name", p)
@@ -418,14 +419,19 @@ def _write_parts(
     entries: object,
     where: str = "",
     at: Sequence[int] = (),
+    result: bool = False,
 ) -> list[Any]:
-    """The content list; ``at``: each part's index in its message, for warnings."""
+    """The content list; ``at``: each part's index in its message, for warnings.
+
+    ``result``: the parts are a tool's output, which takes text alone.
+    """
     items: list[Any] = []
+    target = result_target if result else to_target
     for k, part in enumerate(parts):
         ent = entry(entries, k, len(parts))
         d: dict[str, Any]
         if isinstance(part, Opaque):
-            found = to_target(part, "openai", f"{where}[{at[k] if at else k}]")
+            found = target(part, "openai", f"{where}[{at[k] if at else k}]")
             if found is None:
                 continue
             if not isinstance(found, Text):
@@ -450,6 +456,7 @@ def _put_content(
     empty: str,
     where: str = "",
     at: Sequence[int] = (),
+    result: bool = False,
 ) -> None:
     """Set ``out["content"]`` in the recorded form, if it still fits the parts."""
     recorded = om.get("parts")
@@ -474,7 +481,8 @@ def _put_content(
     elif form == "str":
         out["content"] = parts[0].text if parts and isinstance(parts[0], Text) else ""
     else:
-        out["content"] = insert_opaque(_write_parts(parts, entries, where, at), opaque)
+        items = _write_parts(parts, entries, where, at, result)
+        out["content"] = insert_opaque(items, opaque)
 
 
 def _all_text(parts: Sequence[Part]) -> bool:
@@ -595,7 +603,7 @@ def _write_tool(m: Message, om: Mapping[str, Any], i: int) -> list[dict[str, Any
     if len(results) != 1:
         om = {}  # the recorded shape belongs to a one-result message
     out: list[dict[str, Any]] = []
-    for r in results:
+    for j, r in enumerate(results):
         d: dict[str, Any]
         if om.get("legacy"):
             d = {"role": "function", "name": r.name or ""}
@@ -606,7 +614,8 @@ def _write_tool(m: Message, om: Mapping[str, Any], i: int) -> list[dict[str, Any
         else:
             rom = dict(om)
             rom.setdefault("content_form", "list")
-            _put_content(d, r.content, rom, "list")
+            where = f"messages[{i}].parts[{j}].content"
+            _put_content(d, r.content, rom, "list", where, result=True)
         if r.name is not None:
             d["name"] = r.name
         out.append(put_extras(d, om.get("extra")))

@@ -86,12 +86,13 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import to_target
+from contextwindow.formats._opaque import result_target, to_target
 from contextwindow.messages import (
     Image,
     Message,
     Opaque,
     Part,
+    ResultPart,
     Role,
     Text,
     Thinking,
@@ -304,8 +305,8 @@ def _read_parts(
     """Read a content list; the layout holds part entries and opaque parts.
 
     Parts kept as they are become ``Opaque`` parts where ``inline`` (a
-    message); in a tool's output, whose neutral form holds text and images
-    alone, they go to the layout and are written back in place.
+    message, a tool's output); elsewhere they go to the layout and are
+    written back in place.
     """
     seq = expect_list(content, p)
     parts: list[Text | Image | Opaque] = []
@@ -386,15 +387,13 @@ def _read_output(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], Layo
         raise InvalidMessageError(f"{p}.output", "missing")
     output = obj["output"]
     lay: Layout = {"type": "function_call_output", "n": 1}
-    content: str | tuple[Text | Image, ...]
+    content: str | tuple[ResultPart, ...]
     if isinstance(output, str):
         content = output
     elif isinstance(output, list):
-        parts, extra_lay = _read_parts(
-            cast("Sequence[Any]", output), f"{p}.output", "input_text"
+        content, extra_lay = _read_parts(
+            cast("Sequence[Any]", output), f"{p}.output", "input_text", inline=True
         )
-        # Not inline: no Opaque part is read here.
-        content = tuple(q for q in parts if not isinstance(q, Opaque))
         lay.update(extra_lay)
     else:
         raise InvalidMessageError(
@@ -649,7 +648,8 @@ def _write_item(
         if isinstance(part.content, str):
             out["output"] = part.content
         else:
-            out["output"] = _write_parts(part.content, e, "input_text")
+            at = f"{where}[{first}].content"
+            out["output"] = _write_parts(part.content, e, "input_text", at, result=True)
         return out
     if isinstance(part, Thinking) and kind == "reasoning":
         return _write_reasoning(part, e)
@@ -694,15 +694,20 @@ def _write_parts(
     text_type: str,
     where: str = "",
     first: int = 0,
+    result: bool = False,
 ) -> list[Any]:
-    """The content list; ``first``: the first part's index in ``where``."""
+    """The content list; ``first``: the first part's index in ``where``.
+
+    ``result``: the parts are a tool's output (``result_target``).
+    """
     entries = e.get("parts")
     items: list[Any] = []
+    target = result_target if result else to_target
     for k, part in enumerate(parts):
         ent = entry(entries, k, len(parts))
         d: dict[str, Any]
         if isinstance(part, Opaque):
-            found = to_target(part, "responses", f"{where}[{first + k}]")
+            found = target(part, "responses", f"{where}[{first + k}]")
             if found is None:
                 continue
             if not isinstance(found, Text):

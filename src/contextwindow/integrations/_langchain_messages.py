@@ -54,6 +54,7 @@ from contextwindow.messages import (
     Opaque,
     Part,
     Provider,
+    ResultPart,
     Role,
     Text,
     Thinking,
@@ -337,12 +338,12 @@ def _tool_result(msg: BaseMessage, path: str) -> ToolResult:
     call_id = getattr(msg, "tool_call_id", None)
     if not isinstance(call_id, str):
         raise InvalidMessageError(f"{path}.tool_call_id", "missing")
-    content: str | tuple[Text | Image, ...]
+    content: str | tuple[ResultPart, ...]
     if isinstance(msg.content, str):
         content = msg.content
     else:
         content = tuple(
-            p if isinstance(p, (Text, Image)) else Text(_part_text(p))
+            p if isinstance(p, (Text, Image, Opaque)) else Text(_part_text(p))
             for p in _parts(msg.content, path)
         )
     status = getattr(msg, "status", "success")

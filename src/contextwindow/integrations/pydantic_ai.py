@@ -59,12 +59,14 @@ from contextwindow._lru import LRU
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.fitting import fit
 from contextwindow.formats._coerce import coerce_tools
+from contextwindow.formats._opaque import opaque_text
 from contextwindow.integrations._fitting import Conversations
 from contextwindow.messages import (
     Image,
     Message,
     Part,
     Provider,
+    ResultPart,
     Role,
     Text,
     Thinking,
@@ -377,10 +379,18 @@ def _user_content(parts: Sequence[Part]) -> str | list[Any]:
     return items
 
 
-def _result_content(content: str | tuple[Text | Image, ...]) -> Any:
+def _result_content(content: str | tuple[ResultPart, ...]) -> Any:
     if isinstance(content, str):
         return content
-    return [p.text if isinstance(p, Text) else _image(p) for p in content]
+    # A document or search result is returned as the text a model reads in it.
+    return [
+        p.text
+        if isinstance(p, Text)
+        else _image(p)
+        if isinstance(p, Image)
+        else opaque_text(p)
+        for p in content
+    ]
 
 
 def _write_response(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:

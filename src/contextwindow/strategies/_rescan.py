@@ -913,8 +913,8 @@ def _alike(budget: Budget, stage: str) -> Sequence[Message]:
 
 
 def _size(counter: TokenCounter, result: ToolResult) -> int:
-    """Tokens of a result's content (text and images), as placeholders state them."""
-    return counter.text(result.text) + sum(counter.image(i) for i in result.images)
+    """Tokens of a result's content (all its parts), as placeholders state them."""
+    return counter.part(result) - counter.part(ToolResult(result.call_id))
 
 
 def call_name(messages: Sequence[Message], i: int, call_id: str) -> str | None:

@@ -483,9 +483,12 @@ class TokenCounter:
             if isinstance(part.content, str):
                 return n + self.text(part.content)
             for item in part.content:
-                n += (
-                    self.text(item.text) if isinstance(item, Text) else self.image(item)
-                )
+                if isinstance(item, Text):
+                    n += self.text(item.text)
+                elif isinstance(item, Image):
+                    n += self.image(item)
+                else:  # a document or search result the tool returned
+                    n += opaque_tokens(item, self.text, self.image)
             return n
         if isinstance(part, Image):
             return self.image(part)
