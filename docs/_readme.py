@@ -24,6 +24,7 @@ PAGES = {
     "#managing-a-live-conversation": "manager.md",
     "#multi-agent": "multiagent.md",
     "#persistence": "persistence.md",
+    "#proxy": "proxy.md",
     "#measured": "../measured.md",
     "#development": "../development.md",
 }

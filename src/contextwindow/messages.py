@@ -467,9 +467,9 @@ class Opaque(_OpaqueKept):
 
 
 Part = Text | Image | ToolCall | ToolResult | Thinking | Opaque
+"""Any content part of a message."""
 ResultPart = Text | Image | Opaque
 """What a ``ToolResult``'s content holds when it is not a string."""
-"""Any content part of a message."""
 _PART_TYPES = frozenset((Text, Image, ToolCall, ToolResult, Thinking, Opaque))
 
 

@@ -211,6 +211,19 @@ class TestCommand:
         assert fates.count("added") == 1
         assert fates.count("later") == len(log) - 18
 
+    def test_store_url_takes_conversation_as_fit_does(self, tmp_path: Path) -> None:
+        """URL with --conversation N reports the Nth stored conversation."""
+        db = tmp_path / "chats.db"
+        with SQLiteStore(db) as store:
+            store.append("a", [Message.user("first chat")], expected_version=0)
+            store.append("b", [Message.user("second chat")], expected_version=0)
+        html = report_of(f"sqlite:///{db}", "--conversation", "1", tmp_path=tmp_path)
+        assert "second chat" in html
+        assert "first chat" not in html
+        result = CliRunner().invoke(main, ["report", f"sqlite:///{db}", "-o", "x.html"])
+        assert result.exit_code == 2
+        assert "choose one with --conversation N (0 to 1)" in result.output
+
     def test_bad_strategy(self, tmp_path: Path) -> None:
         """A wrong --strategy is a usage error naming it."""
         result = CliRunner().invoke(

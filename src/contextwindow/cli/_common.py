@@ -187,9 +187,13 @@ def choose_transcript(
     file: str, transcripts: Sequence[Transcript], k: int | None
 ) -> Transcript:
     """The ``--conversation`` asked for, or the only one the file holds."""
-    n = len(transcripts)
+    return transcripts[choose(file, len(transcripts), k)]
+
+
+def choose(file: str, n: int, k: int | None) -> int:
+    """Which of the ``n`` conversations ``file`` holds ``--conversation`` names."""
     if k is None and n == 1:
-        return transcripts[0]
+        return 0
     if k is None:
         raise click.UsageError(
             f"{file} holds {n:,} conversations; choose one with --conversation N "
@@ -205,7 +209,7 @@ def choose_transcript(
         raise click.BadParameter(
             f"{k} is out of range; {file} {holds}", param_hint="--conversation"
         )
-    return transcripts[k]
+    return k
 
 
 def tokenizer_from(spec: str) -> Tokenizer:

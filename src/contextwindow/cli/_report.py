@@ -17,6 +17,7 @@ import click
 
 from contextwindow.cli._common import (
     DEFAULT_MODEL,
+    choose,
     choose_transcript,
     cli_errors,
     conversation_option,
@@ -38,7 +39,7 @@ from contextwindow.fitting import fit
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.models import DEFAULT_MODEL_INFO, get_model, get_tokenizer
 from contextwindow.store.base import StoredView
-from contextwindow.store.urls import is_store_url
+from contextwindow.store.urls import is_store_url, split_url
 from contextwindow.strategies.base import Fitted
 from contextwindow.strategies.names import parse_strategy
 from contextwindow.tokens import TokenCounter
@@ -104,8 +105,11 @@ def report_cmd(
     with cli_errors():
         view: StoredView | None = None
         if is_store_url(file):
-            from contextwindow.cli._stored import stored_view
+            from contextwindow.cli._stored import list_conversations, stored_view
 
+            if split_url(file)[1] is None:  # as fit and inspect: --conversation N
+                ids = [c.id for c in list_conversations(file)]
+                file = f"{file}#{ids[choose(file, len(ids), conversation)]}"
             t, view = stored_view(file)
         else:
             with working(f"reading {file}"):
