@@ -22,20 +22,23 @@ from __future__ import annotations
 import base64
 import functools
 import random
+import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import pytest
 
 from contextwindow import fit
-from contextwindow.errors import BudgetError
+from contextwindow.errors import BudgetError, ContentDroppedWarning
 from contextwindow.fitting import DEFAULT_STRATEGY
+from contextwindow.formats import from_provider, to_provider
 from contextwindow.handles import find_handles, handle_of, originals
 from contextwindow.messages import (
     Image,
     Message,
     Opaque,
+    Part,
     Provider,
     Text,
     ToolCall,
@@ -447,7 +450,8 @@ OPAQUE_EVERY = 4
 
 def with_opaque(conv: list[Message], provider: Provider) -> list[Message]:
     """``conv`` with a text document, in ``provider``'s own shape, in its first
-    user turn (an ``Opaque`` part: counted, kept or dropped whole)."""
+    user turn (an ``Opaque`` part: counted, kept or dropped whole), and a
+    search result in its first tool result (counted, cut with the result)."""
     text = "The fee is 4,200 EUR; the term is 12 months. " * 6
     encoded = base64.b64encode(text.encode()).decode()
     block: dict[str, object]
@@ -464,6 +468,21 @@ def with_opaque(conv: list[Message], provider: Provider) -> list[Message]:
     for k, m in enumerate(out):
         if m.role == "user":
             out[k] = m.with_parts((Opaque.of(provider, block), *m.parts))
+            break
+    # And a search result in the first tool result: Anthropic's own block, which
+    # the other shapes take as its text.
+    hit = {
+        "type": "search_result",
+        "source": "https://kb.example/terms",
+        "title": "Terms",
+        "content": [{"type": "text", "text": text}],
+    }
+    for k, m in enumerate(out):
+        if m.role == "tool":
+            first, *rest = m.parts
+            assert isinstance(first, ToolResult)
+            held = (Text(first.text), Opaque.of("anthropic", hit))
+            out[k] = m.with_parts((replace(first, content=held), *rest))
             break
     return out
 
@@ -740,6 +759,38 @@ def check_handles(run: Run) -> None:
             assert got == whole, "a summary's handle does not recall its sources"
 
 
+def check_written(run: Run) -> None:
+    """What goes out in the provider's shape counts what the report says, or less.
+
+    The output is written as the provider takes it and read back: a writer
+    that sends more than a strategy counted (a cut it cannot make, a block it
+    passes on whole) would overflow the budget silently.
+    """
+    if run.fitted is None:
+        return
+    c = run.case
+    out = run.fitted.messages
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContentDroppedWarning)
+        sent = from_provider(to_provider(out, c.provider), c.provider)
+    # An image's stated size is not in the wire shapes: read back, it is
+    # counted at the provider's default size, as a provider with the file would.
+    assert c.budget.count(sent) <= c.budget.count(unsized(out)), run.describe()
+
+
+def unsized(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with every image's stated width and height forgotten."""
+
+    def part(p: Part) -> Part:
+        if isinstance(p, Image):
+            return Image(p.url, detail=p.detail)
+        if isinstance(p, ToolResult) and not isinstance(p.content, str):
+            return replace(p, content=tuple(map(part, p.content)))  # type: ignore[arg-type]
+        return p
+
+    return [m.with_parts(map(part, m.parts)) for m in messages]
+
+
 ALL_CHECKS = (
     check_fits,
     check_pinned,
@@ -748,6 +799,7 @@ ALL_CHECKS = (
     check_provider,
     check_report,
     check_handles,
+    check_written,
 )
 
 
@@ -776,6 +828,10 @@ class TestFitting:
     def test_output_is_valid_for_the_provider(self, batch: Batch) -> None:
         """Anthropic opens on a user turn; no turn without content, no blank block."""
         each(batch.runs, check_provider)
+
+    def test_what_is_written_is_what_was_counted(self, batch: Batch) -> None:
+        """The request in the provider's shape counts no more than reported."""
+        each(batch.runs, check_written)
 
     def test_input_is_never_mutated(self, batch: Batch) -> None:
         """Every conversation, in the wire form, is as it was before any run."""
