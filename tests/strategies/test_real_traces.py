@@ -21,6 +21,7 @@ import pytest
 
 from contextwindow import fit
 from contextwindow.errors import BudgetError
+from contextwindow.formats import from_provider, to_provider
 from contextwindow.handles import ORIGIN_KEY, content_handle, handle_of, originals
 from contextwindow.messages import Message, Provider, ToolSpec, units
 from contextwindow.recalling import MAX_RECALL_TOKENS, context_recall, render
@@ -247,6 +248,9 @@ def check(t: Trace, fitted: Fitted, limit: int) -> None:
     assert report.tokens_before == t.total
     assert report.tokens_after == t.counter.messages(list(out), tools=t.tools)
     assert report.tokens_after <= limit
+    # What goes out in the provider's shape, read back, counts the same.
+    sent = from_provider(to_provider(out, t.provider), t.provider)
+    assert t.counter.messages(sent, tools=t.tools) == report.tokens_after
     saved = sum(c.saved for c in report.changes)
     assert report.tokens_before - saved == report.tokens_after
     assert report.changes, "the whole transcript cannot fit"
