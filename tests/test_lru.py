@@ -3,16 +3,21 @@ time) and their users."""
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextwindow import Message, TokenCounter
+from contextwindow import Message, TokenCounter, fit
 from contextwindow._lru import LRU, Generations
+from contextwindow.fitting import FITTINGS_KEPT
 from contextwindow.relevance.bm25 import TermCache
 from contextwindow.relevance.embeddings import VectorCache
+from contextwindow.strategies import SlidingWindow
 
 
 class Counting:
@@ -62,6 +67,68 @@ class TestLRU:
 
         with pytest.raises(ContextWindowError, match="at least 1, got 0"):
             LRU(0)
+
+
+class EvictedAfterLookup(OrderedDict[int, int]):
+    """What another thread does between an LRU's lookup and its reordering."""
+
+    def __getitem__(self, key: int) -> int:
+        value = super().__getitem__(key)
+        del self[key]  # evicted meanwhile
+        return value
+
+
+class EvictedAfterStore(OrderedDict[int, int]):
+    """What another thread does between an LRU's store and its reordering."""
+
+    def __setitem__(self, key: int, value: int) -> None:
+        super().__setitem__(key, value)
+        self.clear()  # emptied meanwhile
+
+
+class TestLRUShared:
+    def test_an_entry_evicted_after_its_lookup_is_returned(self) -> None:
+        """A lookup whose entry another thread evicts meanwhile gives the value."""
+        cache: LRU[int, int] = LRU(4)
+        cache._data = EvictedAfterLookup({1: 10})
+        assert cache.get(1) == 10
+        assert cache.get(1) is None
+
+    def test_an_entry_evicted_after_its_store_is_no_error(self) -> None:
+        """A store whose entry another thread evicts meanwhile does not fail."""
+        cache: LRU[int, int] = LRU(1)
+        cache._data = EvictedAfterStore()
+        cache.put(1, 10)
+        assert len(cache) == 0
+
+    def test_threads_sharing_fits_strategy_cache(self) -> None:
+        """fit from many threads, over more strategies than it keeps, never fails."""
+        conv = [Message.user(f"q {i} " + "word " * 5) for i in range(9)]
+        strategies = [SlidingWindow(n) for n in range(2, 2 + 3 * FITTINGS_KEPT)]
+        errors: list[BaseException] = []
+
+        def work(k: int) -> None:
+            try:
+                for r in range(300):
+                    fit(
+                        conv,
+                        limit=10_000,
+                        strategy=strategies[(k * 7 + r) % len(strategies)],
+                    )
+            except BaseException as exc:  # any failure is reported
+                errors.append(exc)
+
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert errors == []
 
 
 class TestUsers:

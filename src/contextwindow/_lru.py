@@ -8,11 +8,20 @@ thousand evictions). ``OrderedDict`` keeps its order in a linked list:
 ``move_to_end`` and ``popitem(last=False)`` touch only the ends. The cache
 of the relevance caches, the memo and the adapters.
 
+Shared between threads (the module-level caches are: ``fit``'s built
+strategies, the opaque payloads' counts), no operation fails because
+another thread changed the cache meanwhile: an entry evicted between a
+lookup and its reordering is still returned, a store whose entry another
+thread already evicted stays stored or not. Only the order is then
+approximate, and a cache is never needed for correctness. The happy path
+takes no lock.
+
 ``Generations``: the same promise made with two plain dictionaries, for the
 token counter's caches, which hold an entry per message: the ``size`` most
 recently used entries are always kept, at most twice as many are held, and
 an entry takes half the memory of an ``OrderedDict``'s (no list node), and a
-hit among the newest costs one lookup, with no reordering.
+hit among the newest costs one lookup, with no reordering. None of its
+operations can fail for a key another thread removed either.
 """
 
 from __future__ import annotations
@@ -84,7 +93,10 @@ class LRU(Generic[K, V]):
             value = data[key]
         except KeyError:
             return default
-        data.move_to_end(key)
+        try:  # noqa: SIM105 -- suppress() would cost a context manager per hit
+            data.move_to_end(key)
+        except KeyError:  # evicted by another thread since: found all the same
+            pass
         return value
 
     def put(self, key: K, value: V) -> None:
@@ -95,9 +107,15 @@ class LRU(Generic[K, V]):
         """
         data = self._data
         data[key] = value
-        data.move_to_end(key)
-        if len(data) > self._max:
-            data.popitem(last=False)
+        try:  # noqa: SIM105 -- suppress() would cost a context manager per store
+            data.move_to_end(key)
+        except KeyError:  # evicted by another thread since: nothing to order
+            pass
+        while len(data) > self._max:
+            try:
+                data.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
 
     def pop(self, key: K) -> None:
         """Forget ``key`` (nothing happens when it is not kept).

@@ -332,7 +332,8 @@ def _fitting(chosen: Strategy) -> Strategy:
 
 
 FITTINGS_KEPT = 16
-"""Strategies whose fitting pipeline ``fit`` keeps built."""
+"""Strategies whose fitting pipeline ``fit`` keeps built (in a cache every
+thread shares: an ``LRU``'s operations never fail for another thread's)."""
 _FITTINGS: LRU[Strategy, Strategy] = LRU(FITTINGS_KEPT)
 
 

@@ -39,6 +39,7 @@ from contextwindow.integrations.openai_agents import (
 )
 from contextwindow.models import get_tokenizer
 from contextwindow.testing import conversations
+from contextwindow.tokens import TokenCounter
 
 TURNS = 200
 _ids = itertools.count()
@@ -236,6 +237,61 @@ def session_urls(tmp_path: Path, request: pytest.FixtureRequest, kind: str) -> s
     if kind == "postgres":
         return str(request.getfixturevalue("postgres_server"))
     return str(request.getfixturevalue("redis_server"))
+
+
+class BillingModel(Model):
+    """Bills 1.2 times what its input really holds, after ``delay`` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.counter = TokenCounter(get_tokenizer("claude-sonnet-4-5"), "responses")
+
+    async def get_response(
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
+        items = (
+            [{"role": "user", "content": input}] if isinstance(input, str) else input
+        )
+        billed = int(self.counter.messages(from_agents(items)) * 1.2)
+        await asyncio.sleep(self.delay)
+        return ModelResponse(
+            output=[text_output("ok")],
+            usage=Usage(
+                requests=1,
+                input_tokens=billed,
+                output_tokens=1,
+                total_tokens=billed + 1,
+            ),
+            response_id=None,
+        )
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+class TestCalibration:
+    def test_concurrent_runs_pair_their_own_usage(self) -> None:
+        """Runs sharing one window each pair their usage with their own request."""
+        window = ContextWindow("claude-sonnet-4-5", limit=200_000)
+        small = Agent(name="small", model=BillingModel(0.01))
+        big = Agent(name="big", model=BillingModel(0.03))  # answers last
+
+        async def main() -> None:
+            for _ in range(3):
+                await asyncio.gather(
+                    Runner.run(small, "hi", run_config=config(window), hooks=window),
+                    Runner.run(
+                        big,
+                        "long document line\n" * 2_000,
+                        run_config=config(window),
+                        hooks=window,
+                    ),
+                )
+
+        asyncio.run(main())
+        ratios = window.calibration.ratios
+        assert len(ratios) == 6
+        assert ratios == pytest.approx([1.2] * 6, rel=0.02)
 
 
 class TestSession:

@@ -39,6 +39,7 @@ from contextwindow.integrations.pydantic_ai import (
 )
 from contextwindow.models import get_tokenizer
 from contextwindow.testing import conversations
+from contextwindow.tokens import Calibration, TokenCounter
 
 TURNS = 200
 
@@ -259,10 +260,20 @@ class TestAgentLoop:
         """A processor is not shown the agent's tools: given them, it counts
         their schemas, and the request sent (messages and tools) fits."""
         received: list[tuple[list[ModelMessage], list[Any]]] = []
+        tok = get_tokenizer("gpt-4o")
 
         def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             received.append((messages, info.function_tools))
-            return ModelResponse(parts=[TextPart("ok " * 30)])
+            specs = [
+                ToolSpec(d.name, d.description or "", d.parameters_json_schema)
+                for d in info.function_tools
+            ]
+            # billed as a provider would: the tools' schemas too (FunctionModel's
+            # own estimate leaves them out, a ratio the calibration refuses)
+            billed = count_messages(from_pydantic_ai(messages), tok, tools=specs)
+            return ModelResponse(
+                parts=[TextPart("ok " * 30)], usage=RequestUsage(input_tokens=billed)
+            )
 
         def lookup(city: str, country: str, year: int) -> str:
             """Look up a city's population in a year, from the census tables."""
@@ -277,13 +288,47 @@ class TestAgentLoop:
             ],
         )
         run_turns(agent, (f"q{i} " * 30 for i in range(15)))
-        tok = get_tokenizer("gpt-4o")
         for messages, defs in received:
             specs = [
                 ToolSpec(d.name, d.description or "", d.parameters_json_schema)
                 for d in defs
             ]
             assert count_messages(from_pydantic_ai(messages), tok, tools=specs) <= 900
+
+
+class TestProcessorCalibration:
+    def test_concurrent_runs_pair_their_own_usage(self) -> None:
+        """Runs sharing one processor each pair their usage with their own request."""
+        counter = TokenCounter(get_tokenizer("claude-sonnet-4-5"), "anthropic")
+        calibration = Calibration()
+        trim = fit_history("claude-sonnet-4-5", limit=200_000, calibration=calibration)
+
+        async def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            ours = counter.messages(from_pydantic_ai(messages))
+            await asyncio.sleep(0.01 if ours < 1_000 else 0.03)  # the long run lags
+            done = any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts)
+            part = TextPart("ok") if done else ToolCallPart("lookup", {"q": "x"}, "c1")
+            billed = int(ours * 1.2)
+            return ModelResponse(
+                parts=[part], usage=RequestUsage(input_tokens=billed, output_tokens=1)
+            )
+
+        agent = Agent(FunctionModel(reply), capabilities=[ProcessHistory(trim)])
+
+        @agent.tool_plain
+        def lookup(q: str) -> str:
+            return "found"
+
+        async def main() -> None:
+            for _ in range(2):
+                await asyncio.gather(
+                    agent.run("hi"), agent.run("long document line\n" * 2_000)
+                )
+
+        asyncio.run(main())
+        # each run's second request carries the answer to its first
+        assert len(calibration.ratios) == 4
+        assert calibration.ratios == pytest.approx([1.2] * 4, rel=0.02)
 
 
 class TestLlamaServer:

@@ -412,6 +412,120 @@ class TestRegister:
         assert [m.name for m in reg] == ["base-1", "short"]
 
 
+class TestRaces:
+    def test_a_registration_during_a_lookup_is_not_lost(self) -> None:
+        """A register() landing while a lookup resolves is seen by the next lookup."""
+        reg = Registry({})
+        resolve = reg._resolve
+        raced: list[str] = []
+
+        def racing(key: str) -> str | None:
+            found = resolve(key)  # the answer before the registration
+            if not raced:
+                raced.append(key)
+                reg.register("late-model", context_window=50_000)
+            return found
+
+        reg._resolve = racing  # type: ignore[method-assign]  # a lookup overtaken
+        reg.resolve("late-model")
+        assert raced == ["late-model"]
+        assert reg.get("late-model", default=False).context_window == 50_000
+
+    def test_an_alias_during_a_lookup_is_not_lost(self) -> None:
+        """An alias() landing while a lookup resolves is seen by the next lookup."""
+        reg = small(info("base-1", 40_000))
+        resolve = reg._resolve
+        raced: list[str] = []
+
+        def racing(key: str) -> str | None:
+            found = resolve(key)
+            if key == "nick" and not raced:
+                raced.append(key)
+                reg.alias("nick", "base-1")
+            return found
+
+        reg._resolve = racing  # type: ignore[method-assign]  # a lookup overtaken
+        reg.resolve("nick")
+        assert raced == ["nick"]
+        assert reg.resolve("nick") == "base-1"
+
+
+class TestModelInfoChecked:
+    @pytest.mark.parametrize(
+        ("field", "value"),
+        [
+            ("name", ""),
+            ("name", 5),
+            ("provider", None),
+            ("context_window", 0),
+            ("context_window", 800.5),
+            ("context_window", math.nan),
+            ("context_window", math.inf),
+            ("context_window", "12"),
+            ("context_window", True),
+            ("max_output_tokens", -100),
+            ("max_output_tokens", 2.0),
+            ("encoding", "p50k_base"),
+            ("encoding", 5),
+            ("exact", "yes"),
+            ("function_calling", 1),
+            ("vision", "no"),
+        ],
+    )
+    def test_bad_field_refused_naming_it(self, field: str, value: object) -> None:
+        """Every field is checked on construction; the error names the field."""
+        good = dataclasses.asdict(info("my-m", 800))
+        with pytest.raises(ContextWindowError, match=rf"^{field}: expected"):
+            ModelInfo(**{**good, field: value})
+
+    def test_replace_is_checked_too(self) -> None:
+        """dataclasses.replace builds a checked ModelInfo as well."""
+        with pytest.raises(ArgumentValueError, match=r"^context_window"):
+            dataclasses.replace(DEFAULT_MODEL_INFO, context_window=-1)
+
+    def test_fit_never_sees_a_bad_model(self) -> None:
+        """A negative output limit cannot reach fit's reserve (it used to overflow)."""
+        from contextwindow import Message, fit
+
+        with pytest.raises(ArgumentValueError, match=r"^max_output_tokens"):
+            fit(
+                [Message.user("word " * 100)],
+                model=ModelInfo("my-m", "custom", 800, -100, "o200k_base", True),
+            )
+
+    def test_a_good_model_still_fits(self) -> None:
+        """A valid hand-made ModelInfo is taken; the fitted request is in its window."""
+        from contextwindow import Message, count_messages, fit
+
+        conv = [Message.system("s")] + [Message.user("word " * 100) for _ in range(20)]
+        model = ModelInfo("my-m", "custom", 800, 100, "o200k_base", True)
+        fitted = fit(conv, model=model)
+        assert count_messages(fitted.messages, "gpt-4o") <= 800 - 100
+
+    def test_the_shipped_table_is_valid(self) -> None:
+        """Every shipped entry passes the checks (some outputs exceed the window)."""
+        assert len(list(Registry())) > 1_000
+
+    def test_approximation_scale_takes_a_model_info(self) -> None:
+        """approximation_scale refuses what is not a ModelInfo, naming it."""
+        with pytest.raises(ContextWindowError, match=r"^info: expected a ModelInfo"):
+            registry_module.approximation_scale(5)
+
+    @pytest.mark.parametrize(
+        ("entries", "named"),
+        [(5, "entries"), ({"a": 1}, r"entries\['a'\]"), ({5: info("x")}, "entries")],
+    )
+    def test_registry_entries_checked(self, entries: Any, named: str) -> None:
+        """Registry(entries) refuses what is not a mapping of names to ModelInfo."""
+        with pytest.raises(ContextWindowError, match=rf"^{named}: expected"):
+            Registry(entries)
+
+    def test_default_is_a_bool(self) -> None:
+        """get_model(default="no") is refused, not read as True."""
+        with pytest.raises(ContextWindowError, match=r"^default: expected True"):
+            get_model("no-such-model-x", default="no")  # type: ignore[arg-type]  # the bad value tested
+
+
 class TestLoading:
     def test_concurrent_first_lookups_load_once(
         self, monkeypatch: pytest.MonkeyPatch

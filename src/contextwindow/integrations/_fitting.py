@@ -13,9 +13,13 @@ Contract:
   ``extra_tokens``) are kept free besides the reply's reserve, scaled by the
   calibration's ratio when the tokenizer is approximate, so what is sent
   plus them fits the window in the provider's tokens.
-- ``observe(usage)`` feeds the provider's reported input tokens to the
-  calibration, paired with the count of the last request prepared
-  (``extra`` included); a report without one is ignored.
+- ``observe(usage, run)`` feeds the provider's reported input tokens to
+  the calibration, paired with the count of the request last prepared for
+  the same ``run`` (``extra`` included), once: concurrent runs sharing one
+  adapter each pair their own request with their own response. A report
+  without a request pending for its run is ignored (a wrong pairing would
+  teach the calibration a ratio thousands of times off). At most ``keep``
+  runs' counts are kept pending, least recently used dropped.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ class Conversations:
         self.strategy: Strategy | str = "default" if strategy is None else strategy
         self.calibration = calibration if calibration is not None else Calibration()
         self._managers: LRU[int, tuple[ContextManager, list[Message]]] = LRU(keep)
-        self._last: int | None = None  # the count awaiting its reported usage
+        self._pending: LRU[object, int] = LRU(keep)
+        """Per run: the count of its request awaiting the reported usage."""
         self.last: Prepared | None = None
         """The last request prepared."""
         self.last_tokens: int | None = None
@@ -115,25 +120,43 @@ class Conversations:
             fed.extend(new)
         return manager
 
-    def prepare(self, messages: Sequence[Message], extra: int = 0) -> Prepared:
-        """The next request of the conversation ``messages`` is (see the module)."""
+    def prepare(
+        self, messages: Sequence[Message], extra: int = 0, run: object = None
+    ) -> Prepared:
+        """The next request of the conversation ``messages`` is (see the module).
+
+        Args:
+            messages: The conversation so far.
+            extra: Tokens sent besides the messages (``extra_tokens``).
+            run: What identifies the run the request is for (hashable): the
+                ``observe`` naming it pairs its usage with this request.
+        """
         manager = self.manager(messages)
         reserve = min(self.window - 1, self.reserve + math.ceil(extra * self.ratio))
         prepared = manager.prepare(reserve=reserve)
-        self._last = self.last_tokens = prepared.tokens + extra
+        self.last_tokens = prepared.tokens + extra
+        self._pending.put(run, self.last_tokens)
         self.last = prepared
         return prepared
 
-    def observe(self, usage: Any) -> None:
-        """Feed a reported usage to the calibration (see the module)."""
-        if self._last is None or usage is None:
+    def observe(self, usage: Any, run: object = None) -> None:
+        """Feed a reported usage to the calibration (see the module).
+
+        Args:
+            usage: The provider's (or the framework's) usage report.
+            run: The run it was reported for, as given to ``prepare``.
+        """
+        if usage is None:
+            return
+        counted = self._pending.get(run)
+        if counted is None:
             return
         try:
             reported = reported_input_tokens(usage)
         except ContextWindowError:
             return  # a framework's report without input tokens teaches nothing
-        self.calibration.observe(self._last, reported)
-        self._last = None
+        self._pending.pop(run)
+        self.calibration.observe(counted, reported)
 
     def _new(self) -> ContextManager:
         return ContextManager(

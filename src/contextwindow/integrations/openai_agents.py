@@ -10,7 +10,10 @@ Contract:
   conversation (compaction is incremental, the prefix sent stays stable).
   The SDK's own history (``result.to_input_list()``, a session) keeps every
   item; only the request is compacted. ``on_llm_end`` feeds each response's
-  ``usage.input_tokens`` to the ``Calibration``.
+  ``usage.input_tokens`` to the ``Calibration``, paired with the request
+  the same run sent (the filter and the hook of one run share its asyncio
+  task's context, so concurrent runs sharing one window never pair one's
+  usage with another's request).
 - ``handoff_filter(limit=..., model=...)`` is a handoff ``input_filter``:
   the receiving agent starts from a budgeted slice of the conversation
   (``contextwindow.handoff``: what is relevant to the task, the task last,
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 
 try:
@@ -96,6 +100,15 @@ def _plain(item: Any) -> Any:
     if callable(dump):
         return dump(exclude_unset=True)
     return item
+
+
+_REQUEST: ContextVar[object] = ContextVar("contextwindow_agents_request")
+"""The request the filter last fitted in this context (one run's task).
+
+The SDK hands the filter no run of its own (``CallModelData.context`` is the
+user's context, often shared or ``None``), but it calls the filter and then
+``on_llm_end`` from the run's task: what the filter sets here, the run's
+hooks see, and no other run does."""
 
 
 def _tool_specs(agent: Any) -> list[ToolSpec]:
@@ -186,7 +199,9 @@ class ContextWindow(RunHooks[Any]):
         model_data = data.model_data
         neutral = from_agents(model_data.input)
         extra = self._fit.extra_tokens(model_data.instructions, _tool_specs(data.agent))
-        prepared = self._fit.prepare(neutral, extra)
+        request = object()  # this request, named to its run's on_llm_end
+        _REQUEST.set(request)
+        prepared = self._fit.prepare(neutral, extra, run=request)
         return ModelInputData(
             input=to_agents(prepared.conversation),
             instructions=model_data.instructions,
@@ -199,7 +214,7 @@ class ContextWindow(RunHooks[Any]):
         response: ModelResponse,
     ) -> None:
         """Feed the reported input tokens to the calibration."""
-        self._fit.observe(response.usage)
+        self._fit.observe(response.usage, run=_REQUEST.get(None))
 
 
 def handoff_filter(

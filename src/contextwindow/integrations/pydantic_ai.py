@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -586,7 +587,7 @@ def _write_kept(
 
 def _given_tools(tools: Sequence[Any]) -> tuple[ToolSpec, ...]:
     """``fit_history``'s tools as specs: pydantic-ai's, or what ``fit`` takes."""
-    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("tools", shown(tools), "a sequence of tools")
     ours: list[Any] = []
     specs: list[ToolSpec] = []
@@ -595,6 +596,7 @@ def _given_tools(tools: Sequence[Any]) -> tuple[ToolSpec, ...]:
         schema = getattr(found, "parameters_json_schema", None)
         if isinstance(schema, Mapping):
             name = found.name
+            schema = cast("Mapping[str, Any]", schema)
             specs.append(ToolSpec(name, found.description or "", dict(schema)))
         else:
             ours.append(t)
@@ -735,7 +737,9 @@ def fit_history(
     ``ContextWindow``'s. pydantic-ai keeps what a history
     processor returns as the run's history, so what is dropped is gone from
     it; the capability keeps the history whole. Reported usage found in the
-    history (each response's ``usage``) feeds ``calibration``.
+    history (the ``usage`` of each response answering a history this
+    processor returned) feeds ``calibration``, paired with that request's
+    count, so runs sharing the processor each teach their own pairs.
 
     A history processor is not shown the agent's tools, so their schemas
     count only when given as ``tools`` (pydantic-ai ``Tool`` objects or
@@ -752,23 +756,61 @@ def fit_history(
     """
     fitter = _Fitter(model, limit, reserve, strategy, provider, tokenizer, calibration)
     specs = _given_tools(tools)
-    sent: dict[int, int] = {}
-    """For each response seen: the count of the request it answered."""
-    last: list[int] = []
+    pending: LRU[int, tuple[pm.ModelMessage, int]] = LRU(_PENDING_RUNS)
+    """By the last message of each history returned: it, and the request's count."""
+    lock = threading.Lock()  # pydantic-ai runs a plain processor in threads
 
     def process(messages: list[pm.ModelMessage]) -> list[pm.ModelMessage]:
-        if last and messages and isinstance(messages[-1], pm.ModelRequest):
-            for msg in reversed(messages):
-                if isinstance(msg, pm.ModelResponse):
-                    if id(msg) not in sent and fitter.calibration is not None:
-                        sent[id(msg)] = last[0]
-                        fitter.calibration.observe(last[0], msg.usage.input_tokens or 0)
-                    break
+        _observe_answer(messages, pending, lock, fitter.calibration)
         out, tokens = fitter.fit(messages, _instructions(None, messages), specs)
-        last[:] = [tokens]
+        if out:
+            with lock:
+                pending.put(id(out[-1]), (out[-1], tokens))
         return out
 
     return process
+
+
+_PENDING_RUNS = 256
+"""Requests a processor remembers awaiting their response: one per run in
+flight (a run that ended before its response leaves one, dropped in turn)."""
+
+
+def _observe_answer(
+    messages: Sequence[pm.ModelMessage],
+    pending: LRU[int, tuple[pm.ModelMessage, int]],
+    lock: threading.Lock,
+    calibration: Calibration,
+) -> None:
+    """Feed ``calibration`` the usage of the response answering a request sent.
+
+    pydantic-ai keeps what a processor returned as the run's history and
+    appends the response to it: the response follows the last message
+    returned, which identifies the request (and so the run) it answers. A
+    global "last request" would pair one run's response with another's
+    request when runs share the processor (ratios thousands of times off).
+    Each request's usage is observed once: its entry goes when it is used.
+    """
+    if len(messages) < 2 or not isinstance(messages[-1], pm.ModelRequest):
+        return
+    at = next(
+        (
+            i
+            for i in range(len(messages) - 1, 0, -1)
+            if isinstance(messages[i], pm.ModelResponse)
+        ),
+        None,
+    )
+    if at is None:
+        return
+    answered = messages[at - 1]
+    with lock:
+        entry = pending.get(id(answered))
+        if entry is None or entry[0] is not answered:
+            return
+        pending.pop(id(answered))
+    response = cast("pm.ModelResponse", messages[at])
+    calibration.observe(entry[1], response.usage.input_tokens or 0)
 
 
 _ = pydantic  # imported above so a missing pydantic fails with the install hint

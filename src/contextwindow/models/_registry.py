@@ -54,10 +54,11 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._args import check_bool, check_int, check_str, shown
 from contextwindow.errors import (
+    ArgumentTypeError,
     ArgumentValueError,
     UnknownModelError,
     UnknownModelWarning,
@@ -72,6 +73,7 @@ from contextwindow.models._names import (
 )
 from contextwindow.tokens.approx import ApproximateTokenizer
 from contextwindow.tokens.base import Tokenizer
+from contextwindow.tokens.bpe import ENCODINGS
 
 __all__ = [
     "APPROXIMATION_SCALES",
@@ -90,11 +92,23 @@ __all__ = [
 class ModelInfo:
     """What contextwindow knows about one model.
 
+    Every field is checked when it is made, as ``register`` checks its
+    arguments: what ``fit`` and ``ContextManager`` take a window and a
+    reserve from is a valid model, whoever built it.
+
+    Raises:
+        ArgumentError: A field of the wrong type or out of range, named (a
+            ``TypeError`` or a ``ValueError`` as well).
+
     Example:
         >>> info = get_model("gpt-4o")
         >>> (info.provider, info.context_window, info.encoding, info.exact)
         ('openai', 128000, 'o200k_base', True)
-    """
+        >>> ModelInfo("my-m", "custom", 800, -100, "o200k_base", False)
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentValueError: max_output_tokens: expected an int >= 1, got -100
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
 
     name: str
     """The canonical name (the registry's key)."""
@@ -113,6 +127,35 @@ class ModelInfo:
     """Whether the model takes tools, when the source says."""
     vision: bool | None = None
     """Whether the model takes images, when the source says."""
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+
+def _check_fields(info: ModelInfo) -> None:
+    """Refuse a ``ModelInfo`` field of the wrong type or out of range.
+
+    The one check of what describes a model: ``ModelInfo`` runs it on every
+    instance, so ``register`` (which builds one) checks its arguments here.
+    An output limit above the window is taken (the shipped table holds
+    some; a reply's reserve is capped at a quarter of the window anyway);
+    ``register`` refuses one for the models users describe.
+    """
+    check_str(info.name, "name", empty=False)
+    check_str(info.provider, "provider", empty=False)
+    check_int(info.context_window, "context_window", low=1)
+    check_int(info.max_output_tokens, "max_output_tokens", low=1, none=True)
+    encoding = info.encoding
+    if encoding is not None and check_str(encoding, "encoding") not in ENCODINGS:
+        known = ", ".join(sorted(ENCODINGS))
+        raise ArgumentValueError(
+            "encoding", shown(encoding), f"a shipped encoding ({known}) or None"
+        )
+    check_bool(info.exact, "exact")
+    for field in ("function_calling", "vision"):
+        value = getattr(info, field)
+        if value is not None and not isinstance(value, bool):
+            raise ArgumentTypeError(field, shown(value), "True, False or None")
 
 
 DEFAULT_MODEL_INFO = ModelInfo(
@@ -179,7 +222,7 @@ class Registry:
     def __init__(self, entries: Mapping[str, ModelInfo] | None = None) -> None:
         self._lock = threading.RLock()
         self._base: dict[str, ModelInfo | Mapping[str, Any]] | None = (
-            None if entries is None else dict(entries)
+            None if entries is None else _checked_entries(entries)
         )
         self._base_lower: dict[str, str] = {}
         if self._base is not None:
@@ -190,6 +233,9 @@ class Registry:
         self._infos: dict[str, ModelInfo] = {}
         self._index: dict[str, list[str]] | None = None
         self._cache: dict[str, str | None] = {}
+        self._generation = 0
+        """Bumped by every change to what names resolve to (``register``,
+        ``alias``): a resolution computed across one is not cached."""
 
     # -- loading --------------------------------------------------------------
 
@@ -254,17 +300,31 @@ class Registry:
             >>> registry.resolve("no-such-model") is None
             True
         """
+        check_str(model, "model", takes="a model name")
         self._table()
         key = model.strip().lower()
-        with self._lock:
-            if key in self._cache:
-                return self._cache[key]
-        found = self._resolve(key)
-        with self._lock:
-            if len(self._cache) >= _CACHE_SIZE:  # bound it: names can be anything
-                self._cache.clear()
-            self._cache[key] = found
-        return found
+        while True:
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+                generation = self._generation
+            # Resolved outside the lock (the fuzzy pass ranks many names); a
+            # register or alias meanwhile makes the answer stale: caching it
+            # would hide the new model until the next change.
+            try:
+                found = self._resolve(key)
+            except KeyError:  # a user entry renamed (re-registered) meanwhile
+                with self._lock:
+                    if self._generation == generation:
+                        raise
+                continue
+            with self._lock:
+                if self._generation != generation:
+                    continue  # resolve again, against what is registered now
+                if len(self._cache) >= _CACHE_SIZE:  # bound it: names can be anything
+                    self._cache.clear()
+                self._cache[key] = found
+            return found
 
     def _resolve(self, key: str) -> str | None:
         if key in self._aliases:
@@ -314,6 +374,7 @@ class Registry:
 
     def _get(self, model: str, *, default: bool, stacklevel: int) -> ModelInfo:
         check_str(model, "model", empty=False, takes="a model name")
+        check_bool(default, "default")
         name = self.resolve(model)
         if name is not None:
             return self._first_party(model, self._info(name))
@@ -379,10 +440,18 @@ class Registry:
             >>> reg.register("gpt-4o-proxy", context_window=64_000).encoding
             'o200k_base'
         """
-        from contextwindow.tokens.bpe import ENCODINGS
-
-        check_str(name, "name", empty=False)
-        check_int(context_window, "context_window", low=1)
+        check_str(name, "name", empty=False)  # before inferring from it
+        check_bool(exact, "exact")  # checked even where it is inferred
+        if encoding is None:
+            encoding, exact = encoding_for(name)
+        info = ModelInfo(  # checks every field
+            name=name,
+            provider=provider,
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
+            encoding=encoding,
+            exact=exact,
+        )
         # A reply never outgrows the window it is written in.
         check_int(
             max_output_tokens,
@@ -390,23 +459,6 @@ class Registry:
             low=1,
             high=context_window,
             none=True,
-        )
-        check_str(provider, "provider", empty=False)
-        check_bool(exact, "exact")
-        if encoding is None:
-            encoding, exact = encoding_for(name)
-        elif check_str(encoding, "encoding") not in ENCODINGS:
-            known = ", ".join(sorted(ENCODINGS))
-            raise ArgumentValueError(
-                "encoding", shown(encoding), f"a shipped encoding ({known}) or None"
-            )
-        info = ModelInfo(
-            name=name,
-            provider=provider,
-            context_window=context_window,
-            max_output_tokens=max_output_tokens,
-            encoding=encoding,
-            exact=exact,
         )
         self._table()
         with self._lock:
@@ -417,8 +469,13 @@ class Registry:
             self._user_lower[name.lower()] = name
             self._aliases.pop(name.lower(), None)
             self._index = None
-            self._cache.clear()
+            self._changed()
         return info
+
+    def _changed(self) -> None:
+        """What names resolve to changed: forget what was resolved (locked)."""
+        self._generation += 1
+        self._cache.clear()
 
     def alias(self, alias: str, target: str) -> None:
         """Make ``alias`` resolve to what ``target`` resolves to now.
@@ -433,12 +490,13 @@ class Registry:
             >>> reg.resolve("big")
             'big-model-2'
         """
+        check_str(alias, "alias", empty=False)
         name = self.resolve(target)
         if name is None:
             raise UnknownModelError(target, self.suggest(target))
         with self._lock:
             self._aliases[alias.strip().lower()] = name
-            self._cache.clear()
+            self._changed()
 
     # -- listing --------------------------------------------------------------
 
@@ -476,6 +534,25 @@ class Registry:
     def __repr__(self) -> str:
         state = "not loaded" if self._base is None else f"{len(self)} models"
         return f"<Registry {state}>"
+
+
+def _checked_entries(
+    entries: object,
+) -> dict[str, ModelInfo | Mapping[str, Any]]:
+    """``Registry``'s ``entries`` as its table, each name and value checked."""
+    if not isinstance(entries, Mapping):
+        raise ArgumentTypeError(
+            "entries", shown(entries), "a mapping of names to ModelInfo, or None"
+        )
+    table: dict[str, ModelInfo | Mapping[str, Any]] = {}
+    for key, info in cast("Mapping[object, object]", entries).items():
+        name: str = check_str(
+            key, "entries", empty=False, takes="model names (str) as keys"
+        )
+        if not isinstance(info, ModelInfo):
+            raise ArgumentTypeError(f"entries[{name!r}]", shown(info), "a ModelInfo")
+        table[name] = info
+    return table
 
 
 registry = Registry()
@@ -562,6 +639,8 @@ def approximation_scale(info: ModelInfo) -> float:
         >>> approximation_scale(get_model("gemini-2.5-pro"))
         1.0
     """
+    if not isinstance(info, ModelInfo):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+        raise ArgumentTypeError("info", shown(info), "a ModelInfo")
     name = info.name.lower()
     for family, scale in APPROXIMATION_SCALES.items():
         if family in name:
