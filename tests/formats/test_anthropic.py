@@ -517,9 +517,9 @@ class TestAnthropicRoundTrips:
         (msg,) = from_anthropic([turn])
         held = (
             Text("see"),
-            Opaque("anthropic", doc),
+            Opaque.of("anthropic", doc),
             Text("and"),
-            Opaque("anthropic", file_image),
+            Opaque.of("anthropic", file_image),
         )
         assert msg.tool_results == (ToolResult("t1", held),)
         assert to_anthropic([msg]).messages == [before]

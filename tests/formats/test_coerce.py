@@ -14,6 +14,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseReasoningIt
 from responses_kinds import PNG, every_kind  # type: ignore[import-not-found]  # tests/formats is on sys.path, not a package
 
 from contextwindow import (
+    ContentDroppedWarning,
     ContextManager,
     InvalidMessageError,
     Message,
@@ -294,7 +295,11 @@ class TestRoundTrip:
         """A manager fed Responses items prepares Responses items."""
         m = ContextManager("gpt-4o", token_limit=10_000)
         m.push_many(every_kind())
-        assert m.prepare().as_input() == every_kind()
+        # Its Chat messages (gpt-4o's shape) cannot hold the screenshot in a
+        # tool message: said, and the Responses items keep it.
+        with pytest.warns(ContentDroppedWarning, match=r"content\[0\]: an image"):
+            prepared = m.prepare()
+        assert prepared.as_input() == every_kind()
 
 
 class TestResponsesKinds:
@@ -326,6 +331,12 @@ class TestResponsesKinds:
         assert problems(from_responses(out), "responses") == ()
         kept = {json.dumps(i) for i in items}
         changed = [i for i in out if json.dumps(i) not in kept]
+        # A screenshot cannot be cut: its exchange may go into a summary.
+        changed = [
+            i
+            for i in changed
+            if not (i["type"] == "message" and i["content"].startswith("[Summary"))
+        ]
         # Only cut outputs (a shell listing) may differ from what came in, and
         # call arguments re-serialised compactly (the same JSON value).
         assert {i["type"] for i in changed} <= {

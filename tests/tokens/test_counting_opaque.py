@@ -289,7 +289,6 @@ class TestByReference:
                 "anthropic",
                 {"type": "document", "source": {"type": "file", "file_id": "f1"}},
             ),
-            ("anthropic", {"type": "container_upload", "file_id": "f1"}),
             ("openai", {"type": "file", "file": {"file_id": "file-abc"}}),
             ("responses", {"type": "input_file", "file_id": "file-abc"}),
             ("responses", {"type": "input_file", "file_url": "https://x/a.pdf"}),
@@ -394,7 +393,7 @@ class TestInsideToolResults:
         body = _fetched({"type": "text", "text": "see"}, SEARCH_HIT)
         msgs = from_anthropic(body)
         (result,) = msgs[2].tool_results
-        assert result.content == (Text("see"), Opaque("anthropic", SEARCH_HIT))
+        assert result.content == (Text("see"), Opaque.of("anthropic", SEARCH_HIT))
         assert to_anthropic(msgs).messages == body
 
     def test_search_result_text_is_what_summaries_read(self) -> None:
@@ -432,7 +431,7 @@ class TestInsideToolResults:
 
     def test_a_named_pdf_is_not_passed_off_as_its_name(self) -> None:
         """A PDF with a filename left out of Chat warns; its name is no content."""
-        items = [
+        items: list[dict[str, Any]] = [
             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
             {
                 "type": "function_call_output",
@@ -453,7 +452,7 @@ class TestInsideToolResults:
 
     def test_responses_input_file_in_an_output_is_counted(self) -> None:
         """A Responses function_call_output holding a PDF counts its pages."""
-        items = [
+        items: list[dict[str, Any]] = [
             {
                 "type": "function_call",
                 "call_id": "c1",
@@ -491,6 +490,16 @@ class TestInsideToolResults:
             [lc.ToolMessage(content=[_text_document()], tool_call_id="t1")]
         )
         (result,) = msg.tool_results
-        assert result.content == (Opaque("anthropic", _text_document()),)
+        assert result.content == (Opaque.of("anthropic", _text_document()),)
         counter = TokenCounter(BPETokenizer("o200k_base"))
         assert counter.part(result) > counter.text(DOC) // 2
+
+
+class TestContainerUpload:
+    def test_counts_its_json_not_a_page(self) -> None:
+        """A container_upload puts a file in the container, not the context."""
+        block = {"type": "container_upload", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}
+        counter = TokenCounter(BPETokenizer("o200k_base"), "anthropic")
+        part = Opaque.of("anthropic", block)
+        assert counter.part(part) == BPETokenizer("o200k_base").count(part.raw)
+        assert counter.part(part) < PDF_PAGE_TOKENS

@@ -108,6 +108,8 @@ _PART_SHAPES: dict[str, frozenset[Provider]] = {
     "mcp_tool_use": _ANTHROPIC,
     "mcp_tool_result": _ANTHROPIC,
     "container_upload": _ANTHROPIC,
+    "tool_search_tool_result": _ANTHROPIC,
+    "tool_reference": _ANTHROPIC,
 }
 _OPENAI_KEYS = ("tool_calls", "tool_call_id", "function_call", "reasoning_content")
 # What a provider's *response* object carries that its request does not take.
@@ -569,21 +571,52 @@ def _plain(item: object, path: str) -> Any:
                 path, f"{type(item).__name__}.model_dump gave no object"
             )
         obj = cast("Mapping[str, Any]", dumped)
-        for key, fix in _WHOLE_RESPONSES:
-            if key in obj and "role" not in obj and "type" not in obj.get(key, {}):
-                raise InvalidMessageError(
-                    path, f"a whole {type(item).__name__}: pass {fix}"
-                )
+        if "role" not in obj and "type" not in obj:
+            # A response holds its messages in a list; an item's ``output``
+            # (an MCP call's, say) is its own text.
+            for key, fix in _WHOLE_RESPONSES:
+                if isinstance(obj.get(key), list):
+                    raise InvalidMessageError(
+                        path, f"a whole {type(item).__name__}: pass {fix}"
+                    )
         if obj.get("role") == "assistant" and "type" not in obj:
-            # A Chat Completions response message: ``annotations`` and ``audio``
-            # are the response's, not the next request's.
-            return {k: v for k, v in obj.items() if k not in ("annotations", "audio")}
+            return _chat_reply(obj)
         return _plain(obj, path)
     raise InvalidMessageError(
         path,
         f"expected a message (a Message, a provider dict or an SDK object), "
         f"got {type(item).__name__}",
     )
+
+
+def _chat_reply(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions response message as the next request takes it.
+
+    ``annotations`` are the response's alone. An audio reply is sent back
+    by its id (a request's ``audio`` takes nothing else): it becomes an
+    ``audio`` content part holding ``{"id": ...}`` and its transcript, which
+    the writer puts in the ``audio`` field as ``{"id": ...}`` and counting
+    reads by the transcript (``formats._opaque``).
+    """
+    out = {k: v for k, v in obj.items() if k not in ("annotations", "audio")}
+    audio = obj.get("audio")
+    if not isinstance(audio, Mapping):
+        return out
+    reply = cast("Mapping[str, Any]", audio)
+    if not isinstance(reply.get("id"), str):
+        return out
+    block: dict[str, Any] = {"type": "audio", "audio": {"id": reply.get("id")}}
+    transcript = reply.get("transcript")
+    if isinstance(transcript, str) and transcript:
+        block["transcript"] = transcript
+    content = out.get("content")
+    parts: list[Any] = []
+    if isinstance(content, str) and content:
+        parts.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        parts.extend(content)
+    out["content"] = [*parts, block]
+    return out
 
 
 _WHOLE_RESPONSES = (

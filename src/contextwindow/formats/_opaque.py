@@ -52,10 +52,12 @@ from contextwindow.errors import ContentDroppedWarning
 from contextwindow.messages import Opaque, Provider, Text
 
 __all__ = [
+    "ENCRYPTED",
     "OpaqueContent",
     "Payload",
     "dropped",
     "kept",
+    "left_out",
     "opaque_text",
     "read_opaque",
     "result_target",
@@ -109,6 +111,9 @@ _NOT_TEXT = frozenset(
     )
 )
 _LINKS = frozenset(("file_id", "url", "file_url"))
+ENCRYPTED = "application/vnd.openai.encrypted"
+"""The media type ``read_opaque`` gives an item's ``encrypted_content`` (a
+Responses ``compaction``): no text a reader can see, counted by estimate."""
 _AUDIO_KEYS = frozenset(("input_audio", "audio"))
 
 
@@ -207,6 +212,8 @@ def _walk(
             parsed = parse_data_uri(item)
             if parsed is not None:
                 payloads.append(Payload(parsed[0] or _OCTETS, parsed[1]))
+            elif key == "encrypted_content":
+                payloads.append(Payload(ENCRYPTED, item))
             elif key in ("file_data", "base64") or (key == "data" and not textual):
                 payloads.append(Payload(_media_type(obj, parent), item))
             elif item:
@@ -254,7 +261,7 @@ def translate(part: Opaque, target: Provider) -> Opaque | Text | None:
     if kind in _TEXTUAL or (kind == "document" and _text_source(block)):
         text = read_opaque(part).text
     elif kind == "audio":  # a Chat audio reply: its transcript, when kept
-        text = _mapping(block.get("audio")).get("transcript")
+        text = block.get("transcript") or _mapping(block.get("audio")).get("transcript")
     # Blank text is no content (Anthropic rejects a blank text block).
     return Text(text) if isinstance(text, str) and text.strip() else None
 
@@ -314,7 +321,8 @@ def result_target(
     As ``to_target``, within what a tool's output takes there: Anthropic's
     ``tool_result`` a ``document`` or ``search_result``, Responses'
     ``function_call_output`` an ``input_file``, Chat's tool message text
-    alone. A block of the target's own shape is written as it came.
+    alone (its writer leaves another shape's images out, ``left_out``). A
+    block of the target's own shape is written as it came.
 
     Example:
         >>> hit = Opaque("anthropic", {"type": "search_result", "source": "kb",
@@ -412,10 +420,24 @@ def dropped(
     The warning points at the first caller outside this package, however
     deep the writer that left the part out.
     """
-    what = f"{part.provider} {part.type or 'opaque'}"
+    left_out(f"{part.provider} {part.type or 'opaque'} block", target, where, place)
+
+
+def left_out(what: str, target: Provider, where: str, place: str = "shape") -> None:
+    """Warn that ``what`` (at ``where``) was left out of ``target``'s ``place``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     left_out("image", "openai", "messages[2].parts[0].content[1]",
+        ...              "tool result")
+        >>> print(seen[0].message)
+        messages[2].parts[0].content[1]: an image has no equivalent in the openai tool result and was left out
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
     article = "an" if what[0] in "aeiou" else "a"
     warnings.warn(
-        f"{where}: {article} {what} block has no equivalent in the {target} "
+        f"{where}: {article} {what} has no equivalent in the {target} "
         f"{place} and was left out",
         ContentDroppedWarning,
         stacklevel=_outside(),

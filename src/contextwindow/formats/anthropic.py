@@ -24,7 +24,11 @@ Contract:
   made (role alternation, first turn): that is ``ensure_valid``'s job.
 - ``tool_use.input`` becomes ``ToolCall.arguments`` as compact JSON text
   (``json.dumps(input, ensure_ascii=False, separators=(",", ":"))``) and is
-  parsed back on writing; it must be a JSON object then.
+  parsed back on writing; it must be a JSON object then, or a JSON string:
+  a freeform tool's input (a Responses ``custom_tool_call``, a Chat
+  ``custom`` call) is written as ``{"input": <the string>}``, since
+  ``tool_use.input`` takes an object alone. Arguments that are not JSON, or
+  another JSON value, are an error.
 - Images: a ``base64`` source becomes a ``data:`` URI (its size read from the
   header), a ``url`` source the URL; other sources are kept as they are.
 - ``thinking`` / ``redacted_thinking`` become ``Thinking`` parts. Writing drops
@@ -111,6 +115,8 @@ _OPAQUE_BLOCKS = frozenset(
         "mcp_tool_use",
         "mcp_tool_result",
         "container_upload",
+        "tool_search_tool_result",
+        "tool_reference",  # in a tool result: a tool the search found
     )
 )
 _ASSISTANT_ONLY = frozenset(("tool_use", "thinking", "redacted_thinking"))
@@ -583,6 +589,8 @@ def _loads(call: ToolCall, where: str) -> dict[str, Any]:
         value = json.loads(call.arguments)
     except ValueError:
         raise InvalidMessageError(f"{where}.arguments", "not valid JSON") from None
+    if isinstance(value, str):  # a freeform (custom) tool's input
+        return {"input": value}
     if not isinstance(value, dict):
         raise InvalidMessageError(
             f"{where}.arguments", f"expected a JSON object, got {type_name(value)}"

@@ -21,6 +21,14 @@ Contract:
   those fields. Another provider's ``Opaque`` part is written as its Chat
   equivalent (a PDF document as a ``file``, a text document as text) or left
   out with a ``ContentDroppedWarning``.
+- A ``tool`` message's content takes text parts alone
+  (``ChatCompletionToolMessageParam``): an image in another shape's tool
+  result (an Anthropic ``tool_result``'s image, say) is left out with a
+  ``ContentDroppedWarning`` naming ``messages[i].parts[j].content[k]``, not
+  moved to a user message of its own (that would put a turn in the
+  exchange the model did not see). A tool message read from Chat with
+  image parts (some compatible servers take them) is written back as it
+  came.
 - ``function.arguments`` must be JSON text (or empty); it is kept byte for byte.
 - Writing: ``Thinking`` parts are written (as ``reasoning_content``) only when
   they were read from it; another provider's reasoning carries signatures that
@@ -69,7 +77,13 @@ from contextwindow.formats._common import (
     provider_meta,
     put_extras,
 )
-from contextwindow.formats._opaque import dropped, result_target, to_target, translate
+from contextwindow.formats._opaque import (
+    dropped,
+    left_out,
+    result_target,
+    to_target,
+    translate,
+)
 from contextwindow.messages import (
     Image,
     Message,
@@ -298,7 +312,9 @@ def _read_assistant(obj: Mapping[str, Any], p: str, index: int) -> Message:
         calls = [ToolCall(f"legacy_{index}", expect_str(fc, "name", fp), args)]
         om["legacy"] = True
     parts.extend(calls)
-    om.update(_content_meta(c, "null" if calls else "str"))
+    # An audio reply has no text: its content is null by default, as with calls.
+    spoken = any(isinstance(q, Opaque) and q.type == "audio" for q in parts)
+    om.update(_content_meta(c, "null" if calls or spoken else "str"))
     if call_entries:
         om["tool_calls"] = call_entries
     known = (
@@ -380,6 +396,9 @@ def _read_result(obj: Mapping[str, Any], p: str, call_id: str) -> Message:
         content = c.parts[0].text if c.parts and isinstance(c.parts[0], Text) else ""
     name = opt_str(obj, "name", p)
     om = _content_meta(c, "list" if c.form == "list" else "str")
+    if any(isinstance(q, Image) for q in c.parts):
+        # A server that took it may take it again: written back as it came.
+        om["images"] = True
     return Message("tool", (ToolResult(call_id, content, name=name),), meta=om)
 
 
@@ -522,7 +541,7 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
         else:
             raise _misplaced(part, m.role, i, j)
     out: dict[str, Any] = {"role": role}
-    empty = "null" if calls else "str"
+    empty = "null" if calls or "audio" in fields else "str"
     _put_content(out, content, om, empty, f"messages[{i}].parts", at)
     out.update(fields)
     if m.name is not None:
@@ -594,6 +613,26 @@ def _write_call(call: ToolCall, ent: Mapping[str, Any]) -> dict[str, Any]:
     return put_extras(out, ent.get("extra"))
 
 
+def _tool_parts(
+    content: Sequence[Text | Image | Opaque], om: Mapping[str, Any], where: str
+) -> list[int]:
+    """The indices of a tool result's parts that a Chat tool message takes.
+
+    Its content takes text parts alone (``ChatCompletionToolMessageParam``):
+    another shape's image is left out with a warning. Images read from a
+    Chat tool message (``meta["openai"]["images"]``) are written back.
+    """
+    if om.get("images"):
+        return list(range(len(content)))
+    out: list[int] = []
+    for k, part in enumerate(content):
+        if isinstance(part, Image):
+            left_out("image", "openai", f"{where}[{k}]", "tool result")
+        else:
+            out.append(k)
+    return out
+
+
 def _write_tool(m: Message, om: Mapping[str, Any], i: int) -> list[dict[str, Any]]:
     results: list[ToolResult] = []
     for j, part in enumerate(m.parts):
@@ -612,10 +651,12 @@ def _write_tool(m: Message, om: Mapping[str, Any], i: int) -> list[dict[str, Any
         if isinstance(r.content, str):
             _put_content(d, [Text(r.content)] if r.content else [], om, "str")
         else:
-            rom = dict(om)
-            rom.setdefault("content_form", "list")
             where = f"messages[{i}].parts[{j}].content"
-            _put_content(d, r.content, rom, "list", where, result=True)
+            at = _tool_parts(r.content, om, where)
+            parts = [r.content[k] for k in at]
+            rom = dict(om)
+            rom.setdefault("content_form", "list" if parts else "str")
+            _put_content(d, parts, rom, "list", where, at, result=True)
         if r.name is not None:
             d["name"] = r.name
         out.append(put_extras(d, om.get("extra")))

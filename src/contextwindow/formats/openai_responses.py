@@ -26,22 +26,37 @@ Contract:
     ``local_shell_call_output``, ``shell_call_output``,
     ``apply_patch_call_output``, ``custom_tool_call_output``,
     ``mcp_approval_response``) ``ToolResult`` parts answering them, so
-    ``units`` keeps each call and its output together;
+    ``units`` keeps each call and its output together. An output is read as
+    what the model reads (a shell output's stdout and stderr, a custom
+    tool's parts, a screenshot's image) and a cut or rewritten one is
+    written in the item's own shape, so that reading it back gives the part
+    that was counted: the text, one shell chunk's ``stdout``. A screenshot
+    or an approval takes no text: ``result_takes_text`` says so, and the
+    strategies leave such a result whole (they drop its exchange instead);
   - items the provider ran itself, which need no answer (``web_search_call``,
     ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``,
     ``mcp_call``, ``mcp_list_tools``, ``tool_search_call``,
+    ``tool_search_output``, ``program``, ``program_output``,
     ``item_reference``), become one ``Text`` part of the assistant message:
-    the item's JSON without ``id``, ``status`` and an image's base64
-    ``result``, which is what is counted.
+    the item's JSON without ``id``, ``status``, an image's base64
+    ``result`` and a program's ``fingerprint``, which is what is counted;
+  - a ``compaction`` item becomes an ``Opaque`` part of the assistant
+    message, its ``encrypted_content`` counted by a stated estimate
+    (``tokens._opaque.ENCRYPTED_BYTES_PER_TOKEN``); another provider's
+    writer leaves it out with a ``ContentDroppedWarning``;
+  - the developer's ``additional_tools`` and ``configuration_update``
+    items become a ``system`` message each, in place, with one ``Text``
+    part (their JSON as above).
 
   Any other item type is an error naming the supported ones.
 - Consecutive ``reasoning``, assistant ``message`` and ``function_call`` items
   form ONE assistant message (``Thinking``, ``Text`` and ``ToolCall`` parts in
   order); consecutive ``function_call_output`` items form one ``tool`` message.
-- A ``reasoning`` item becomes one ``Thinking``: its summary texts joined by a
-  blank line, ``encrypted_content`` as the signature. Writing emits reasoning
-  items only for ``Thinking`` parts read from this shape (they need their
-  ``rs_`` id); another provider's reasoning is dropped.
+- A ``reasoning`` item becomes one ``Thinking``: its summary texts and then
+  its ``reasoning_text`` content joined by a blank line (both counted, and
+  split back on writing), ``encrypted_content`` as the signature. Writing
+  emits reasoning items only for ``Thinking`` parts read from this shape
+  (they need their ``rs_`` id); another provider's reasoning is dropped.
 - ``instructions`` become a leading system message; writing emits it as a
   ``system`` message item. ``is_error`` of a tool result and ``Message.name``
   have no place in this shape and are dropped.
@@ -100,7 +115,7 @@ from contextwindow.messages import (
     ToolResult,
 )
 
-__all__ = ["ITEM_TYPES", "from_responses", "to_responses"]
+__all__ = ["ITEM_TYPES", "from_responses", "result_takes_text", "to_responses"]
 
 # Client-answered calls: kind -> (id key, name or None for the item's "name",
 # arguments key).
@@ -131,9 +146,14 @@ _HOSTED = frozenset(
         "mcp_call",
         "mcp_list_tools",
         "tool_search_call",
+        "tool_search_output",
+        "program",
+        "program_output",
         "item_reference",
     )
 )
+# Items the developer sends (tools, settings from here on): system messages.
+_SETTINGS = frozenset(("additional_tools", "configuration_update"))
 _ITEMS = (
     "message",
     "function_call",
@@ -142,10 +162,20 @@ _ITEMS = (
     *_CALLS,
     *_OUTPUTS,
     *sorted(_HOSTED),
+    *sorted(_SETTINGS),
+    "compaction",
 )
 ITEM_TYPES: frozenset[str] = frozenset(_ITEMS)
 """Every Responses item type ``from_responses`` reads."""
-_UNSHOWN = frozenset(("id", "status", "result"))
+_UNSHOWN = frozenset(("id", "status"))
+# What else an item holds that the model does not read: an image's base64,
+# a program's replay fingerprint.
+_UNSHOWN_OF: dict[str, frozenset[str]] = {
+    "image_generation_call": frozenset(("result",)),
+    "program": frozenset(("fingerprint",)),
+}
+# Outputs whose shape takes no text: a cut of them cannot be written.
+_FIXED = frozenset(("computer_call_output", "mcp_approval_response"))
 _OPAQUE_PARTS = frozenset(("refusal", "input_file", "input_audio"))
 _TEXT_PARTS = frozenset(("input_text", "output_text"))
 _SEP = "\n\n"
@@ -221,6 +251,17 @@ def from_responses(
                 out.append(Message(neutral, new_parts, meta=kept))
                 continue
             group: Role = "assistant"
+        elif kind in _SETTINGS:
+            # The developer's: kept in place as a system message of its own.
+            flush()
+            role = None
+            lay = _kept(obj, kind)
+            kept_part = _read_kept(lay)
+            assert kept_part is not None  # a settings item always reads
+            out.append(
+                Message("system", (kept_part,), meta={"responses": {"items": [lay]}})
+            )
+            continue
         else:
             new_parts, lay, group = _read_item(obj, p, kind)
         if group != role:
@@ -419,13 +460,42 @@ def _read_reasoning(obj: Mapping[str, Any], p: str) -> tuple[tuple[Part, ...], L
                 )
             texts.append(expect_str(item, "text", sp))
         lay["summary"] = [len(t) for t in texts]
+    known = ["type", "summary", "encrypted_content"]
+    shown = _reasoning_texts(obj.get("content"))
+    if shown:  # the reasoning text itself: what the model reads, counted
+        lay["content"] = [len(t) for t in shown]
+        first = cast("list[Mapping[str, Any]]", obj["content"])[0]
+        if next(iter(first)) == "text":  # an SDK object's dump: text first
+            lay["text_first"] = True
+        texts.extend(shown)
+        known.append("content")
     signature = opt_str(obj, "encrypted_content", p)
-    extra = extras(
-        obj, ("type", "summary", "encrypted_content"), ("encrypted_content",)
-    )
+    extra = extras(obj, known, ("encrypted_content",))
     if extra:
         lay["extra"] = extra
     return (Thinking(_SEP.join(texts), signature),), lay
+
+
+def _reasoning_texts(content: object) -> list[str] | None:
+    """The texts of a reasoning item's ``reasoning_text`` parts.
+
+    ``None`` (the content kept as it is, not read) unless ``content`` is a
+    non-empty list of such parts with no other keys.
+    """
+    if not isinstance(content, list) or not content:
+        return None
+    texts: list[str] = []
+    for raw in content:
+        if not isinstance(raw, Mapping):
+            return None
+        part = cast("Mapping[str, Any]", raw)
+        text = part.get("text")
+        if part.keys() != {"type", "text"} or part["type"] != "reasoning_text":
+            return None
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return texts
 
 
 _NATURAL: dict[str, tuple[str, ...]] = {
@@ -442,7 +512,8 @@ def _ordered(obj: Mapping[str, Any], lay: Layout) -> Layout:
     if first is not None:
         keys = list(obj)
         natural = [k for k in first if k in obj] + [k for k in keys if k not in first]
-        if keys != natural:
+        # A reasoning item's content goes where its reader put it.
+        if keys != natural or (first is _NATURAL["reasoning"] and "content" in obj):
             lay["order"] = keys
     return lay
 
@@ -468,6 +539,9 @@ def _read_item(
         return (_read_kept_call(obj, p, kind),), _kept(obj, kind), "assistant"
     if kind in _HOSTED:
         return (Text(_shown(obj)),), _kept(obj, kind), "assistant"
+    if kind == "compaction":
+        expect_str(obj, "encrypted_content", p)
+        return (Opaque.of("responses", dict(obj)),), _kept(obj, kind), "assistant"
     return (*_read_reasoning(obj, p), "assistant")
 
 
@@ -482,7 +556,8 @@ def _compact(value: object) -> str:
 
 def _shown(obj: Mapping[str, Any]) -> str:
     """What a hosted item shows the model: its JSON, less ids and base64 images."""
-    return _compact({k: v for k, v in obj.items() if k not in _UNSHOWN})
+    also = _UNSHOWN_OF.get(str(obj.get("type")), frozenset())
+    return _compact({k: v for k, v in obj.items() if k not in _UNSHOWN | also})
 
 
 def _read_kept_call(obj: Mapping[str, Any], p: str, kind: str) -> ToolCall:
@@ -507,7 +582,7 @@ def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
     id_key, out_key = _OUTPUTS[kind]
     call_id = expect_str(obj, id_key, p)
     value = obj.get(out_key)
-    content: str | tuple[Text | Image, ...]
+    content: str | tuple[ResultPart, ...]
     if isinstance(value, str):
         content = value
     elif isinstance(value, Mapping) and isinstance(
@@ -520,6 +595,15 @@ def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
         reason = obj.get("reason")
         if isinstance(reason, str) and reason:
             content += f": {reason}"
+    elif kind == "shell_call_output" and _shell_text(value) is not None:
+        content = cast("str", _shell_text(value))
+    elif kind == "custom_tool_call_output" and isinstance(value, list):
+        try:
+            content = _read_parts(
+                cast("Sequence[Any]", value), f"{p}.{out_key}", "input_text", True
+            )[0]
+        except InvalidMessageError:  # parts of a kind not read here: their JSON
+            content = _compact(value)
     else:
         try:
             content = "" if value is None else _compact(value)
@@ -540,8 +624,10 @@ def _read_kept(e: Mapping[str, Any]) -> Part | None:
             return _read_kept_call(obj, "item", kind)
         if kind in _OUTPUTS:
             return _read_kept_output(obj, "item", kind)
-        if kind in _HOSTED:
+        if kind in _HOSTED or kind in _SETTINGS:
             return Text(_shown(obj))
+        if kind == "compaction":
+            return Opaque.of("responses", dict(obj))
     except InvalidMessageError:
         return None
     return None
@@ -572,11 +658,7 @@ def _fits(layout: object, parts: Sequence[Part]) -> bool:
             ok = (
                 n == 1
                 and _read_kept(e) is not None
-                and (
-                    isinstance(chunk[0], ToolCall)
-                    if kind in _CALLS
-                    else isinstance(chunk[0], ToolResult if kind in _OUTPUTS else Text)
-                )
+                and isinstance(chunk[0], _KEPT_PART.get(str(kind), Text))
             )
         else:
             want = {
@@ -591,6 +673,14 @@ def _fits(layout: object, parts: Sequence[Part]) -> bool:
     return k == len(parts)
 
 
+_KEPT_PART: dict[str, type[Part]] = {
+    **dict.fromkeys(_CALLS, ToolCall),
+    **dict.fromkeys(_OUTPUTS, ToolResult),
+    "compaction": Opaque,
+}
+"""The part each item kept as it was read gives (``Text`` for the others)."""
+
+
 def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[Layout]:
     # Items kept as they were read go back as such where their part is still
     # there (a repair removed another call of the message, say).
@@ -603,6 +693,12 @@ def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[La
     layout: list[Layout] = []
     for j, part in enumerate(m.parts):
         found = kept.get(part) if kept else None
+        if found is None and (
+            isinstance(part, Opaque)
+            and part.provider == "responses"
+            and part.type == "compaction"
+        ):
+            found = _kept(part.block, "compaction")  # an item, wherever it is
         if found is not None:
             layout.append(found)
         elif isinstance(part, (Text, Image, Opaque)) and m.role != "tool":
@@ -663,14 +759,7 @@ def _write_kept(e: Mapping[str, Any], part: Part) -> dict[str, Any]:
     if part == _read_kept(e):
         return item
     if isinstance(part, ToolResult) and kind in _OUTPUTS:
-        out_key = _OUTPUTS[kind][1]
-        # A cut or cleared output: text where the shape takes text; a
-        # screenshot or an approval cannot be cut and is sent as it was.
-        if isinstance(item.get(out_key), str) or (
-            kind == "custom_tool_call_output" and out_key in item
-        ):
-            item[out_key] = part.text
-        return item
+        return _write_output(item, kind, part)
     if isinstance(part, ToolCall) and kind in _CALLS:
         id_key, fixed, args_key = _CALLS[kind]
         item[id_key] = part.id
@@ -680,12 +769,122 @@ def _write_kept(e: Mapping[str, Any], part: Part) -> dict[str, Any]:
             part.arguments if kind == "mcp_approval_request" else part.input
         )
         return item
+    if isinstance(part, Opaque):  # a compaction: nothing in it to edit
+        return item
     text = part.text if isinstance(part, Text) else ""
+    if kind in _SETTINGS:
+        content = [{"type": "input_text", "text": text}]
+        return {"type": "message", "role": "developer", "content": content}
     return {
         "type": "message",
         "role": "assistant",
         "content": [{"type": "output_text", "text": text}],
     }
+
+
+def _write_output(item: dict[str, Any], kind: str, part: ToolResult) -> dict[str, Any]:
+    """A client's output item holding ``part``, a cut or rewritten result.
+
+    Written in the item's own shape so that reading it back gives ``part``
+    again (what was counted is what is sent): the text where the output is
+    text, a shell output's text as one chunk's ``stdout`` (the last chunk's
+    outcome kept), a custom tool's parts as parts. A screenshot or an
+    approval takes no text (``result_takes_text`` keeps strategies from
+    cutting them): only an image in place of the screenshot, or the
+    approval's own verdict with another reason, can be written; anything
+    else leaves the item as it was.
+    """
+    out_key = _OUTPUTS[kind][1]
+    value = item.get(out_key)
+    content = part.content
+    if kind == "computer_call_output":
+        images = part.images
+        if images and isinstance(value, Mapping):
+            shot = {k: v for k, v in value.items() if k != "file_id"}
+            item[out_key] = {**shot, "image_url": images[0].url}
+        return item
+    if kind == "mcp_approval_response":
+        verdict = "approved" if value else "denied"
+        text = part.text
+        if text == verdict:
+            item.pop("reason", None)
+        elif text.startswith(f"{verdict}: "):
+            item["reason"] = text[len(verdict) + 2 :]
+        return item
+    if kind == "shell_call_output" and isinstance(value, list):
+        chunks: list[Any] = value
+        last = chunks[-1] if chunks and isinstance(chunks[-1], Mapping) else {}
+        outcome = cast("Mapping[str, Any]", last).get("outcome")
+        if outcome is None:
+            outcome = {"type": "exit", "exit_code": 0}
+        chunk = {"stdout": part.text, "stderr": "", "outcome": outcome}
+        item[out_key] = [chunk]
+        return item
+    if kind == "custom_tool_call_output" and not isinstance(content, str):
+        e: Layout = {}
+        item[out_key] = _write_parts(content, e, "input_text", "", 0, result=True)
+        return item
+    item[out_key] = part.text
+    return item
+
+
+def _shell_text(value: object) -> str | None:
+    """A shell output's text: its chunks' stdout and stderr, in order.
+
+    ``None`` when ``value`` is not a list of such chunks (then its JSON is
+    read). Pieces are joined by a newline where one does not end in one.
+    """
+    if not isinstance(value, list):
+        return None
+    out = ""
+    for chunk in value:
+        if not isinstance(chunk, Mapping):
+            return None
+        c = cast("Mapping[str, Any]", chunk)
+        for key in ("stdout", "stderr"):
+            piece = c.get(key)
+            if not isinstance(piece, str):
+                return None
+            if piece:
+                if out and not out.endswith("\n"):
+                    out += "\n"
+                out += piece
+    return out
+
+
+def result_takes_text(message: Message, result: ToolResult) -> bool:
+    """Whether ``result``, rewritten as text, can be written where it was read.
+
+    A Responses screenshot (``computer_call_output``) or an MCP approval
+    takes no text: a strategy that cut one would count a cut the writer
+    cannot make. Every other result, and every result of another shape,
+    takes text.
+
+    Example:
+        >>> shot = {"type": "computer_call_output", "call_id": "c1", "output":
+        ...         {"type": "computer_screenshot", "image_url": "https://x/1.png"}}
+        >>> (msg,) = from_responses([shot])
+        >>> result_takes_text(msg, msg.parts[0])
+        False
+        >>> result_takes_text(Message.tool("c1", "ok"), ToolResult("c1", "ok"))
+        True
+    """
+    rm = message.meta.get("responses")
+    if not rm or not isinstance(rm, Mapping):
+        return True
+    items = cast("Mapping[str, Any]", rm).get("items")
+    if not isinstance(items, list):
+        return True
+    for e in items:
+        if not isinstance(e, Mapping):
+            continue
+        kind = cast("Mapping[str, Any]", e).get("type")
+        item = cast("Mapping[str, Any]", e).get("item")
+        if kind in _FIXED and isinstance(item, Mapping):
+            id_key = _OUTPUTS[cast("str", kind)][0]
+            if cast("Mapping[str, Any]", item).get(id_key) == result.call_id:
+                return False
+    return True
 
 
 def _write_parts(
@@ -749,14 +948,28 @@ def _write_message(
 def _write_reasoning(part: Thinking, e: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "reasoning"}
     lens = e.get("summary")
+    shown = e.get("content")  # the reasoning text's parts, after the summary
     text = part.text
-    if isinstance(lens, list) and _splits(cast("Sequence[Any]", lens), text):
+    both = [
+        *(lens if isinstance(lens, list) else []),
+        *(shown if isinstance(shown, list) else []),
+    ]
+    if (lens is not None or shown is not None) and _splits(both, text):
         texts: list[str] = []
         start = 0
-        for n in cast("list[int]", lens):
+        for n in cast("list[int]", both):
             texts.append(text[start : start + n])
             start += n + len(_SEP)
-        out["summary"] = [{"type": "summary_text", "text": t} for t in texts]
+        k = len(lens) if isinstance(lens, list) else 0
+        if lens is not None:
+            out["summary"] = [{"type": "summary_text", "text": t} for t in texts[:k]]
+        if isinstance(shown, list):
+            out["content"] = [
+                {"text": t, "type": "reasoning_text"}
+                if e.get("text_first")
+                else {"type": "reasoning_text", "text": t}
+                for t in texts[k:]
+            ]
     elif text or lens is not None:
         out["summary"] = [{"type": "summary_text", "text": text}] if text else []
     if part.signature is not None:

@@ -50,6 +50,7 @@ from itertools import accumulate, compress, count, islice
 from typing import NamedTuple, Protocol, cast
 
 from contextwindow._prefix import common_prefix
+from contextwindow.formats.openai_responses import result_takes_text
 from contextwindow.handles import handle_of, original_sizes, with_origin
 from contextwindow.messages import Message, Part, ToolResult, same_units
 from contextwindow.strategies.base import (
@@ -819,7 +820,11 @@ def _scan(
                     stop = min(stop, i)
                 name = None
                 text = None
-                if not (pinned or fits or is_marker(part)):
+                # A result whose shape takes no text (a Responses
+                # screenshot) cannot be written cut: it stays as it is.
+                if not (
+                    pinned or fits or is_marker(part) or not result_takes_text(m, part)
+                ):
                     named = part
                     if part.name is None:
                         name = call_name(messages, i, part.call_id)

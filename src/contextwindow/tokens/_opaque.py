@@ -8,8 +8,11 @@ rules for these, so each estimate leans high: a budget that holds them is
 an honest one (``fit`` never claims a fit it has not got). Content sent by
 reference (a file id, a URL) has no payload here: a document or file so
 sent counts ``REFERENCE_TOKENS`` more than its text, an image so sent the
-image cost of an image of unknown size. Reading a payload is bounded work
-whatever it holds (``contextwindow._pdf``), and no cache here holds one.
+image cost of an image of unknown size; an Anthropic ``container_upload``,
+which puts a file in the code-execution container and none in the context,
+counts its JSON text. Encrypted content (a Responses ``compaction``) counts
+by its size (``ENCRYPTED_BYTES_PER_TOKEN``). Reading a payload is bounded
+work whatever it holds (``contextwindow._pdf``), and no cache here holds one.
 
 Example:
     >>> from contextwindow.messages import Opaque
@@ -29,11 +32,12 @@ from collections.abc import Callable
 from contextwindow._images import decode_base64
 from contextwindow._lru import LRU
 from contextwindow._pdf import PDF_BYTES_PER_PAGE, pdf_pages
-from contextwindow.formats._opaque import read_opaque
+from contextwindow.formats._opaque import ENCRYPTED, read_opaque
 from contextwindow.messages import Image, Opaque
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
+    "ENCRYPTED_BYTES_PER_TOKEN",
     "PDF_BYTES_PER_PAGE",
     "PDF_PAGE_TOKENS",
     "REFERENCE_TOKENS",
@@ -70,7 +74,18 @@ BYTES_PER_TOKEN = 2
 extracts: about 4 bytes of text per token, and a zipped office file holds
 about twice its size in text."""
 
-_BY_REFERENCE = frozenset(("document", "file", "input_file", "container_upload"))
+ENCRYPTED_BYTES_PER_TOKEN = 3
+"""Encrypted content a provider decrypts into the model's context (a
+Responses ``compaction`` item's ``encrypted_content``, the compacted
+conversation): OpenAI does not say what it holds. Read as text encrypted,
+about 4 bytes a token, and the cipher's overhead on top; 3 bytes a token
+leans high."""
+
+_BY_REFERENCE = frozenset(("document", "file", "input_file"))
+# Blocks that put nothing in the model's context but themselves: an
+# Anthropic ``container_upload`` only places a file in the code-execution
+# container (the model reads it through a tool, whose result is counted).
+_AS_JSON = frozenset(("container_upload",))
 _IMAGES = frozenset(("image", "input_image"))
 _UNKNOWN_IMAGE = Image("file:")  # an image whose size is unknown
 
@@ -92,6 +107,8 @@ def opaque_tokens(
         >>> opaque_tokens(by_id, lambda s: len(s.split()), lambda img: 1600)
         3000
     """
+    if part.type in _AS_JSON:
+        return text(part.raw)
     found = read_opaque(part)
     n = text(found.text) if found.text else 0
     for payload in found.payloads:
@@ -134,6 +151,8 @@ def payload_tokens(media_type: str, data: str) -> int:
 
 def _estimate(media_type: str, data: str) -> int:
     size = len(data) * 3 // 4 - data.count("=", len(data) - 2)  # padding
+    if media_type == ENCRYPTED:
+        return math.ceil(size / ENCRYPTED_BYTES_PER_TOKEN)
     if media_type == "application/pdf":
         return PDF_PAGE_TOKENS * pdf_pages(decode_base64(data))
     if media_type.startswith("audio/"):
