@@ -558,3 +558,55 @@ class TestAnthropicRoundTrips:
         assert turn["content"] == [
             {"type": "tool_use", "id": "c", "name": "f", "input": {}}
         ]
+
+
+class TestCallIds:
+    """Anthropic takes unique ``tool_use`` ids of ``[A-Za-z0-9_-]`` alone."""
+
+    @staticmethod
+    def _ids(messages: list[Message]) -> list[tuple[str, str]]:
+        return [
+            (b["type"], b.get("id") or b["tool_use_id"])
+            for t in to_anthropic(messages).messages
+            if isinstance(t["content"], list)
+            for b in t["content"]
+            if b["type"] in ("tool_use", "tool_result")
+        ]
+
+    def test_reused_and_foreign_ids_are_renamed_with_their_results(self) -> None:
+        """A reused id gets a suffix; a dotted one underscores; results follow."""
+        msgs = [Message.user("go")]
+        for cid in ("functions.read_file:0", "call_0", "call_0"):
+            msgs += [
+                Message.assistant(tool_calls=[ToolCall(cid, "read_file", "{}")]),
+                Message.tool(cid, "ok"),
+            ]
+        assert self._ids(msgs) == [
+            ("tool_use", "functions_read_file_0"),
+            ("tool_result", "functions_read_file_0"),
+            ("tool_use", "call_0"),
+            ("tool_result", "call_0"),
+            ("tool_use", "call_0_2"),
+            ("tool_result", "call_0_2"),
+        ]
+
+    def test_a_new_name_never_takes_an_id_in_use(self) -> None:
+        """``a.b`` becomes ``a_b_2`` when the conversation also calls ``a_b``."""
+        msgs = [
+            Message.user("go"),
+            Message.assistant(
+                tool_calls=[ToolCall("a.b", "f", "{}"), ToolCall("a_b", "f", "{}")]
+            ),
+            Message.tool("a.b", "1"),
+            Message.tool("a_b", "2"),
+        ]
+        assert [i for _, i in self._ids(msgs)] == ["a_b_2", "a_b", "a_b_2", "a_b"]
+
+    def test_valid_unique_ids_are_kept(self) -> None:
+        """The common case writes the ids as they are."""
+        msgs = [
+            Message.user("go"),
+            Message.assistant(tool_calls=[ToolCall("toolu_01A", "f", "{}")]),
+            Message.tool("toolu_01A", "1"),
+        ]
+        assert [i for _, i in self._ids(msgs)] == ["toolu_01A", "toolu_01A"]

@@ -59,6 +59,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
@@ -310,7 +311,54 @@ def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicReques
         sys_out = system[0]["text"]
     elif system_count and not system:
         sys_out = []
+    _name_calls(turns)
     return AnthropicRequest(sys_out, turns)
+
+
+_CALL_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _name_calls(turns: list[dict[str, Any]]) -> None:
+    """Give ``tool_use`` blocks ids Anthropic takes, and their results the same.
+
+    Anthropic refuses a ``tool_use`` id used twice in a request, or holding
+    characters outside ``[A-Za-z0-9_-]``; other providers' ids can be both
+    (``call_0`` reused by a backend, ``functions.read_file:0``). Such an id
+    becomes its characters with the others as ``_``, suffixed ``_2``, ``_3``
+    until unused; each ``tool_result`` names what the latest call with its
+    id became. Ids already valid and unique are written as they are.
+    """
+    calls = [
+        b
+        for t in turns
+        if isinstance(t["content"], list)
+        for b in t["content"]
+        if b.get("type") == "tool_use"
+    ]
+    ids = [b["id"] for b in calls]
+    if len(set(ids)) == len(ids) and all(map(_CALL_ID.fullmatch, ids)):
+        return
+    taken = set(ids)
+    used: set[str] = set()
+    latest: dict[str, str] = {}
+    for t in turns:
+        if not isinstance(t["content"], list):
+            continue
+        for b in t["content"]:
+            kind = b.get("type")
+            if kind == "tool_use":
+                given = b["id"]
+                name = given
+                if name in used or not _CALL_ID.fullmatch(name):
+                    base = re.sub(r"[^A-Za-z0-9_-]", "_", given) or "call"
+                    name, k = base, 2
+                    while name in used or (name != given and name in taken):
+                        name, k = f"{base}_{k}", k + 1
+                    b["id"] = name
+                used.add(name)
+                latest[given] = name
+            elif kind == "tool_result":
+                b["tool_use_id"] = latest.get(b["tool_use_id"], b["tool_use_id"])
 
 
 # -- reading ---------------------------------------------------------------------
