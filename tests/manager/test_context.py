@@ -167,6 +167,14 @@ class TestTools:
         assert [x.role for x in m.messages] == ["system", "user", "user"]
         assert len(m.history) == 19
 
+    def test_transform_messages_refuses_a_non_callable(self) -> None:
+        """transform_messages(5) names ``transform``, and leaves the view alone."""
+        m = loaded()
+        before = m.messages
+        with pytest.raises(ArgumentError, match=r"^transform: "):
+            in_handler(m, lambda ctx: ctx.transform_messages(5))  # type: ignore[arg-type]  # on purpose
+        assert m.messages == before
+
     def test_compress_tool_results(self) -> None:
         m = loaded()
         (n,) = in_handler(

@@ -10,6 +10,7 @@ import pytest
 from contextwindow import (
     ArgumentTypeError,
     ArgumentValueError,
+    AsyncContextManager,
     BudgetError,
     ContextManager,
     ContextWindowError,
@@ -479,6 +480,43 @@ class TestArguments:
         """A handler that cannot be called is an argument error naming it."""
         with pytest.raises(ArgumentTypeError, match=r"^handler: "):
             manager().on_threshold(50)("not a function")  # type: ignore[type-var]  # on purpose
+
+    @pytest.mark.parametrize("value", ["false", 0, 1, None])
+    def test_offer_recall_is_a_bool(self, value: Any) -> None:
+        """offer_recall='false' is refused, not taken as true."""
+        with pytest.raises(ArgumentTypeError, match=r"^offer_recall: "):
+            manager(offer_recall=value)
+
+    @pytest.mark.parametrize("cls", [ContextManager, AsyncContextManager])
+    def test_an_unknown_keyword_names_the_class(self, cls: type[Any]) -> None:
+        """limit= is the library's error naming the class, with what was meant."""
+        with pytest.raises(
+            ArgumentTypeError,
+            match=rf"^limit: expected a keyword argument {cls.__name__}\(\) takes, "
+            r"got limit=1000 \(did you mean token_limit\?\)$",
+        ):
+            cls(limit=1000)
+
+    def test_an_unknown_keyword_shows_no_secret(self) -> None:
+        """A key passed where none is taken is not shown in the error."""
+        with pytest.raises(ArgumentTypeError, match="api_key") as caught:
+            ContextManager("gpt-4o", api_key="sk-proj-0123456789abcdef")  # type: ignore[call-arg]  # on purpose
+        assert "01234567" not in str(caught.value)
+
+    @pytest.mark.parametrize("cls", [ContextManager, AsyncContextManager])
+    def test_a_second_positional_argument_names_the_class(self, cls: type[Any]) -> None:
+        """("gpt-4o", 1000) says only the model goes by position."""
+        with pytest.raises(
+            ArgumentTypeError,
+            match=rf"^{cls.__name__}\(\) arguments: expected at most 1 by position "
+            r"\(model\).*\(e\.g\. token_limit=1000\)$",
+        ):
+            cls("gpt-4o", 1000)
+
+    def test_the_model_twice(self) -> None:
+        """The model by position and by keyword is an error naming ``model``."""
+        with pytest.raises(ArgumentTypeError, match=r"^model: expected one value"):
+            ContextManager("gpt-4o", model="gpt-4o")  # type: ignore[misc]  # on purpose
 
     def test_prepare_checks_query_when_nothing_is_cut(self) -> None:
         """prepare(query=5) is refused even when the view fits, as fit refuses it."""

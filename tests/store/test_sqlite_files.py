@@ -9,10 +9,11 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from contextwindow import Message, StoreError
+from contextwindow import ConflictError, Message, StoreError
 from contextwindow.errors import ArgumentValueError
 from contextwindow.store import SQLiteStore, open_store
 
@@ -166,3 +167,71 @@ class TestDamage:
                 assert [m.id for m in store.load("c1").messages] == ["u1", "a1"]
         finally:
             creator.join()
+
+
+class Interrupting:
+    """A connection that Ctrl-C interrupts once, inside a failed write.
+
+    ``at="check"``: as the failure's handler asks whether a transaction is
+    open; ``at="rollback"``: as its ROLLBACK starts.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, at: str) -> None:
+        self.conn = conn
+        self.at: str | None = at
+
+    def __getattr__(self, name: str) -> object:
+        if name == "in_transaction" and self.at == "check" and self.conn.in_transaction:
+            self.at = None
+            raise KeyboardInterrupt
+        return getattr(self.conn, name)
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "ROLLBACK" and self.at == "rollback":
+            self.at = None
+            raise KeyboardInterrupt
+        return self.conn.execute(sql, *args)
+
+
+class TestInterruptedWrites:
+    def stale_append(self, store: SQLiteStore) -> None:
+        """An append whose version check fails inside its transaction.
+
+        Its ``ConflictError`` is what comes out where the interrupt found
+        nothing to interrupt.
+        """
+        with pytest.raises((KeyboardInterrupt, ConflictError)):
+            store.append("c1", [Message.user("late", id="x")], expected_version=0)
+
+    def test_the_lock_goes_with_the_failed_call(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An interrupt as the error is handled still leaves no lock behind."""
+        path = tmp_path / "chats.db"
+        written(path)
+        store = SQLiteStore(path)
+        try:
+            conn = store._conn
+            monkeypatch.setattr(store, "_conn", Interrupting(conn, "check"))
+            self.stale_append(store)
+            assert not conn.in_transaction
+            with SQLiteStore(path, timeout=0.2) as other:  # another process's
+                other.append("c1", [Message.user("more", id="u2")], expected_version=2)
+            assert store.version("c1") == 3
+        finally:
+            store.close()
+
+    def test_the_next_call_ends_an_abandoned_transaction(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A transaction an interrupted ROLLBACK left open goes at the next call."""
+        path = tmp_path / "chats.db"
+        written(path)
+        store = SQLiteStore(path)
+        try:
+            monkeypatch.setattr(store, "_conn", Interrupting(store._conn, "rollback"))
+            self.stale_append(store)
+            store.append("c1", [Message.user("more", id="u2")], expected_version=2)
+            assert [m.id for m in store.load("c1").messages] == ["u1", "a1", "u2"]
+        finally:
+            store.close()

@@ -138,7 +138,8 @@ _ARGS = """
             limit, reserve or cap out of range, an unknown provider, a
             threshold outside (0, 100], a strategy that is not callable nor a
             spec, a tokenizer that is not one), naming it; an unknown keyword
-            is Python's ``TypeError``.
+            (with the names close to it) or a second positional argument is
+            an ``ArgumentTypeError`` naming the class.
         ContextWindowError: Neither ``model`` nor ``token_limit``, or a
             ``conversation_id`` without a store.
         StoreError: The store cannot be opened or read.
@@ -167,6 +168,7 @@ class ContextManager(Core):
     # ``__init__`` is ``State.__init__``: one signature, for help() and IDEs.
     def _setup(self) -> None:
         self._lock = threading.RLock()
+        self._held = self._lock  # the methods the classes share hold it too
 
     def push(self, message: Message | Any) -> None:
         """Append one message to the history and the view.
@@ -174,7 +176,11 @@ class ContextManager(Core):
         ``message`` is a ``Message`` or one message as the user holds it (an
         OpenAI, Anthropic or Responses dict, or an SDK object); a provider
         message that reads as several (an Anthropic user turn with tool
-        results and text) appends them all.
+        results and text) appends them all. A Responses item continuing the
+        last message's group (a call after its reasoning, an output after
+        another) joins that message, as ``from_responses`` reads the items
+        in one list: pushed one at a time or together, they make one
+        conversation (the store's log keeps each push as it came).
 
         Raises:
             InvalidMessageError: ``message`` is no message, or is malformed.

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from contextwindow._args import check_int
+from contextwindow._args import check_callable, check_int
 from contextwindow.manager._core import Core
 from contextwindow.manager._types import Compaction
 from contextwindow.messages import Message, units
@@ -188,6 +188,9 @@ class _Context:
     ) -> None:
         """Replace the view with ``transform(copy_of_view)``.
 
+        Raises:
+            ArgumentTypeError: ``transform`` is not callable.
+
         Example:
             >>> from contextwindow.testing import call_handler
             >>> def no_tools(ctx):  # calls left without results are repaired away
@@ -196,6 +199,7 @@ class _Context:
             >>> call_handler(no_tools)
             ['system', 'user', 'user']
         """
+        check_callable(transform, "transform", "a callable taking a list of messages")
         self.replace_messages(transform(self.messages))
 
     def compress_tool_results(
@@ -399,7 +403,7 @@ class AsyncThresholdContext(_Context):
         m = self._m
         view = list(m.messages)
         fitted = await asyncio.to_thread(strategy, view, m._budget(0))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
-        return self._summarized(m._keep(fitted, "handler", reason, len(view)))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
+        return self._summarized(m._keep(fitted, "handler", reason, view))  # pyright: ignore[reportPrivateUsage]  # the manager's own helper
 
 
 def _units_covering(view: Sequence[Message], count: int) -> int:

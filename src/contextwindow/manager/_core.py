@@ -138,17 +138,23 @@ class Core(State):
     # -- changing the view -----------------------------------------------------------
 
     def _install(
-        self, fitted: Fitted, trigger: Trigger, reason: str, base: int | None = None
+        self,
+        fitted: Fitted,
+        trigger: Trigger,
+        reason: str,
+        given: Sequence[Message] | None = None,
     ) -> Compaction:
         """Make ``fitted`` the view and describe the change.
 
-        ``base`` is the length of the view the strategy was given: messages
-        pushed while it ran (an async manager's) are kept after its output,
+        ``given`` is the view the strategy was given: messages pushed while
+        it ran (an async manager's) are kept after its output, a message
+        that grew meanwhile (a Responses item joined it) is kept as it grew,
         and a tool exchange that was awaiting results keeps its calls.
         """
         old, new = self._view, list(fitted.messages)
-        if base is not None:
-            _restore_pending(new, old, base)
+        if given is not None:
+            base = len(given)
+            _restore_pending(new, old, given)
             if len(old) > base:
                 new.extend(old[base:])
         k = _common_prefix(old, new)
@@ -175,19 +181,21 @@ class Core(State):
         view = list(self._view)
         budget = self._budget(limit)
         fitted = verify(strategy, view, strategy(view, budget), budget)
-        return self._keep(fitted, trigger, reason, len(view))
+        return self._keep(fitted, trigger, reason, view)
 
     def _keep(
-        self, fitted: Fitted, trigger: Trigger, reason: str, base: int
+        self, fitted: Fitted, trigger: Trigger, reason: str, given: Sequence[Message]
     ) -> Compaction:
-        """Install a strategy's output when it changed anything."""
+        """Install a strategy's output (``given``: its input) if it changed anything."""
         self._warn(fitted.report, trigger)
         out = list(fitted.messages)
         view = self._view
-        _restore_pending(out, view, base)
-        if len(out) == base and all(a is b for a, b in zip(out, view, strict=False)):
+        _restore_pending(out, view, given)
+        if len(out) == len(given) and all(
+            a is b for a, b in zip(out, view, strict=False)
+        ):
             return Compaction(trigger, False, fitted.report, 0, f"{reason}: no change")
-        return self._install(fitted, trigger, reason, base)
+        return self._install(fitted, trigger, reason, given)
 
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
@@ -242,7 +250,7 @@ class Core(State):
         tokens: int,
         target: int,
         reason: str,
-        base: int,
+        given: Sequence[Message],
     ) -> Compaction:
         """Keep an automatic compaction's output, or refuse it and say why."""
         if fitted is not None:
@@ -265,7 +273,7 @@ class Core(State):
                 f"of {least:,}: the view is kept",
             )
         self._refused_at = None
-        return self._install(fitted, trigger, reason, base)
+        return self._install(fitted, trigger, reason, given)
 
     def _warn(self, report: Report, trigger: Trigger) -> None:
         """A warning event for each thing the strategy could not do.
@@ -364,6 +372,7 @@ class Core(State):
     ) -> Generator[Step, Any, Prepared]:
         check_str(query, "query", none=True)  # at entry, whether or not it is used
         hard = self._hard_limit(reserve)
+        self._catch_up()
         self._usable = hard
         self._applied = False
         done: list[Compaction] = []
@@ -411,9 +420,7 @@ class Core(State):
             fitted = (yield Run(work)) if rounds < MAX_ROUNDS else work()
             landed = len(self._view) > before
             self._turn_compactions += 1  # counted once it ran: a failure is not
-            done.append(
-                self._settle(trigger, fitted, tokens, target, reason, len(view))
-            )
+            done.append(self._settle(trigger, fitted, tokens, target, reason, view))
             tokens = self._count()
             if tokens <= hard:
                 break  # it fits, with what landed meanwhile
@@ -443,10 +450,11 @@ class Core(State):
         else:
             limit = check_int(target, "target", low=0)
         reason = f"forced ({stage_name(strategy)}, target {limit:,} tokens)"
+        self._catch_up()
         view = list(self._view)
         budget = self._budget(limit)
         fitted = yield Run(partial(_checked_run, strategy, view, budget))
-        done = self._keep(fitted, "forced", reason, len(view))
+        done = self._keep(fitted, "forced", reason, view)
         under_way = self._under_way
         if under_way is not None and self._inside():
             # Forced by a handler: the prepare under way reports it, and
@@ -563,16 +571,26 @@ class Core(State):
         return _common_prefix(prev, sent, start=min(self._stable, kept, len(prev)))
 
 
-def _restore_pending(out: list[Message], view: Sequence[Message], base: int) -> None:
-    """Give back, at the end of ``out``, an exchange that awaited results.
+def _restore_pending(
+    out: list[Message], view: Sequence[Message], given: Sequence[Message]
+) -> None:
+    """Give back, at the end of ``out``, what the strategy could not know of.
 
-    ``view[:base]`` is what a strategy was given and ``out`` what it made.
-    When the given view ended in a tool exchange awaiting results, the
-    strategy kept it (the final unit is pinned) less its unanswered calls,
-    which its repair removed (with the message, when it held nothing else).
-    The view keeps them for the results to come (the request leaves them
-    out), so the exchange as it was goes back at the end.
+    ``given`` is what a strategy was given, ``out`` what it made, and
+    ``view[:len(given)]`` what the view holds there now. When the given
+    view's last message grew while the strategy ran (a Responses item
+    joined it), the grown message takes its place at the end. When the
+    given view ended in a tool exchange awaiting results, the strategy kept
+    it (the final unit is pinned) less its unanswered calls, which its
+    repair removed (with the message, when it held nothing else). The view
+    keeps them for the results to come (the request leaves them out), so
+    the exchange as it was goes back at the end.
     """
+    base = len(given)
+    if base and view[base - 1] is not given[-1]:
+        grown = view[base - 1]
+        out[:] = [m for m in out if m.id != grown.id]
+        out.append(grown)
     i = base - 1
     while i >= 0 and view[i].role == "tool":
         i -= 1

@@ -7,7 +7,10 @@ Contract:
   another worker appended first (``ConflictError``), its messages are read
   back, and they join the history and the view before ours; then the append
   is tried again. So concurrent managers of one conversation lose and
-  duplicate nothing, and each ends up with the log's order.
+  duplicate nothing, and each ends up with the log's order. Messages an
+  append wrote but the manager never took in (an interrupt came between the
+  two) are read back before its next change, and pushing one of them again
+  is recognised by id: each is in the log, and in the history, once.
 - Every change to the view (a compaction, a handler's edit, a repair) is saved
   as the view, made from the log at the manager's version, with pointers from
   summaries to the messages they replace. A view saved later by another
@@ -46,12 +49,16 @@ another writer made progress, so this bounds only pathological contention)."""
 class Resumed:
     """A conversation read back from a store."""
 
-    history: tuple[Message, ...]
-    view: tuple[Message, ...]
-    """The saved view, then what the log gained after it."""
+    log: tuple[Message, ...]
+    """Every message of the log, as it was appended."""
+    view: tuple[Message, ...] | None
+    """The saved view (``None`` when none was saved)."""
+    view_version: int
+    """The log version the saved view was made from (0 without one): what
+    the log gained after it joins the view as pushes do."""
     version: int
     tokens: tuple[int | None, ...]
-    """Each history message's stored count for the manager's counter, if any."""
+    """Each log message's stored count for the manager's counter, if any."""
     state: Mapping[str, Any]
 
 
@@ -73,7 +80,9 @@ class Persistence:
         if self.store.info(self.conversation_id) is None:
             return None
         conv = self.store.load(self.conversation_id)
-        history, view = conv.messages, conv.current_view
+        saved = conv.view
+        view = None if saved is None else saved.messages
+        cut = 0 if saved is None else saved.version
         self.version = conv.version
         raw = conv.meta.get(STATE_KEY)
         state: Mapping[str, Any] = (
@@ -81,7 +90,7 @@ class Persistence:
         )
         self._saved_state = state
         tokens = tuple(e.tokens.get(self._key) for e in conv.entries)
-        return Resumed(history, view, conv.version, tokens, state)
+        return Resumed(conv.messages, view, cut, conv.version, tokens, state)
 
     def start(self, meta: Mapping[str, Any]) -> None:
         """Create the conversation with ``meta`` (model, provider)."""
@@ -128,6 +137,17 @@ class Persistence:
             f"conversation {cid!r}: could not append after "
             f"{MAX_RETRIES} conflicts with other writers"
         )
+
+    def unseen(self, seen: int) -> list[Message]:
+        """The log's messages from position ``seen`` up to this manager's version.
+
+        What an append wrote, but the manager did not take in (an interrupt
+        between the two): they join the history before anything else does.
+        """
+        if seen >= self.version:
+            return []
+        tail = self.store.load(self.conversation_id, since=seen, view=False)
+        return list(tail.messages[: self.version - seen])
 
     def save_view(
         self,

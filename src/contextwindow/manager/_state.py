@@ -5,6 +5,12 @@ Contract:
 - The history is the log of every message pushed, in order. Only
   ``set_messages`` and ``clear``, called by name, replace it; ``update_system``
   replaces the system prompt in place. Nothing else touches it.
+- Responses items pushed one at a time group as ``from_responses`` groups
+  them in one list: an item continuing the last message's group (reasoning,
+  an assistant message, a tool call after one of them; a tool output after
+  another) joins that message, in the history and in the view. The store's
+  log keeps each pushed message as it came, once; the history is the log
+  grouped, so a manager resumed from the store has the same history and view.
 - The view is what is sent. Pushes append to both; every other change to the
   view goes through ``_set_view``, which computes again what is kept
   incrementally: running token totals, what a request adds to its messages,
@@ -15,14 +21,19 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from contextwindow._args import (
     as_model,
     as_strategy,
     as_tokenizer,
+    check_bool,
     check_callable,
     check_int,
     check_items,
@@ -68,10 +79,44 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (60, 80, 90)
 """Usage percentages whose crossing fires handlers (and a ``threshold`` event)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+S = TypeVar("S", bound="State")
+
+
+class _InitSignature:
+    """A class's signature, for ``help()`` and ``inspect``: its ``__init__``'s.
+
+    ``inspect.signature`` of a class would read the ``__new__`` that checks
+    the call (``*args, **kwargs``) before it reads ``__init__``.
+    """
+
+    def __get__(self, obj: object, owner: type[Any]) -> inspect.Signature:
+        sig = _signature(owner.__init__)
+        return sig.replace(
+            parameters=list(sig.parameters.values())[1:],
+            return_annotation=inspect.Signature.empty,
+        )
 
 
 class State:
     """Everything a manager knows, and the changes that are not compaction."""
+
+    _held: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    """What every method reading or changing the state holds (``_setup``):
+    the sync manager's lock; nothing for the async manager, whose methods
+    that are not coroutines run on its event loop's thread, between awaits."""
+
+    __signature__ = _InitSignature()
+
+    def __new__(cls: type[S], *args: Any, **kwargs: Any) -> S:
+        # Python's own error for a bad call would name ``State.__init__``
+        # and hint at nothing: the arguments are checked against the
+        # signature first, and a mistake is named for the class called.
+        signature = _signature(cls.__init__)
+        try:
+            signature.bind(None, *args, **kwargs)
+        except TypeError:
+            raise _call_error(cls.__name__, signature, args, kwargs) from None
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -96,6 +141,7 @@ class State:
     ) -> None:
         self._setup()
         info = as_model(model)
+        offer_recall = check_bool(offer_recall, "offer_recall")
         token_limit = check_int(token_limit, "token_limit", low=1, none=True)
         reserve = check_int(reserve, "reserve", low=0, none=True)
         max_messages = check_int(max_messages, "max_messages", low=1, none=True)
@@ -189,6 +235,9 @@ class State:
         self._applied = False
         self._writer = Writer(self._provider)
         self._last_sent: tuple[Message, ...] = ()
+        self._logged = 0
+        """With a store: the log's messages the history holds (the version
+        the manager took in; the store's may be ahead after an interrupt)."""
         self._persist = self._open(store, conversation_id)
         resumed = self._persist.resume() if self._persist is not None else None
         if resumed is not None:  # the stored conversation wins over ``system``
@@ -201,7 +250,10 @@ class State:
                 self._append((Message.system(system),))
 
     def _setup(self) -> None:
-        """What a class needs before the configuration is read (its lock)."""
+        """What a class needs before the configuration is read (its lock).
+
+        The sync manager sets ``_held`` to its lock.
+        """
 
     def __repr__(self) -> str:
         model = self._info.name if self._info is not None else None
@@ -373,20 +425,21 @@ class State:
             >>> m.prepare().budget  # counted here, so that 10,000 billed fit
             8000
         """
-        if counted is None:
-            if self._last_tokens is None:
-                raise ContextWindowError(
-                    "observe_usage: no request was prepared yet; pass counted="
-                )
-            counted = self._last_tokens
-        ratio = self._calibration.observe(counted, usage)
-        self._emit(
-            "usage_observed",
-            logging.DEBUG,
-            counted=counted,
-            ratio=round(ratio, 4),
-        )
-        return ratio
+        with self._held:
+            if counted is None:
+                if self._last_tokens is None:
+                    raise ContextWindowError(
+                        "observe_usage: no request was prepared yet; pass counted="
+                    )
+                counted = self._last_tokens
+            ratio = self._calibration.observe(counted, usage)
+            self._emit(
+                "usage_observed",
+                logging.DEBUG,
+                counted=counted,
+                ratio=round(ratio, 4),
+            )
+            return ratio
 
     @property
     def has_strategy(self) -> bool:
@@ -428,8 +481,9 @@ class State:
         checked = _strategy_checked(strategy)  # pyright: ignore[reportUnnecessaryComparison]  # callers may pass None
         if checked is None:
             raise ContextWindowError("set_strategy needs a strategy (remove_strategy)")
-        self._strategy = checked
-        self._emit("strategy", strategy=stage_name(checked))
+        with self._held:
+            self._strategy = checked
+            self._emit("strategy", strategy=stage_name(checked))
 
     def remove_strategy(self) -> None:
         """Stop compacting on its own: a request over the window raises ``BudgetError``.
@@ -441,8 +495,9 @@ class State:
             >>> m.strategy is None
             True
         """
-        self._strategy = None
-        self._emit("strategy", strategy=None)
+        with self._held:
+            self._strategy = None
+            self._emit("strategy", strategy=None)
 
     def set_tokenizer(self, tokenizer: Tokenizer | str) -> None:
         """Count with ``tokenizer`` from now on (cached counts are dropped).
@@ -455,9 +510,10 @@ class State:
             'heuristic'
         """
         chosen = as_tokenizer(tokenizer)
-        self._counter = TokenCounter(chosen, self._provider)
-        self._set_view(self._view)
-        self._emit("tokenizer", tokenizer=chosen.name)
+        with self._held:  # a prepare under way counts with one tokenizer
+            self._counter = TokenCounter(chosen, self._provider)
+            self._set_view(self._view)
+            self._emit("tokenizer", tokenizer=chosen.name)
 
     def add_protected_marker(self, marker: str) -> None:
         """Pin every message whose text holds ``marker`` (kept whole by compaction).
@@ -475,9 +531,10 @@ class State:
         """
         if not isinstance(marker, str) or not marker:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ContextWindowError("a protected marker must be a non-empty string")
-        if marker not in self._markers:
-            self._markers.append(marker)
-            self._emit("marker", marker=marker)
+        with self._held:
+            if marker not in self._markers:
+                self._markers.append(marker)
+                self._emit("marker", marker=marker)
 
     def on_threshold(self, percent: float) -> Callable[[F], F]:
         """Register a handler for usage crossing ``percent`` of the window upward.
@@ -516,7 +573,8 @@ class State:
 
         def register(handler: F) -> F:
             check_callable(handler, "handler", "a callable taking the handler context")
-            self._handlers.setdefault(t, []).append(handler)
+            with self._held:
+                self._handlers.setdefault(t, []).append(handler)
             return handler
 
         return register
@@ -546,11 +604,13 @@ class State:
         """
         # Refused here: past this point its error would only be logged.
         check_callable(callback, "callback", "a callable taking an Event")
-        self._subscribers.append(callback)
+        with self._held:
+            self._subscribers.append(callback)
 
         def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
+            with self._held:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
 
         return unsubscribe
 
@@ -566,7 +626,8 @@ class State:
             >>> m.token_estimate()
             9
         """
-        return self._count()
+        with self._held:
+            return self._count()
 
     def recall(self, ids: Iterable[str]) -> list[Message]:
         """The history's messages with these ids, in history order.
@@ -582,7 +643,8 @@ class State:
             >>> [x.text for x in m.recall([first.id])]
             ['the file is src/app.py']
         """
-        return recall(self._history, ids)
+        with self._held:
+            return recall(self._history, ids)
 
     @property
     def recall_schema(self) -> dict[str, Any]:
@@ -612,9 +674,10 @@ class State:
             >>> m.answer_recall(call).text
             'user: the key is in src/app.py'
         """
-        return answer_recall(
-            self._history, call, tokenizer=self._counter.tokenizer, view=self._view
-        )
+        with self._held:
+            return answer_recall(
+                self._history, call, tokenizer=self._counter.tokenizer, view=self._view
+            )
 
     # -- state -----------------------------------------------------------------------
 
@@ -627,6 +690,10 @@ class State:
 
     def _append(self, messages: object, name: str = "messages") -> None:
         added = self._checked(messages, name)
+        if self._persist is not None:
+            # An interrupted push may have been stored: taken in now, and
+            # not stored again when it is pushed again.
+            added = _not_in(added, self._catch_up())
         counts = [self._counter.message(m) for m in added]
         if self._persist is not None and added:
             # Stored first: a failed write changes nothing here. What other
@@ -638,22 +705,79 @@ class State:
         for m in added:
             self._emit("push", logging.DEBUG, role=m.role, id=m.id)
 
+    def _catch_up(self) -> list[Message]:
+        """Take in what the store's log holds past the history; return it.
+
+        An append moves the store's version before the history takes its
+        messages in: an interrupt (``KeyboardInterrupt``) between the two
+        leaves messages in the log that the manager lacks. Every change
+        starts here, so they join the history and the view first, and the
+        view saved next is made from the log it names.
+        """
+        persist = self._persist
+        if persist is None or persist.version <= self._logged:
+            return []
+        missed = persist.unseen(self._logged)
+        self._extend(missed, [self._counter.message(m) for m in missed])
+        return missed
+
     def _extend(self, added: Sequence[Message], counts: Sequence[int]) -> None:
+        """Append ``added`` to the history and the view (``counts``: their tokens).
+
+        A Responses item continuing the last message's group joins it
+        (``_joined``). With a store, ``_logged`` moves with each message, so
+        an interrupt leaves it naming what the history holds.
+        """
         self._edits += 1
-        running = self._running
+        history, view, running = self._history, self._view, self._running
+        logged = self._persist is not None
         system = False
         for m, n in zip(added, counts, strict=True):
-            if m.role == "user":
-                self._turn_compactions = 0  # a new turn begins
-            if m.role != "system":
-                self._nonsystem += 1
+            whole = _joined(history[-1], m) if history else None
+            if whole is not None:
+                self._join(history[-1], m, whole)
             else:
-                system = True
-            running.append(running[-1] + n)
-        self._history.extend(added)
-        self._view.extend(added)
+                if m.role == "user":
+                    self._turn_compactions = 0  # a new turn begins
+                if m.role != "system":
+                    self._nonsystem += 1
+                else:
+                    system = True
+                running.append(running[-1] + n)
+                history.append(m)
+                view.append(m)
+            if logged:
+                self._logged += 1
         if system:  # with tools, OpenAI folds them into the first system turn
             self._overhead = self._request_overhead()
+
+    def _join(self, prev: Message, item: Message, whole: Message) -> None:
+        """``item`` joins ``prev``, the history's last message, as ``whole``.
+
+        In the view, it joins the form of ``prev`` there (a strategy may
+        have rewritten it) when that is the view's last message; a view
+        without it (a repair removed reasoning that stood alone) gets
+        ``whole``, the exchange as it now stands.
+        """
+        self._history[-1] = whole
+        view, running = self._view, self._running
+        last = view[-1] if view else None
+        add = whole
+        if last is not None and last.id == prev.id:
+            grown = whole if last is prev else _joined(last, item)
+            if grown is not None:
+                k = len(view) - 1
+                view[k] = grown
+                running[-1] = running[-2] + self._counter.message(grown)
+                # What was checked, or sent as it is, ends before it now.
+                self._valid_upto = min(self._valid_upto, k)
+                if self._stable is not None:
+                    self._stable = min(self._stable, k)
+                return
+            add = item  # the view's form of it takes no more parts
+        self._nonsystem += 1
+        running.append(running[-1] + self._counter.message(add))
+        view.append(add)
 
     def _restore(self, messages: Iterable[Any], history: Iterable[Any] | None) -> None:
         self._append_only("set_messages")
@@ -683,6 +807,7 @@ class State:
         # A stored log is append-only: the prompt changes in the view alone.
         # The new view is stored before anything here changes, so a failed
         # write leaves the manager as it was.
+        self._catch_up()
         view = _with_system(self._view, text)
         self._save_view(None, view)
         if self._persist is None:
@@ -721,11 +846,17 @@ class State:
         return Persistence(store, cid or new_id(), key)
 
     def _resume(self, resumed: Resumed) -> None:
-        for m, n in zip(resumed.history, resumed.tokens, strict=True):
+        log = resumed.log
+        for m, n in zip(log, resumed.tokens, strict=True):
             if n is not None:
                 self._counter.learn(m, n)
-        self._history = list(resumed.history)
-        self._set_view(resumed.view)
+        # As the manager that saved the view had it, then what came after
+        # it, taken in as pushes are (a pushed item may join a message).
+        cut = resumed.view_version
+        self._history = _grouped(log[:cut])
+        self._logged = cut
+        self._set_view(resumed.view or ())
+        self._extend(log[cut:], [self._counter.message(m) for m in log[cut:]])
         state = resumed.state
         fired = state.get("fired")
         numbers = cast("list[object]", fired) if isinstance(fired, list) else []
@@ -864,3 +995,143 @@ def _threshold_checked(threshold: object, name: str = "threshold") -> float:
 
 def _summarizer_checked(summarizer: object) -> None:
     check_summarizer(summarizer)
+
+
+def _not_in(pushed: list[Message], stored: Sequence[Message]) -> list[Message]:
+    """``pushed`` less the messages ``stored`` holds already (each matched once).
+
+    ``stored`` is what an interrupted push wrote. A message pushed again
+    after it is that one, by its content and ``meta``, whatever its id: one
+    read from a provider's dict gets a new id at each push.
+    """
+    if not stored:
+        return pushed
+    left = list(stored)
+    out: list[Message] = []
+    for m in pushed:
+        k = next((i for i, s in enumerate(left) if s == m and s.meta == m.meta), None)
+        if k is None:
+            out.append(m)
+        else:
+            del left[k]
+    return out
+
+
+def _responses_items(m: Message) -> list[object] | None:
+    """The Responses items an assistant or tool message was read from, if any."""
+    if m.role not in ("assistant", "tool"):
+        return None
+    kept = m.meta.get("responses")
+    if not isinstance(kept, Mapping):
+        return None
+    items = cast("Mapping[str, Any]", kept).get("items")
+    return cast("list[object]", items) if isinstance(items, list) else None
+
+
+def _joined(prev: Message, m: Message) -> Message | None:
+    """``prev`` and ``m`` as one message, when ``m`` continues ``prev``'s group.
+
+    ``from_responses`` reads consecutive reasoning, assistant message and
+    tool call items as one assistant message, and consecutive tool outputs
+    as one tool message; a push of one item reads it alone. Joined here, a
+    conversation pushed an item at a time is the one read as a list: the
+    reasoning stays with the call it goes with, and parallel calls with
+    their outputs, as the provider requires.
+
+    Example:
+        >>> from contextwindow.formats import from_responses
+        >>> rs = {"type": "reasoning", "id": "rs_1", "summary": []}
+        >>> fc = {"type": "function_call", "id": "fc_1", "call_id": "c1",
+        ...       "name": "f", "arguments": "{}"}
+        >>> [one] = from_responses([rs, fc])
+        >>> both = _joined(from_responses([rs])[0], from_responses([fc])[0])
+        >>> (both == one, both.meta == one.meta)
+        (True, True)
+    """
+    if (
+        m.role != prev.role
+        or m.agent != prev.agent
+        or m.name != prev.name
+        or m.pinned != prev.pinned
+        or set(m.meta) != {"responses"}  # nothing else a join would lose
+    ):
+        return None
+    had, more = _responses_items(prev), _responses_items(m)
+    if had is None or more is None:
+        return None
+    kept = cast("Mapping[str, Any]", prev.meta["responses"])
+    meta = {**prev.meta, "responses": {**kept, "items": [*had, *more]}}
+    return replace(prev, parts=prev.parts + m.parts, meta=meta)
+
+
+def _grouped(log: Iterable[Message]) -> list[Message]:
+    """``log`` with each message that continues the one before joined to it."""
+    out: list[Message] = []
+    for m in log:
+        whole = _joined(out[-1], m) if out else None
+        if whole is None:
+            out.append(m)
+        else:
+            out[-1] = whole
+    return out
+
+
+_SIGNATURES: dict[object, inspect.Signature] = {}
+
+
+def _signature(init: object) -> inspect.Signature:
+    """The signature of a class's ``__init__`` (kept: it is read at every call)."""
+    found = _SIGNATURES.get(init)
+    if found is None:
+        found = _SIGNATURES[init] = inspect.signature(cast("Callable[..., Any]", init))
+    return found
+
+
+def _call_error(
+    name: str,
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+) -> ArgumentTypeError:
+    """The error for a call of class ``name`` that ``signature`` does not take.
+
+    A text is shown by its type alone: a keyword the class does not take may
+    be an API key (``api_key=...``), which no error shows.
+    """
+
+    def show(value: object) -> str:
+        return shown(value, secret=isinstance(value, str))
+
+    params = list(signature.parameters.values())[1:]  # less ``self``
+    keywords = [p.name for p in params if p.kind != p.POSITIONAL_ONLY]
+    by_position = [
+        p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    for key, value in kwargs.items():
+        if key not in keywords:
+            close = difflib.get_close_matches(key, keywords, n=3)
+            hint = (
+                f"did you mean {', '.join(close)}?"
+                if close
+                else f"it takes {', '.join(keywords)}"
+            )
+            return ArgumentTypeError(
+                key, f"{key}={show(value)}", f"a keyword argument {name}() takes", hint
+            )
+        if key in by_position[: len(args)]:
+            return ArgumentTypeError(
+                key,
+                f"{show(args[by_position.index(key)])} by position and "
+                f"{key}={show(value)}",
+                "one value",
+            )
+    after = [p.name for p in params if p.kind == p.KEYWORD_ONLY]
+    extra = args[len(by_position) :]
+    guess = ", ".join(f"{k}={show(v)}" for k, v in zip(after, extra, strict=False))
+    return ArgumentTypeError(
+        f"{name}() arguments",
+        f"{len(args)} positional",
+        f"at most {len(by_position)} by position ({', '.join(by_position)}); "
+        "the others by keyword",
+        f"e.g. {guess}" if guess else "",
+    )

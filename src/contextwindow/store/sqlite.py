@@ -9,7 +9,10 @@ Contract:
   the rows happen under SQLite's write lock, so processes sharing the file
   never lose or duplicate a message; a writer waits up to ``timeout`` seconds
   for the lock. A process killed in the middle of an append leaves the file
-  as it was before that append (SQLite rolls the transaction back).
+  as it was before that append (SQLite rolls the transaction back); a call
+  that fails or is interrupted rolls its transaction back before it returns
+  (and one an interrupt left open is rolled back by the next call), so the
+  lock is never kept.
 - ``synchronous="FULL"`` (the default) makes each acknowledged append
   survive a power cut; ``"NORMAL"`` is about a hundred times faster for
   single appends and still survives the writer's process being killed, but
@@ -196,17 +199,28 @@ class SQLiteStore(SQLStore):
             raise StoreError(f"{self!r} is open read-only; it takes no writes")
         with self._lock:
             conn = self._conn
+            done = False
             try:
+                if conn.in_transaction:
+                    # One a caller abandoned: interrupted (Ctrl-C) before its
+                    # ROLLBACK could run. Nothing of it was committed.
+                    conn.execute("ROLLBACK")
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 yield conn.cursor()
                 conn.execute("COMMIT")
-            except BaseException as exc:
-                with suppress(sqlite3.Error):  # a closed connection has nothing to undo
-                    if conn.in_transaction:
+                done = True
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self!r}: {exc}") from exc
+            finally:
+                if not done:
+                    # Whatever ended it (an error, an interrupt inside the
+                    # error's handling): the write lock goes now, not at the
+                    # next call, so other processes are not kept waiting.
+                    # Not asked first (``in_transaction``): the question
+                    # itself could be interrupted; with none open, SQLite
+                    # says so, and that is ignored.
+                    with suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"{self!r}: {exc}") from exc
-                raise
 
     def _record_schema(self, cur: Cursor, version: int) -> None:
         cur.execute(f"PRAGMA user_version = {int(version)}")
