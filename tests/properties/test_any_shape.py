@@ -54,6 +54,14 @@ from ._sdk import REQUEST_TYPES, conform, sdk_objects
 from ._support import for_each
 from .test_formats import write
 
+# Generated tool results hold images, which a Chat tool message cannot carry:
+# written for Chat they are left out with this warning (formats.openai_chat).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*an image has no equivalent in the openai tool result"
+    ":contextwindow.errors.ContentDroppedWarning"
+)
+
+
 FORMS = ("dicts", "sdk")
 
 Check = Callable[[Any, list[Message], Provider], None]

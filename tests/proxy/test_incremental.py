@@ -25,6 +25,14 @@ from contextwindow.store import open_store
 from contextwindow.testing import conversations
 from contextwindow.tokens.calibration import Calibration
 
+# Generated tool results hold images, which a Chat tool message cannot carry:
+# written for Chat they are left out with this warning (formats.openai_chat).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*an image has no equivalent in the openai tool result"
+    ":contextwindow.errors.ContentDroppedWarning"
+)
+
+
 PATHS = {
     "openai": "/v1/chat/completions",
     "anthropic": "/v1/messages",

@@ -315,7 +315,8 @@ def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicReques
     return AnthropicRequest(sys_out, turns)
 
 
-_CALL_ID = re.compile(r"[A-Za-z0-9_-]+")
+CALL_ID = re.compile(r"[A-Za-z0-9_-]+")
+"""A ``tool_use`` id Anthropic takes (``fullmatch``)."""
 
 
 def _name_calls(turns: list[dict[str, Any]]) -> None:
@@ -336,7 +337,7 @@ def _name_calls(turns: list[dict[str, Any]]) -> None:
         if b.get("type") == "tool_use"
     ]
     ids = [b["id"] for b in calls]
-    if len(set(ids)) == len(ids) and all(map(_CALL_ID.fullmatch, ids)):
+    if len(set(ids)) == len(ids) and all(map(CALL_ID.fullmatch, ids)):
         return
     taken = set(ids)
     used: set[str] = set()
@@ -349,7 +350,7 @@ def _name_calls(turns: list[dict[str, Any]]) -> None:
             if kind == "tool_use":
                 given = b["id"]
                 name = given
-                if name in used or not _CALL_ID.fullmatch(name):
+                if name in used or not CALL_ID.fullmatch(name):
                     base = re.sub(r"[^A-Za-z0-9_-]", "_", given) or "call"
                     name, k = base, 2
                     while name in used or (name != given and name in taken):

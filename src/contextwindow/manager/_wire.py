@@ -10,7 +10,11 @@ name the index in the whole sequence, as ``to_provider`` does.
 
 OpenAI and Responses write each message on its own, so any message boundary
 can be cut at. Anthropic writes a run of tool messages (and a user message
-after it) as one user turn: a cut never falls inside such a run.
+after it) as one user turn: a cut never falls inside such a run. And Anthropic
+renames tool call ids it refuses (reused, or with other characters than
+``[A-Za-z0-9_-]``) across the whole request: while the calls written so far
+hold none, new ones are checked against them; once one does, every write
+converts everything (as ``to_provider`` names them).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats import to_provider
-from contextwindow.messages import Message, Provider
+from contextwindow.formats.anthropic import CALL_ID
+from contextwindow.messages import Message, Provider, ToolCall
 
 __all__ = ["Writer"]
 
@@ -40,7 +45,7 @@ class Writer:
         {'role': 'assistant', 'content': 'hello'}
     """
 
-    __slots__ = ("_ends", "_last", "_out", "_provider", "_system")
+    __slots__ = ("_calls", "_ends", "_last", "_out", "_provider", "_system")
 
     def __init__(self, provider: Provider) -> None:
         self._provider: Provider = provider
@@ -49,10 +54,14 @@ class Writer:
         self._ends: list[int] = []
         """For each message of ``_last``: the length of the output after it."""
         self._system: str | list[dict[str, Any]] | None = None
+        self._calls: dict[str, int] | None = {}
+        """Anthropic: each tool call id of ``_last`` and the index of its
+        message, or ``None`` when one is reused or spelt as Anthropic refuses."""
 
     def reset(self) -> None:
         """Forget the last sequence (the next write converts everything)."""
         self._last, self._out, self._ends, self._system = (), [], [], None
+        self._calls = {}
 
     def write(
         self, messages: Sequence[Message], *, shared: int | None = None
@@ -66,6 +75,8 @@ class Writer:
         """
         seq = messages if isinstance(messages, tuple) else tuple(messages)
         k = self._cut(seq, shared)
+        if self._provider == "anthropic":
+            k = self._named(seq, k)
         written = None
         try:
             if k:
@@ -111,6 +122,32 @@ class Writer:
             if k and seq[k - 1].role == "system":
                 return 0  # a system message inside the run: write it all
         return k
+
+    def _named(self, seq: tuple[Message, ...], k: int) -> int:
+        """``k``, or 0 where the calls of ``seq`` need ids renamed across it.
+
+        Keeps ``_calls`` for ``seq``: the calls of the ``k`` messages kept,
+        and those after them.
+        """
+        known = self._calls
+        calls: dict[str, int] = {}
+        start = 0
+        if k and known is not None:
+            calls = (
+                known
+                if k == len(self._last)
+                else {i: at for i, at in known.items() if at < k}
+            )
+            start = k
+        for at in range(start, len(seq)):
+            for part in seq[at].parts:
+                if isinstance(part, ToolCall):
+                    if part.id in calls or not CALL_ID.fullmatch(part.id):
+                        self._calls = None
+                        return 0
+                    calls[part.id] = at
+        self._calls = calls
+        return k if start else 0
 
     def _convert(
         self, seq: tuple[Message, ...], k: int
