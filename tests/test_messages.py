@@ -273,3 +273,17 @@ class TestUnits:
     def test_empty(self) -> None:
         """No messages, no units."""
         assert units([]) == ()
+
+
+class TestWithParts:
+    @pytest.mark.parametrize("bad", [None, 5, "abc", Message.user("x")])
+    def test_takes_an_iterable_of_parts(self, bad: Any) -> None:
+        """``None``, a number, a str or a Message is named, not a raw TypeError."""
+        with pytest.raises(ArgumentTypeError, match=r"^parts: expected an iterable"):
+            Message.user("hi").with_parts(bad)
+
+    def test_keeps_identity(self) -> None:
+        """Any iterable of parts (a generator) gives a copy with the same id."""
+        m = Message.user("hi", name="ada")
+        copy = m.with_parts(p for p in [Text("bye")])
+        assert (copy.text, copy.id, copy.name) == ("bye", m.id, "ada")

@@ -6,6 +6,7 @@ import pytest
 
 from contextwindow import Message, ToolCall, units
 from contextwindow.errors import (
+    ArgumentTypeError,
     ArgumentValueError,
     BudgetError,
     ContextWindowError,
@@ -379,3 +380,16 @@ class TestFoldResult:
         assert out[-1].text == NO_ANSWER
         assert to_dicts(parent) == before
         assert fold_result([], "hi", agent="x")[0].tool_calls[0].name == "delegate"
+
+
+class TestAgentArgument:
+    @pytest.mark.parametrize("bad", [5, ["coder"], b"coder", True])
+    def test_history_and_activity_name_agent(self, bad: object) -> None:
+        """An agent that is neither a str nor None is named (it matched nothing)."""
+        team = SharedContext(tokenizer=FakeTokenizer())
+        team.add(Message.user("Fix the login test"), agent="coder")
+        with pytest.raises(ArgumentTypeError, match=r"^agent: expected a str or None"):
+            team.history(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ArgumentTypeError, match=r"^agent: expected a str or None"):
+            team.activity(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        assert [m.text for m in team.history("coder")] == ["Fix the login test"]

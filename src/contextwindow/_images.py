@@ -14,6 +14,9 @@ import binascii
 import struct
 from urllib.parse import unquote_to_bytes
 
+from contextwindow._args import shown
+from contextwindow.errors import ArgumentTypeError
+
 __all__ = [
     "data_uri",
     "data_uri_bytes",
@@ -80,7 +83,7 @@ def data_uri_bytes(url: str) -> bytes | None:
     return unquote_to_bytes(payload)
 
 
-def image_size(data: bytes) -> tuple[int, int] | None:
+def image_size(data: bytes | bytearray | memoryview) -> tuple[int, int] | None:
     """Read (width, height) from the header of PNG, JPEG, GIF or WebP bytes.
 
     Args:
@@ -91,12 +94,20 @@ def image_size(data: bytes) -> tuple[int, int] | None:
         The pixel size, or ``None`` when the format is unknown or the data is
         truncated.
 
+    Raises:
+        ArgumentTypeError: ``data`` is not ``bytes`` (nor a ``bytearray`` or
+            a ``memoryview``).
+
     Example:
         >>> image_size(b"GIF89a" + bytes([5, 0, 7, 0]))
         (5, 7)
         >>> image_size(b"not an image") is None
         True
     """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ArgumentTypeError("data", shown(data), "bytes (an image's header)")
+    if not isinstance(data, bytes):  # the readers below search it as bytes
+        data = bytes(data)
     if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24 and data[12:16] == b"IHDR":
         w, h = struct.unpack(">II", data[16:24])
         return int(w), int(h)

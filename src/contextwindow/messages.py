@@ -660,8 +660,14 @@ class Message(_HashKept):
         return tuple(p for p in self.parts if isinstance(p, ToolResult))
 
     def with_parts(self, parts: Iterable[Part]) -> Message:
-        """A copy with other parts and the same id, name, agent and meta."""
-        return replace(self, parts=tuple(parts))
+        """A copy with other parts and the same id, name, agent and meta.
+
+        Raises:
+            ArgumentTypeError: ``parts`` is no iterable of parts (a ``str``,
+                a ``Message``, ``None``), or an item is not a part.
+        """
+        takes = "an iterable of parts"
+        return replace(self, parts=tuple(check_items(parts, "parts", takes=takes)))
 
 
 def _as_parts(content: str | Iterable[Part]) -> tuple[Part, ...]:

@@ -258,7 +258,12 @@ class SharedContext:
             return tuple(self._log)
 
     def history(self, agent: str | None) -> tuple[Message, ...]:
-        """The messages tagged ``agent`` (``None``: the shared ones), in order."""
+        """The messages tagged ``agent`` (``None``: the shared ones), in order.
+
+        Raises:
+            ArgumentTypeError: ``agent`` is neither a ``str`` nor ``None``.
+        """
+        check_str(agent, "agent", none=True)
         return tuple(m for m in self.full_history() if m.agent == agent)
 
     def agents(self) -> tuple[str, ...]:
@@ -278,6 +283,7 @@ class SharedContext:
             What the other agents have been doing:
             - coder: Fix the failing login test
         """
+        check_str(agent, "agent", none=True)
         lines = [
             f"- {other}: {self._work(other)}"
             for other in self.agents()

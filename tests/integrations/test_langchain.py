@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from tests.llama import LlamaServer
 
 from contextwindow import Message, ToolResult, fit, get_tokenizer, problems
-from contextwindow.errors import BudgetError, InvalidMessageError
+from contextwindow.errors import ArgumentTypeError, BudgetError, InvalidMessageError
 from contextwindow.formats import from_openai
 from contextwindow.integrations.langchain import (
     ContextWindowMiddleware,
@@ -497,3 +497,16 @@ class TestLlama:
             ]
         )
         assert text.strip()
+
+
+class TestTrimMessagesArguments:
+    @pytest.mark.parametrize("bad", ["false", "no", 0, None])
+    def test_allow_partial_is_a_bool(self, bad: Any) -> None:
+        """``allow_partial="false"`` acted as True (tool results cut)."""
+        with pytest.raises(ArgumentTypeError, match=r"^allow_partial: expected True"):
+            trim_messages(
+                [HumanMessage("hi")],
+                max_tokens=40,
+                token_counter="gpt-4o",
+                allow_partial=bad,
+            )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from contextwindow import (
     ArgumentError,
+    ArgumentValueError,
     AsyncContextManager,
     Calibration,
     ContextManager,
@@ -57,6 +58,32 @@ class TestReportedInputTokens:
                 reported_input_tokens(bad)
 
 
+class TestNegativeUsage:
+    @pytest.mark.parametrize(
+        ("usage", "where"),
+        [
+            (-1, "usage"),
+            ({"prompt_tokens": -5}, "usage.prompt_tokens"),
+            (
+                {"input_tokens": 5, "cache_read_input_tokens": -9},
+                "usage.cache_read_input_tokens",
+            ),
+            ({"usage": {"input_tokens": -2}}, "usage.usage.input_tokens"),
+        ],
+    )
+    def test_refused_naming_the_field(self, usage: object, where: str) -> None:
+        """A negative count is a bug upstream: refused, not read as 0."""
+        with pytest.raises(ArgumentValueError, match=rf"^{where}: expected a token"):
+            reported_input_tokens(usage)
+
+    def test_observe_refuses_it(self) -> None:
+        """An observation of a negative usage is an error, as a negative count is."""
+        cal = Calibration()
+        with pytest.raises(ArgumentValueError, match=r"^usage"):
+            cal.observe(100, -1)
+        assert cal.observed == 0
+
+
 class TestCalibration:
     def test_starts_at_the_prior(self) -> None:
         """No observation: the count is used as it is (or as the prior says)."""
@@ -66,9 +93,9 @@ class TestCalibration:
     def test_median_of_the_window(self) -> None:
         """The ratio is the median of the last ``window`` observations."""
         cal = Calibration(window=3)
-        for reported in (1100, 1200, 5000, 1300):
+        for reported in (1100, 1200, 3000, 1300):
             cal.observe(1000, reported)
-        assert cal.ratios == (1.2, 5.0, 1.3)
+        assert cal.ratios == (1.2, 3.0, 1.3)
         assert cal.ratio == 1.3
         assert cal.observed == 3
 
@@ -113,6 +140,47 @@ class TestCalibration:
         cal = Calibration()
         cal.observe(counted, reported)
         assert cal.ratio == reported / counted
+
+    def test_implausible_report_is_ignored(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A report far from the count (a session's total) is logged and left out."""
+        cal = Calibration()
+        cal.observe(1000, 1200)
+        for reported in (10**6, 4001, 249):
+            caplog.clear()
+            with caplog.at_level("WARNING", logger="contextwindow.calibration"):
+                assert cal.observe(1000, reported) == 1.2
+            assert "usage ignored" in caplog.text
+        kept = cal.ratios
+        assert kept == (1.2,)
+        # The band's bounds are plausible: a quarter and four times.
+        cal.observe(1000, 4000)
+        cal.observe(1000, 250)
+        assert cal.ratios == (1.2, 4.0, 0.25)
+
+    def test_implausible_report_keeps_the_manager_working(self) -> None:
+        """One cumulative usage passed by mistake does not make every prepare fail."""
+        m = claude_manager()
+        m.push(Message.user("start " + "word " * 200))
+        sent = m.prepare()
+        m.observe_usage(10**6)
+        assert m.calibration.ratio == 1.0
+        assert m.prepare().tokens == sent.tokens
+
+    def test_observe_many_takes_pairs(self) -> None:
+        """Anything but an iterable of pairs is named; nothing is recorded then."""
+        cal = Calibration()
+        for bad in (5, None, "12", [(100, 110), 7], [(100,)]):
+            with pytest.raises(ArgumentError, match=r"^pairs"):
+                cal.observe_many(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        assert cal.observed == 0
+        assert cal.observe_many(iter([(100, 110), (100, 130)])) == pytest.approx(1.2)
+
+    def test_window_is_bounded(self) -> None:
+        """A window too large for a deque is an ArgumentError, not an OverflowError."""
+        with pytest.raises(ArgumentError, match=r"^window"):
+            Calibration(window=10**30)
 
     def test_shared_across_threads(self) -> None:
         """Observations from several threads are all kept."""

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from contextwindow.errors import ArgumentError, ArgumentTypeError, InvalidMessageError
 from contextwindow.messages import Message, Thinking, ToolCall
-from contextwindow.relevance import STOPWORDS, document, terms, when
+from contextwindow.relevance import STOPWORDS, TermCache, document, terms, when
 from contextwindow.relevance._stem import stem
 
 # Examples from Porter's paper ("An algorithm for suffix stripping", 1980),
@@ -196,3 +197,32 @@ class TestWhen:
     def test_dates_from_meta(self, meta: dict[str, object], expected: str) -> None:
         """date_time text or an ISO timestamp becomes 'day Month year'."""
         assert when(meta) == expected
+
+
+class TestArguments:
+    @pytest.mark.parametrize("bad", [None, True, 5, b"x"])
+    def test_terms_takes_a_str(self, bad: object) -> None:
+        """A non-str is named, not an AttributeError ('lower')."""
+        with pytest.raises(ArgumentTypeError, match=r"^text: expected a str"):
+            terms(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", [None, "12", True, ["date_time"]])
+    def test_when_takes_a_mapping(self, bad: object) -> None:
+        """A meta that is no mapping is named, not an AttributeError ('get')."""
+        with pytest.raises(ArgumentTypeError, match=r"^meta: expected a mapping"):
+            when(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", [None, "12", True, 5])
+    def test_document_takes_messages(self, bad: object) -> None:
+        """A non-iterable or a str is named; so is an item that is no message."""
+        with pytest.raises(ArgumentTypeError, match=r"^messages: expected an iter"):
+            document(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(InvalidMessageError, match=r"^messages\[1\]: expected a M"):
+            document([Message.user("a"), bad])  # type: ignore[list-item]  # the wrong type on purpose
+        assert document(m for m in [Message.user("a b")]) == "a b"
+
+    @pytest.mark.parametrize("bad", ["12", None, 1.5, 0])
+    def test_term_cache_size(self, bad: object) -> None:
+        """A size that is no int >= 1 is named, not a TypeError from the cache."""
+        with pytest.raises(ArgumentError, match=r"^size: expected an int >= 1"):
+            TermCache(bad)  # type: ignore[arg-type]  # the wrong type on purpose

@@ -64,6 +64,16 @@ class TestCorruptRows:
         ):
             store.load("c")
 
+    def test_a_negative_count(self, durable: Backend) -> None:
+        """A negative count (digest made to match) is damage: a manager resuming
+        would take it as the message's tokens."""
+        store, tamper = written(durable)
+        tamper.set_tokens("c", 1, '{"o200k_base/openai":-10000}', digest=True)
+        with pytest.raises(
+            StoreError, match=r"'c', message 1: tokens: expected counts"
+        ):
+            store.load("c")
+
     def test_a_changed_count(self, durable: Backend) -> None:
         """A count edited behind the store's back fails the digest, as a body does."""
         store = durable.open()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -372,3 +372,54 @@ class TestConversations:
         assert store.version("b") == 0
         assert store.append("b", chat(1), expected_version=0) == 1
         assert store.load("b").view is None
+
+
+class TestArgumentChecks:
+    def test_negative_counts_are_refused(self, store: RowStore) -> None:
+        """A negative count would be summed by every manager resuming: refused."""
+        for bad in (-10_000, -1, True, 1.5):
+            with pytest.raises(StoreError, match=r"tokens\[1\]: expected counter"):
+                store.append(
+                    "c",
+                    chat(3),
+                    expected_version=0,
+                    tokens=cast("Any", [{"k": 5}, {"o200k_base/openai": bad}, {}]),
+                )
+        assert store.info("c") is None
+        store.append("c", chat(1), expected_version=0, tokens=[{"k": 0}])
+        assert store.load("c").entries[0].tokens == {"k": 0}
+
+    def test_flags_are_bools(self, store: RowStore) -> None:
+        """``replace="no"`` replaced the metadata; ``view="no"``: a flag is a bool."""
+        store.create("a", meta={"model": "gpt-4o"})
+        for bad in ("no", "false", 0, None):
+            with pytest.raises(ArgumentTypeError, match=r"^replace: expected True"):
+                store.update_meta("a", {"k": 1}, replace=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+            with pytest.raises(ArgumentTypeError, match=r"^view: expected True"):
+                store.load("a", view=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        assert dict(store.info("a").meta) == {"model": "gpt-4o"}  # type: ignore[union-attr]  # created above
+
+    def test_positions_past_any_backend(self, store: RowStore) -> None:
+        """A version or position no backend holds: a StoreError, not OverflowError."""
+        store.append("c", chat(2), expected_version=0)
+        with pytest.raises(StoreError, match="since must be a non-negative integer"):
+            store.load("c", since=10**30)
+        with pytest.raises(StoreError, match="version must be a non-negative integer"):
+            store.save_view("c", chat(1), version=10**30)
+
+    def test_sources_is_a_mapping(self, store: RowStore) -> None:
+        """``sources`` that is no mapping of ids to ids is named, nothing saved."""
+        store.append("c", chat(2), expected_version=0)
+        view = [Message.user("summary", id="s1")]
+        for bad in ("12", True, 5.0, [("s1", "m0")]):
+            with pytest.raises(
+                ArgumentTypeError, match=r"^sources: expected a mapping"
+            ):
+                store.save_view("c", view, version=2, sources=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ArgumentTypeError, match=r"^sources\['s1'\]: expected"):
+            store.save_view("c", view, version=2, sources={"s1": 5})  # type: ignore[dict-item]  # the wrong type on purpose
+        assert store.load_view("c") is None
+        store.save_view("c", view, version=2, sources={"s1": "m0"})
+        saved = store.load_view("c")
+        assert saved is not None
+        assert saved.entries[0].origins == (0,)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from contextwindow import Message, StoreError
+from contextwindow import ArgumentTypeError, Message, StoreError
 from contextwindow.store import (
     MemoryStore,
     PostgresStore,
@@ -79,6 +79,20 @@ class TestOpenStore:
         """The fragment is the conversation id, percent-decoded."""
         assert split_url("sqlite:///a.db#c%231") == ("sqlite:///a.db", "c#1")
         assert split_url("sqlite:///a.db#") == ("sqlite:///a.db", None)
+
+    @pytest.mark.parametrize("bad", [None, True, 5, b"sqlite:///a.db"])
+    def test_split_url_takes_a_str(self, bad: object) -> None:
+        """A URL that is no str is named (not shown: it may hold a password)."""
+        with pytest.raises(ArgumentTypeError, match=r"^url: expected a str"):
+            split_url(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", [0, 1, None, "yes"])
+    def test_readonly_is_a_bool(self, bad: object, tmp_path: Path) -> None:
+        """``readonly=0`` or ``None`` is refused, as ``SQLiteStore`` refuses it."""
+        for url in ("memory://", f"sqlite:///{tmp_path / 'a.db'}"):
+            with pytest.raises(ArgumentTypeError, match=r"^readonly: expected True"):
+                open_store(url, readonly=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        assert not (tmp_path / "a.db").exists()
 
     def test_passwords_stay_out_of_messages(self) -> None:
         """A store's repr, and so its errors, show no password."""

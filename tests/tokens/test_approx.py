@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from contextwindow import ArgumentError, Message, count_messages, fit
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens.approx import ApproximateTokenizer
 from contextwindow.tokens.base import Tokenizer
@@ -59,8 +60,31 @@ class TestApproximateTokenizer:
         assert "x1.17" in tok.name
         assert "scale=1.17" in repr(tok)
 
-    @pytest.mark.parametrize("scale", [0.0, -1.0, float("nan")])
-    def test_bad_scale(self, scale: float) -> None:
-        """A scale that is not positive fails at construction."""
-        with pytest.raises(ValueError, match="scale must be positive"):
-            ApproximateTokenizer(FakeTokenizer(), "m", scale=scale)
+    @pytest.mark.parametrize(
+        "scale", [0.0, -1.0, float("nan"), float("inf"), True, "1.2", None]
+    )
+    def test_bad_scale(self, scale: object) -> None:
+        """A scale that is not a finite number > 0 fails at construction."""
+        with pytest.raises(ArgumentError, match=r"^scale: expected a finite number"):
+            ApproximateTokenizer(FakeTokenizer(), "m", scale=scale)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    def test_a_name_is_the_tokenizer_it_names(self) -> None:
+        """A str base is the encoding it names, not ``str.count`` (counts of ~0)."""
+        tok = ApproximateTokenizer("o200k_base", "my-model")
+        text = "word " * 500
+        assert tok.count(text) == BPETokenizer("o200k_base").count(text) > 400
+        conv = [Message.user("task"), Message.assistant(text), Message.user("final?")]
+        fitted = fit(conv, limit=100, tokenizer=tok)
+        real = count_messages(fitted.messages, "gpt-4o")
+        assert fitted.report.tokens_after == real <= 100
+
+    @pytest.mark.parametrize("base", [None, 5, b"o200k_base", "no-such-encoding", {}])
+    def test_not_a_tokenizer(self, base: object) -> None:
+        """Anything that is not a tokenizer nor names one is refused as ``base``."""
+        with pytest.raises(ArgumentError, match=r"^base: "):
+            ApproximateTokenizer(base, "m")  # type: ignore[arg-type]  # the wrong type on purpose
+
+    def test_label_is_a_str(self) -> None:
+        """The label is shown in every report: it must be text."""
+        with pytest.raises(ArgumentError, match=r"^label: expected a str"):
+            ApproximateTokenizer(FakeTokenizer(), None)  # type: ignore[arg-type]  # the wrong type on purpose

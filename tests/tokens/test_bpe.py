@@ -9,7 +9,7 @@ import pytest
 import tiktoken
 import tiktoken.registry
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.tokens import BPETokenizer, Tokenizer, bpe, load_encoding
 from contextwindow.tokens import bpe as bpe_module
 
@@ -126,3 +126,17 @@ class TestLongWhitespace:
         tok = BPETokenizer("o200k_base")
         assert tok.count(" " * bpe.RUN_PIECE) == bpe.RUN_PIECE // 128
         assert tok.count(" " * 1_000_000) == -(-1_000_000 // 128)
+
+
+class TestArguments:
+    @pytest.mark.parametrize("bad", [None, [], 0, False, b"x", ["a"]])
+    def test_count_takes_a_str(self, bad: object) -> None:
+        """A falsy non-str is no empty text (it counted 0); a truthy one is named."""
+        with pytest.raises(ArgumentTypeError, match=r"^text: expected a str"):
+            BPETokenizer("o200k_base").count(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", [{}, [], None, 5])
+    def test_load_encoding_takes_a_name(self, bad: object) -> None:
+        """An unhashable or non-str name is named, not a TypeError from the cache."""
+        with pytest.raises(ArgumentTypeError, match=r"^name: expected an encoding"):
+            load_encoding(bad)  # type: ignore[arg-type]  # the wrong type on purpose

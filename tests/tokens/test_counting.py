@@ -756,3 +756,65 @@ def test_running_totals_found_among_several_remembered_lists() -> None:
         edited = [source[0], *source[cut:], Message.assistant("a line"), pool[-1]]
         got = counter.running(edited)
         assert got == TokenCounter(CountingTokenizer()).running(edited)
+
+
+class TestArguments:
+    """What is not a count, a message or a text is refused, naming it."""
+
+    @pytest.mark.parametrize("bad", [-10_000, -1])
+    def test_learn_refuses_a_negative_count(self, bad: int) -> None:
+        """A negative count would be summed into every total: it is refused."""
+        counter = TokenCounter(O200K)
+        m = Message.assistant("word " * 500)
+        with pytest.raises(ArgumentValueError, match=r"^tokens: expected an int >= 0"):
+            counter.learn(m, bad)
+        conv = [Message.user("task"), m, Message.user("final?")]
+        fitted = fit(conv, limit=100, tokenizer=counter)
+        assert fitted.report.tokens_after == count_messages(fitted.messages, O200K)
+        assert fitted.report.tokens_after > 0
+
+    @pytest.mark.parametrize("bad", [True, 1.5, float("nan"), "12", None])
+    def test_learn_refuses_what_is_no_count(self, bad: object) -> None:
+        """A bool, a float or a str is no count (it failed later, or summed as 1)."""
+        with pytest.raises(ArgumentTypeError, match=r"^tokens: "):
+            TokenCounter(O200K).learn(Message.user("x"), bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ArgumentTypeError, match=r"^msg: expected a Message"):
+            TokenCounter(O200K).learn("x", 3)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    def test_learn_takes_a_count(self) -> None:
+        """A count >= 0 is taken as it is (the store's)."""
+        counter = TokenCounter(O200K)
+        m = Message.user("hello world")
+        counter.learn(m, 0)
+        assert counter.message(m) == 0
+
+    @pytest.mark.parametrize("bad", [None, [], 0, b""])
+    def test_text_is_a_str(self, bad: object) -> None:
+        """``None`` or ``[]`` is no empty text: refused, not counted as 0."""
+        with pytest.raises(ArgumentTypeError, match=r"^text: expected a str"):
+            TokenCounter("gpt-4o").text(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", [False, 0, "", None])
+    def test_falsy_tools_are_not_no_tools(self, bad: object) -> None:
+        """Only an empty list or tuple is no tools; ``False``, ``0``, ``""`` are not."""
+        counter = TokenCounter("gpt-4o")
+        conv = [Message.user("hi")]
+        with pytest.raises(ContextWindowError, match=r"^tools: "):
+            counter.tools(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ContextWindowError, match=r"^tools: "):
+            counter.messages(conv, tools=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ContextWindowError, match=r"^tools: "):
+            count_messages(conv, "gpt-4o", tools=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        assert counter.tools([]) == counter.tools(()) == 0
+        assert counter.messages(conv, tools=[]) == counter.messages(conv)
+
+    @pytest.mark.parametrize("bad", [None, 5, "hi", {"role": "user", "content": "hi"}])
+    def test_message_and_breakdown_take_a_message(self, bad: object) -> None:
+        """A non-Message is named, not an AttributeError from deep inside."""
+        counter = TokenCounter("gpt-4o")
+        with pytest.raises(ArgumentTypeError, match=r"^msg: expected a Message"):
+            counter.message(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ArgumentTypeError, match=r"^msg: expected a Message"):
+            counter.breakdown(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+        with pytest.raises(ArgumentTypeError, match=r"^img: expected an Image"):
+            counter.image(bad)  # type: ignore[arg-type]  # the wrong type on purpose

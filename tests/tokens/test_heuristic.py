@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import statistics
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.tokens import BPETokenizer, HeuristicTokenizer, Tokenizer
 from contextwindow.tokens import heuristic as heuristic_module
 
@@ -180,3 +182,11 @@ def test_any_text(text: str) -> None:
         feats = heuristic_module._features(text)
         est = sum(w * f for w, f in zip(weights, feats, strict=True))
         assert n == (int(est + 0.5) if est >= 1.0 else 1)
+
+
+class TestArguments:
+    @pytest.mark.parametrize("bad", [None, [], 0, False, b"x", ["a"], 5])
+    def test_count_takes_a_str(self, bad: object) -> None:
+        """A falsy non-str is no empty text (it counted 0); a truthy one is named."""
+        with pytest.raises(ArgumentTypeError, match=r"^text: expected a str"):
+            HeuristicTokenizer().count(bad)  # type: ignore[arg-type]  # the wrong type on purpose

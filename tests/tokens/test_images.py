@@ -12,6 +12,7 @@ from contextwindow._images import (
     image_size,
     parse_data_uri,
 )
+from contextwindow.errors import ArgumentTypeError
 from contextwindow.tokens._images import anthropic_image_tokens, openai_image_tokens
 
 
@@ -160,3 +161,16 @@ class TestImageTokens:
         assert anthropic_image_tokens(1092, 1092) == 1590
         assert anthropic_image_tokens(8000, 100) == 41  # 1568 x 19.6
         assert anthropic_image_tokens(None, 10) == 1600
+
+
+class TestImageSizeArguments:
+    @pytest.mark.parametrize("bad", [None, 5, "GIF89a", [0x89, 0x50]])
+    def test_takes_bytes(self, bad: object) -> None:
+        """What is not bytes is named, not a TypeError or IndexError from slicing."""
+        with pytest.raises(ArgumentTypeError, match=r"^data: expected bytes"):
+            image_size(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    def test_bytes_like(self) -> None:
+        """A bytearray or a memoryview is read as its bytes."""
+        assert image_size(bytearray(png(3, 4))) == image_size(memoryview(png(3, 4)))
+        assert image_size(memoryview(png(3, 4))) == (3, 4)

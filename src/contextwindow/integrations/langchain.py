@@ -67,7 +67,13 @@ except ImportError as exc:  # pragma: no cover -- the extra is installed in test
         "pip install 'contextwindow[langchain]'"
     ) from exc
 
-from contextwindow._args import as_model, as_strategy, as_tokenizer, shown
+from contextwindow._args import (
+    as_model,
+    as_strategy,
+    as_tokenizer,
+    check_bool,
+    shown,
+)
 from contextwindow._lru import LRU
 from contextwindow.errors import (
     ArgumentTypeError,
@@ -420,6 +426,7 @@ def trim_messages(
         ['Be brief.', 'and b?']
     """
     del end_on, start_on, include_system, text_splitter
+    check_bool(allow_partial, "allow_partial")  # "false" would act as True
     if strategy != "last":
         raise ArgumentValueError(
             "strategy", shown(strategy), "'last'", "'first' keeps no valid history"

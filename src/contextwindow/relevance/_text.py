@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from contextwindow._args import check_str
 from contextwindow.relevance._stem import stem
 
 __all__ = ["STOPWORDS", "terms"]
@@ -50,6 +51,8 @@ def terms(text: str) -> list[str]:
         >>> terms("I'm painting 3 cats in 東京")
         ['paint', '3', 'cat', '東', '京']
     """
+    if text.__class__ is not str:  # one test on the hot path
+        check_str(text, "text")
     out: list[str] = []
     append = out.append
     for word in _WORD.findall(text.lower()):

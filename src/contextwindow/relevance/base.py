@@ -21,11 +21,13 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
+from contextwindow._args import check_messages, shown
+from contextwindow.errors import ArgumentTypeError, InvalidMessageError
 from contextwindow.messages import Message, Text, Thinking, ToolCall, ToolResult
 
 __all__ = ["Scorer", "document", "when"]
@@ -77,6 +79,8 @@ def when(meta: Mapping[str, Any]) -> str:
         >>> when({})
         ''
     """
+    if not isinstance(meta, Mapping):
+        raise ArgumentTypeError("meta", shown(meta), "a mapping (a message's meta)")
     text = meta.get("date_time")
     if isinstance(text, str):
         found = _date_text(text)
@@ -103,7 +107,7 @@ def _iso_date(stamp: str) -> str:
     return f"{moment.day} {_MONTHS[moment.month - 1]} {moment.year}"
 
 
-def document(messages: Sequence[Message]) -> str:
+def document(messages: Iterable[Message]) -> str:
     """The text a unit is scored by (see the module's contract).
 
     Example:
@@ -115,8 +119,14 @@ def document(messages: Sequence[Message]) -> str:
         Checking. read_file {"path": "app.py"}
         def main(): ...
     """
+    if not isinstance(messages, list | tuple):
+        messages = check_messages(messages)  # a generator: read once
     lines: list[str] = []
-    for m in messages:
+    for i, m in enumerate(messages):
+        if m.__class__ is not Message and not isinstance(m, Message):
+            raise InvalidMessageError(
+                f"messages[{i}]", f"expected a Message, got {type(m).__name__}"
+            )
         words: list[str] = []
         if m.name:
             words.append(m.name)

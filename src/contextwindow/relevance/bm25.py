@@ -89,7 +89,7 @@ class TermCache:
     __slots__ = ("_entries", "_lock")
 
     def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
-        self._entries: LRU[str, Stats] = LRU(size)
+        self._entries: LRU[str, Stats] = LRU(check_int(size, "size", low=1))
         self._lock = threading.Lock()
 
     def __len__(self) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, cast
 
+from contextwindow._args import check_bool
 from contextwindow.errors import ConflictError, StoreError
 from contextwindow.messages import Message
 from contextwindow.store._codec import (
@@ -68,9 +69,19 @@ class Snapshot:
     view_rows: Sequence[Sequence[Any]] = ()
 
 
+_MAX_COUNT = 2**63 - 1
+"""The largest version or position a backend holds (SQL's BIGINT)."""
+
+
 def _count(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise StoreError(f"{name} must be a non-negative integer, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= _MAX_COUNT
+    ):
+        raise StoreError(
+            f"{name} must be a non-negative integer below 2**63, got {value!r}"
+        )
     return value
 
 
@@ -207,6 +218,7 @@ class RowStore(ABC):
         """The log from ``since``, the metadata and the view. See ``Store.load``."""
         cid = check_id(conversation_id)
         start = _count(since, "since")
+        check_bool(view, "view")
         snap = self._snapshot(cid, start, view)
         if snap is None:
             raise StoreError(f"no conversation {cid!r} in {self!r}")
@@ -304,6 +316,7 @@ class RowStore(ABC):
     ) -> ConversationInfo:
         """Merge ``meta`` into the metadata (``replace``: instead of it)."""
         cid = check_id(conversation_id)
+        check_bool(replace, "replace")
         encode_meta(cid, meta)  # refuse what is not JSON before touching the store
         return decode_info(cid, self._update_meta(cid, meta, replace, time.time()))
 

@@ -46,7 +46,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from contextwindow._args import check_items, shown
+from contextwindow._args import check_items, check_strs, shown
 from contextwindow.errors import ArgumentTypeError, InvalidMessageError, StoreError
 from contextwindow.messages import Message
 from contextwindow.store.base import (
@@ -243,12 +243,21 @@ def encode_log(
 
 def _counts_text(cid: str, i: int, counts: Mapping[Any, Any]) -> str:
     for name, n in counts.items():
-        if not isinstance(name, str) or isinstance(n, bool) or not isinstance(n, int):
+        if not _is_count(n) or not isinstance(name, str):
             raise StoreError(
-                f"{_conv(cid)}: tokens[{i}]: expected counter names to integers, "
-                f"got {name!r}: {n!r}"
+                f"{_conv(cid)}: tokens[{i}]: expected counter names to integers "
+                f">= 0, got {name!r}: {n!r}"
             )
     return encode_json(cid, f"tokens[{i}]", dict(counts))
+
+
+def _is_count(n: object) -> bool:
+    """Whether ``n`` is a token count: an ``int`` >= 0.
+
+    A manager resuming the conversation takes a count as it is: a negative
+    one would be summed into every total it makes.
+    """
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 0
 
 
 def encode_meta(cid: str, meta: Mapping[Any, Any]) -> str:
@@ -326,9 +335,7 @@ def _counts(cid: str, where: str, text: object) -> Mapping[str, int]:
         return {}
     value = _load_json(cid, f"{where} tokens", text)
     counts = cast("dict[str, object]", value) if isinstance(value, dict) else None
-    if counts is None or not all(
-        isinstance(n, int) and not isinstance(n, bool) for n in counts.values()
-    ):
+    if counts is None or not all(map(_is_count, counts.values())):
         raise _corrupt(cid, where, f"tokens: expected counts, got {text!r}"[:300])
     return cast("dict[str, int]", counts)
 
@@ -428,10 +435,10 @@ def encode_view(
     A view message whose body equals a log message with its id becomes a
     pointer to it; others are kept whole (see the module's contract).
     """
+    named = _sources(sources)
     by_id: dict[str, list[tuple[int, str]]] = {}
     for position, ident, digest in index:
         by_id.setdefault(ident, []).append((position, body_part(digest)))
-    named = dict(sources or {})
     view_ids = {getattr(m, "id", None) for m in messages}
     for key in named:
         if key not in view_ids:
@@ -453,11 +460,31 @@ def encode_view(
     return rows
 
 
+def _sources(sources: object) -> dict[str, tuple[str, ...]]:
+    """``sources`` checked: a mapping of view message ids to log message ids.
+
+    Raises:
+        ArgumentTypeError: Not a mapping (``None`` is none), a key not a
+            ``str``, or a value neither an id nor an iterable of ids.
+    """
+    if sources is None:
+        return {}
+    takes = "a mapping of view message ids to the ids of their log messages"
+    if not isinstance(sources, Mapping):
+        raise ArgumentTypeError("sources", shown(sources), takes)
+    named: dict[str, tuple[str, ...]] = {}
+    for key, ids in cast("Mapping[object, object]", sources).items():
+        if not isinstance(key, str):
+            raise ArgumentTypeError("sources", shown(key), takes, "a key is no str")
+        named[key] = check_strs(ids, f"sources[{key!r}]")
+    return named
+
+
 def _origins(
     cid: str, key: str, ids: Sequence[str], by_id: Mapping[str, list[tuple[int, str]]]
 ) -> list[int]:
     out: list[int] = []
-    for ident in [ids] if isinstance(ids, str) else ids:
+    for ident in ids:
         if ident not in by_id:
             raise StoreError(
                 f"{_conv(cid)}: sources[{key!r}] names {ident!r}, which the log "

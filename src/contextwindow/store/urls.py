@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from contextwindow._args import check_str
+from contextwindow._args import check_bool, check_str
 from contextwindow.errors import StoreError
 from contextwindow.store._backend import RowStore
 from contextwindow.store.memory import MemoryStore
@@ -64,6 +64,7 @@ def split_url(url: str) -> tuple[str, str | None]:
         >>> split_url("sqlite:///a.db")
         ('sqlite:///a.db', None)
     """
+    check_str(url, "url", secret=True)  # a URL may hold a password
     base, sep, fragment = url.partition("#")
     return base, (unquote(fragment) or None) if sep else None
 
@@ -89,6 +90,7 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
         contextwindow.errors.StoreError: url: unknown store URL 'mysql://db/chats' ...
     """
     check_str(url, "url", secret=True)
+    check_bool(readonly, "readonly")
     base, _ = split_url(url)
     scheme = base.partition("://")[0].lower()
     if not is_store_url(base):

@@ -84,6 +84,7 @@ from itertools import accumulate, compress, islice
 from operator import attrgetter, is_
 from typing import Any, cast
 
+from contextwindow._args import check_messages
 from contextwindow._prefix import common_prefix, shared_spans
 from contextwindow.handles import (
     NAMING,
@@ -107,6 +108,7 @@ from contextwindow.strategies.base import (
     Change,
     Fitted,
     Report,
+    check_budget,
     final_indices,
     finish,
     pinned_one,
@@ -1236,6 +1238,12 @@ class CollapseRuns:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Fit with ``strategy``; collapse what it left over ``max_share``."""
+        # The budget is checked and a generator read here (both are used
+        # again below); the messages, by ``strategy`` (a pipeline checks only
+        # what is new since its last input).
+        check_budget(budget)
+        if not isinstance(messages, list | tuple):
+            messages = check_messages(messages)
         fitted: Fitted = self.strategy(messages, budget)
         got = fitted.messages
         share = cut_share(got, budget, "CollapseRuns", edits=True)

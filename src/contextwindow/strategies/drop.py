@@ -20,6 +20,7 @@ from contextwindow.strategies.base import (
     Change,
     Fitted,
     RunTally,
+    checked_history,
     describe,
     describe_run,
     final_indices,
@@ -32,6 +33,7 @@ from contextwindow.strategies.base import (
     shares,
     step_end,
     step_size,
+    strategy_input,
 )
 from contextwindow.summarizers.record import is_summary
 from contextwindow.validity import CONTINUED_ID
@@ -97,6 +99,7 @@ class DropOldest:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop units, oldest first, until the budget is met."""
+        messages = strategy_input(messages, budget)
         key = (self, "DropOldest", budget.settings)
         state = budget.memo.get(key)
         if isinstance(state, _DropState):
@@ -561,7 +564,7 @@ def _budget_error(
 ) -> BudgetError:
     flags = pinned_flags(messages, budget.protected, budget.provider)
     finals = final_indices(messages, budget.provider)
-    where = _places(messages, budget.history)
+    where = _places(messages, checked_history(budget))
     rows: list[tuple[int, str]] = []
     for k, u in enumerate(us):
         if not pinned[k]:
@@ -650,6 +653,7 @@ class SlidingWindow:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop every unit before the window, except pinned ones."""
+        messages = strategy_input(messages, budget)
         us, pinned = pinned_units(messages, budget.protected, budget.provider)
         counted = [k for k, u in enumerate(us) if u.kind != "system"]
         window = set(counted[max(0, len(counted) - self.keep_last) :])
@@ -694,6 +698,7 @@ class MaxMessages:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop the oldest unpinned units until the count is met."""
+        messages = strategy_input(messages, budget)
         us, pinned = pinned_units(messages, budget.protected, budget.provider)
         keep = [True] * len(us)
         excess = sum(1 for m in messages if m.role != "system") - self.limit

@@ -62,6 +62,7 @@ from contextwindow.strategies.base import (
     Change,
     ChangeKind,
     Fitted,
+    strategy_input,
 )
 
 __all__ = [
@@ -234,6 +235,7 @@ class CompactLossless:
         a grown conversation reuses the compacted messages before the first
         place a decision can change.
         """
+        messages = strategy_input(messages, budget)
         return rewrite_results(
             messages,
             budget,

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from contextwindow._args import check_str
 from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.base import Strategy
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
@@ -320,6 +321,7 @@ def parse_strategy(spec: str) -> Strategy:
         The strategy of the one stage, or a ``Pipeline`` of the stages.
 
     Raises:
+        ArgumentTypeError: ``spec`` is not a ``str``.
         ContextWindowError: An empty spec or stage, an unknown name, an
             unknown or repeated argument, a value not of the argument's kind,
             a value the strategy refuses, or unbalanced parentheses or
@@ -342,6 +344,7 @@ def parse_strategy(spec: str) -> Strategy:
         ...
         contextwindow.errors.ContextWindowError: strategy 'shrink': unknown name (known: drop-oldest, sliding-window, ...)
     """  # noqa: E501 -- doctest output lines cannot be wrapped
+    check_str(spec, "spec", takes="a strategy spec str (e.g. 'drop-oldest')")
     stages = [_stage(part) for part in _split(spec)]
     return stages[0] if len(stages) == 1 else Pipeline(*stages)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from contextwindow._args import as_strategy
+from contextwindow._args import as_strategy, check_messages
 from contextwindow._memo import Memo
 from contextwindow._prefix import identical_prefix
 from contextwindow.errors import ContextWindowError, SummarizerError
@@ -27,7 +27,9 @@ from contextwindow.strategies.base import (
     Fitted,
     Strategy,
     aligned,
+    check_budget,
     finish,
+    known_valid,
     note_shared,
     relocate,
     shared_length,
@@ -86,7 +88,15 @@ class Pipeline:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Run stages until the budget is met (none if it already is)."""
+        check_budget(budget)
+        if not isinstance(messages, list | tuple):  # a generator: read once
+            messages = check_messages(messages)
         last, k = _last_input(messages, budget)
+        # Its leading ``k`` messages are the very objects of the last input,
+        # found to be messages then: only the new ones are looked at (none
+        # in a conversation a stage returned, as a nested pipeline gets).
+        if not (type(messages) is tuple and known_valid(budget, messages)):
+            check_messages(messages, start=k)
         # What the last input shares with this one was found valid there: only
         # the rest is checked (from the start of the unit holding its last
         # shared message), and counted.

@@ -34,7 +34,14 @@ from contextwindow.errors import ContextWindowError
 from contextwindow.messages import COMPARED, Message, Unit
 from contextwindow.relevance.base import Scorer, document
 from contextwindow.relevance.bm25 import BM25Index, BM25Scorer
-from contextwindow.strategies.base import Budget, Change, Fitted, finish, pinned_units
+from contextwindow.strategies.base import (
+    Budget,
+    Change,
+    Fitted,
+    finish,
+    pinned_units,
+    strategy_input,
+)
 from contextwindow.strategies.drop import Runs, keep_units
 from contextwindow.validity import CONTINUED_ID
 
@@ -85,6 +92,7 @@ class SelectRelevant:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Drop the least relevant older units until the budget is met."""
+        messages = strategy_input(messages, budget)
         total = budget.count(messages)
         if total <= budget.limit:
             unchanged = finish("SelectRelevant", messages, messages, (), budget)

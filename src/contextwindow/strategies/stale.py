@@ -66,7 +66,7 @@ from contextwindow._args import check_str, check_strs, shown
 from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.messages import Message, ToolResult, units
 from contextwindow.strategies._rescan import Origin, Resumed, Rewrite, rewrite_results
-from contextwindow.strategies.base import Budget, Fitted, unit_start
+from contextwindow.strategies.base import Budget, Fitted, strategy_input, unit_start
 from contextwindow.strategies.digest import (
     Counted,
     digest,
@@ -171,6 +171,7 @@ class StaleReads:
         calls mark what they supersede, and the scan resumes from the first
         read that became stale.
         """
+        messages = strategy_input(messages, budget)
         key = (StaleReads, tuple(self.tools.items()), self.shell, self.marker)
         policy = _Superseded(self, Counted(budget.counter.text))
         return rewrite_results(messages, budget, "StaleReads", "stale", policy, key)

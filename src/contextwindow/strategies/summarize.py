@@ -118,6 +118,7 @@ from contextwindow.strategies.base import (
     pinned_units,
     shares,
     step_end,
+    strategy_input,
 )
 from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.summarizers.extractive import ExtractiveSummarizer
@@ -225,6 +226,7 @@ class Summarize:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Summarise the oldest units until the budget is met (see the module)."""
+        messages = strategy_input(messages, budget)
         if budget.fits(messages):
             return finish("Summarize", messages, messages, (), budget)
         key = (self, "Summarize", budget.settings)

@@ -51,6 +51,7 @@ from contextwindow.strategies.base import (
     Change,
     ChangeKind,
     Fitted,
+    strategy_input,
 )
 from contextwindow.strategies.digest import Counted
 from contextwindow.strategies.tool_results import truncate
@@ -91,6 +92,7 @@ class TruncateToolInputs:
         call pushes an older one past ``keep_recent``, and the scan resumes
         from there.
         """
+        messages = strategy_input(messages, budget)
         return rewrite_results(
             messages,
             budget,

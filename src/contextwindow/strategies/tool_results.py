@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from contextwindow._args import check_int, check_number, check_str
+from contextwindow._args import check_bool, check_int, check_number, check_str
 from contextwindow._lru import LRU
 from contextwindow.errors import ContextWindowError
 from contextwindow.messages import Message, ToolResult
@@ -39,6 +39,7 @@ from contextwindow.strategies.base import (
     note_valid,
     relocate,
     step_size,
+    strategy_input,
 )
 from contextwindow.strategies.collapse import (
     MAX_CUT_SHARE,
@@ -106,6 +107,7 @@ class TruncateToolResults:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Truncate every old result longer than ``max_tokens``."""
+        messages = strategy_input(messages, budget)
         tok = _Cached(budget.counter)
 
         def rewrite(result: ToolResult, origin: Origin) -> str | None:
@@ -192,6 +194,7 @@ class ClearToolResults:
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Clear every old result."""
+        messages = strategy_input(messages, budget)
         tok = _Cached(budget.counter)
         found = budget.memo.get(_HELD_KEY)
         known: LRU[tuple[str, int], str] = (
@@ -326,9 +329,11 @@ class Deduplicate:
 
     def __post_init__(self) -> None:
         _check_format("note", self.note, call_id="call_1", handle="0123456789", but="")
+        check_bool(self.near, "near")
 
     def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
         """Replace earlier copies of repeated outputs."""
+        messages = strategy_input(messages, budget)
         return rewrite_results(
             messages, budget, "Deduplicate", "deduplicated", _Copies(self), self
         )

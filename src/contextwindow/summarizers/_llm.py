@@ -50,6 +50,7 @@ from contextwindow._args import (
     as_tokenizer,
     check_bool,
     check_int,
+    check_messages,
     check_number,
     check_str,
 )
@@ -256,6 +257,7 @@ def render_transcript(messages: Sequence[Message]) -> str:
         tool result (ls): a.py
         b.py
     """
+    messages = check_messages(messages)
     names: dict[str, str] = {}
     lines: list[str] = []
     for m in messages:

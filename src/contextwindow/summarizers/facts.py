@@ -64,7 +64,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-from contextwindow._args import as_tokenizer, check_int, check_str
+from contextwindow._args import as_tokenizer, check_int, check_messages, check_str
 from contextwindow._args import shown as shown_value
 from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.messages import Message
@@ -514,6 +514,7 @@ def extract_facts(messages: Iterable[Message]) -> Facts:
         >>> [(f.kind, f.text) for f in extract_facts(conv)]
         [('decision', 'We decided to use SQLite instead of Redis.'), ('url', 'https://sqlite.org/wal.html'), ('number', '30%')]
     """  # noqa: E501 -- doctest output lines cannot be wrapped
+    messages = check_messages(messages)
     found: dict[tuple[FactKind, str], list[str]] = {}
     last: dict[tuple[FactKind, str], int] = {}
     position = 0

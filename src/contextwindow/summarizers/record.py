@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from contextwindow._args import check_strs, shown
+from contextwindow._args import check_messages, check_str, check_strs, shown
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message
 from contextwindow.summarizers.facts import Facts
@@ -113,7 +113,17 @@ def summary_message(
         handle: What its header shows for ``context_recall`` (ten hex digits
             of what it replaced, by content: ``Summarize``'s); none when
             ``None``.
+
+    Raises:
+        ArgumentTypeError: ``body`` or ``handle`` not a ``str``, ``sources``
+            not an iterable of ids (a lone ``str`` neither: its characters
+            would count as messages), or ``facts`` not a ``Facts``.
     """
+    check_str(body, "body")
+    sources = check_strs(sources, "sources", lone=False)
+    if not isinstance(facts, Facts):
+        raise ArgumentTypeError("facts", shown(facts), "a Facts")
+    check_str(handle, "handle", none=True)
     n = len(sources)
     header = f"[Summary of {n} earlier message{'' if n == 1 else 's'}"
     header += f"; recall {handle}]" if handle else "]"
@@ -149,5 +159,6 @@ def recall(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
         >>> [m.text for m in recall(h, ["2", "1", "9"])]
         ['a', 'b']
     """
+    history = check_messages(history, "history")
     wanted = set(check_strs(ids, "ids"))
     return [m for m in history if m.id in wanted]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 
+from contextwindow._args import as_tokenizer, check_number, check_str
 from contextwindow.tokens.base import Tokenizer
 
 __all__ = ["ApproximateTokenizer"]
@@ -20,13 +21,16 @@ class ApproximateTokenizer:
     """Count with ``base``, labelled as an approximation for ``label``.
 
     Args:
-        base: The tokenizer whose counts are used (e.g. ``o200k_base`` BPE).
+        base: The tokenizer whose counts are used (e.g. ``o200k_base`` BPE),
+            or what names one, as for ``TokenCounter``: a model or an
+            encoding (``"o200k_base"``).
         label: What is approximated, usually a model name.
         scale: Measured ratio of the real tokenizer's counts to the base's
             (e.g. Claude's to o200k's); ``1.0`` when nothing was measured.
 
     Raises:
-        ValueError: ``scale`` is not positive.
+        ArgumentError: ``base`` is not a tokenizer nor names one, ``label``
+            is not a ``str``, or ``scale`` is not a finite number > 0.
 
     Example:
         >>> from contextwindow.testing import FakeTokenizer
@@ -42,12 +46,14 @@ class ApproximateTokenizer:
 
     __slots__ = ("_base", "_label", "_scale")
 
-    def __init__(self, base: Tokenizer, label: str, *, scale: float = 1.0) -> None:
-        if not scale > 0:
-            raise ValueError(f"scale must be positive, got {scale!r}")
-        self._base = base
-        self._label = label
-        self._scale = scale
+    def __init__(
+        self, base: Tokenizer | str, label: str, *, scale: float = 1.0
+    ) -> None:
+        # A str has a ``count`` method too: taken as a base, it would count
+        # occurrences of the text in the name (about 0 for any request).
+        self._base = as_tokenizer(base, "base")
+        self._label: str = check_str(label, "label")
+        self._scale: float = check_number(scale, "scale", low=0, open_low=True)
 
     @property
     def name(self) -> str:

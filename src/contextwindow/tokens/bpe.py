@@ -86,6 +86,8 @@ ENCODINGS: dict[str, _Spec] = {
 }
 """The encodings shipped with the package."""
 
+_ENCODING_NAME = "an encoding name (o200k_base)"
+
 _cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
 
@@ -97,12 +99,14 @@ def load_encoding(name: str) -> tiktoken.Encoding:
         name: ``o200k_base`` or ``cl100k_base``.
 
     Raises:
+        ArgumentTypeError: ``name`` is not a ``str``.
         ContextWindowError: Unknown name, or the shipped file fails its sha256.
 
     Example:
         >>> load_encoding("o200k_base").encode_ordinary("hello world")
         [24912, 2375]
     """
+    check_str(name, "name", takes=_ENCODING_NAME)
     with _lock:
         enc = _cache.get(name)
         if enc is not None:
@@ -150,7 +154,7 @@ class BPETokenizer:
     __slots__ = ("_enc", "_name")
 
     def __init__(self, encoding: str = "o200k_base") -> None:
-        check_str(encoding, "encoding", takes="an encoding name (o200k_base)")
+        check_str(encoding, "encoding", takes=_ENCODING_NAME)
         self._name = encoding
         self._enc = load_encoding(encoding)
 
@@ -176,7 +180,13 @@ class BPETokenizer:
         pattern matcher (a Rust panic, which no ``except Exception`` catches):
         a text holding a run of ``2 * RUN_PIECE`` or more is counted in pieces
         cut inside its long runs (``_pieces``), as the whole would count.
+
+        Raises:
+            ArgumentTypeError: ``text`` is not a ``str`` (``None`` and ``[]``
+                are not empty texts).
         """
+        if text.__class__ is not str:  # one test on the hot path
+            check_str(text, "text")
         if not text:
             return 0
         if len(text) >= 2 * RUN_PIECE and _LONG_RUN.search(text) is not None:

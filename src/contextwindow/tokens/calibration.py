@@ -19,12 +19,21 @@ Contract:
   pydantic-ai, the OpenAI Agents SDK and LangChain (which include cached
   tokens already).
 - Observations that say nothing (a count or a report of 0) are ignored, so
-  an adapter may pass every usage it sees. A calibration may be shared by
-  several managers of one model, from several threads.
+  an adapter may pass every usage it sees. So is, with a warning logged
+  (``contextwindow.calibration``; a log, not a Python warning, since an
+  adapter passes what it gets), an observation whose ratio lies outside
+  ``PLAUSIBLE`` (a quarter to four times the count): no tokenizer is that
+  far from another, so such a report is not of the request counted (a
+  session's cumulative usage, another request's, a mocked one), and taken it
+  would decide the ratio alone while it is the only one. A negative count or
+  report is an error.
+- A calibration may be shared by several managers of one model, from
+  several threads.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 import threading
@@ -32,14 +41,25 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from contextwindow._args import check_int, check_number, shown
-from contextwindow.errors import ArgumentTypeError
+from contextwindow._args import check_int, check_items, check_number, shown
+from contextwindow.errors import ArgumentTypeError, ArgumentValueError
 
-__all__ = ["Calibration", "reported_input_tokens"]
+__all__ = ["PLAUSIBLE", "Calibration", "reported_input_tokens"]
+
+logger = logging.getLogger("contextwindow.calibration")
 
 DEFAULT_WINDOW = 20
 """Observations the ratio is the median of: enough that one odd call moves
 it little, few enough that it follows a change of model or framing."""
+
+MAX_WINDOW = 1_000_000
+"""The largest ``window``: far more observations than a median needs."""
+
+PLAUSIBLE = (0.25, 4.0)
+"""The ratios one observation may have to be kept (bounds included). The
+approximations differ from the real tokenizers by tens of percent (Claude's
+to o200k's: about 1.2); a report four times the count or more, or a quarter
+of it or less, is of something else than the request counted."""
 
 _INPUT_KEYS = (
     "prompt_tokens",
@@ -58,8 +78,8 @@ class Calibration:
         prior: The ratio before anything was observed.
 
     Raises:
-        ArgumentError: ``window`` is not a positive int, or ``prior`` not a
-            positive number.
+        ArgumentError: ``window`` is not an int in [1, ``MAX_WINDOW``], or
+            ``prior`` not a positive number.
 
     Example:
         >>> cal = Calibration()
@@ -76,7 +96,7 @@ class Calibration:
     __slots__ = ("_lock", "_prior", "_ratios", "_window")
 
     def __init__(self, *, window: int = DEFAULT_WINDOW, prior: float = 1.0) -> None:
-        self._window: int = check_int(window, "window", low=1)
+        self._window: int = check_int(window, "window", low=1, high=MAX_WINDOW)
         self._prior = float(check_number(prior, "prior", low=0, open_low=True))
         self._ratios: deque[float] = deque(maxlen=self._window)
         self._lock = threading.Lock()
@@ -114,22 +134,59 @@ class Calibration:
                 ``reported_input_tokens`` reads).
 
         Returns:
-            The ratio after this observation.
+            The ratio after this observation (unchanged when it was ignored:
+            a count or a report of 0, or a ratio outside ``PLAUSIBLE``, which
+            logs a warning).
 
         Raises:
             ArgumentError: ``counted`` is not an int >= 0, or ``reported`` no
-                usage.
+                usage (or a negative one).
+
+        Example:
+            >>> cal = Calibration()
+            >>> cal.observe(1_000, 250_000)  # a session's total, not this request's
+            1.0
+            >>> cal.observe(1_000, 1_150), cal.observed
+            (1.15, 1)
         """
         counted = int(check_int(counted, "counted", low=0))
         billed = reported_input_tokens(reported)
         if counted > 0 and billed > 0:
+            ratio = billed / counted
+            low, high = PLAUSIBLE
+            if not low <= ratio <= high:
+                logger.warning(
+                    "usage ignored: %s input tokens reported for a request "
+                    "counted at %s (ratio %.3g, outside %g-%g); is it another "
+                    "request's, or a total?",
+                    f"{billed:,}",
+                    f"{counted:,}",
+                    ratio,
+                    low,
+                    high,
+                )
+                return self.ratio
             with self._lock:
-                self._ratios.append(billed / counted)
+                self._ratios.append(ratio)
         return self.ratio
 
     def observe_many(self, pairs: Iterable[tuple[int, Any]]) -> float:
-        """Record several ``(counted, reported)`` observations, oldest first."""
-        for counted, reported in pairs:
+        """Record several ``(counted, reported)`` observations, oldest first.
+
+        Raises:
+            ArgumentError: ``pairs`` is not an iterable of pairs (each checked
+                before any is recorded), or a pair as ``observe`` refuses it.
+
+        Example:
+            >>> Calibration().observe_many([(100, 110), (200, 240)])
+            1.15
+        """
+        takes = "an iterable of (counted, reported) pairs"
+        items: list[Any] = check_items(pairs, "pairs", takes=takes)
+        for k, pair in enumerate(items):
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise ArgumentTypeError(f"pairs[{k}]", shown(pair), "a pair")
+        for counted, reported in items:
             self.observe(counted, reported)
         return self.ratio
 
@@ -182,6 +239,8 @@ def reported_input_tokens(usage: Any) -> int:
 
     Raises:
         ArgumentTypeError: ``usage`` is none of these.
+        ArgumentValueError: A negative count, named by where it was found
+            (``usage.prompt_tokens``).
 
     Example:
         >>> reported_input_tokens({"prompt_tokens": 120, "completion_tokens": 9})
@@ -192,7 +251,7 @@ def reported_input_tokens(usage: Any) -> int:
         >>> reported_input_tokens({"usage": {"input_tokens": 77}})
         77
     """
-    found = _read(usage, depth=0)
+    found = _read(usage, "usage", depth=0)
     if found is None:
         raise ArgumentTypeError(
             "usage",
@@ -209,30 +268,39 @@ def _field(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
-def _tokens(value: Any) -> int | None:
+def _tokens(value: Any, where: str) -> int | None:
+    """A count (``None`` when ``value`` is no int); a negative one is refused.
+
+    No provider reports a negative count: one is a bug upstream, and taken
+    as 0 it would hide that a request was never billed.
+    """
     if isinstance(value, bool) or not isinstance(value, int):
         return None
-    return max(value, 0)
+    if value < 0:
+        raise ArgumentValueError(where, shown(value), "a token count >= 0")
+    return value
 
 
-def _read(usage: Any, depth: int) -> int | None:
-    direct = _tokens(usage)
+def _read(usage: Any, where: str, depth: int) -> int | None:
+    direct = _tokens(usage, where)
     if direct is not None:
         return direct
     if usage is None or isinstance(usage, (str, bytes)) or depth > 2:
         return None
     for key in _INPUT_KEYS:
         value = _field(usage, key)
-        n = _tokens(value)
+        n = _tokens(value, f"{where}.{key}")
         if n is None:
             continue
         if key == "input_tokens":
-            n += sum(_tokens(_field(usage, k)) or 0 for k in _ANTHROPIC_CACHE)
+            n += sum(
+                _tokens(_field(usage, k), f"{where}.{k}") or 0 for k in _ANTHROPIC_CACHE
+            )
         return n
     for key in ("usage", "usage_metadata", "usageMetadata"):
         inner = _field(usage, key)
         if inner is not None and inner is not usage:
-            n = _read(inner, depth + 1)
+            n = _read(inner, f"{where}.{key}", depth + 1)
             if n is not None:
                 return n
     return None

@@ -40,7 +40,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, cast
 
-from contextwindow._args import as_tokenizer, check_int, shown
+from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow._images import data_uri_bytes, image_size
 from contextwindow._lru import Generations
 from contextwindow._memo import Memo
@@ -247,7 +247,12 @@ class TokenCounter:
 
         A store keeps each message's count, so a conversation read back is
         not counted again. The count must come from a counter with the same
-        tokenizer and provider: it is taken as it is.
+        tokenizer and provider: it is taken as it is, once checked (an
+        ``int`` >= 0; anything else would be summed into every total).
+
+        Raises:
+            ArgumentError: ``msg`` is not a ``Message``, or ``tokens`` not
+                an ``int`` >= 0.
 
         Example:
             >>> from contextwindow.tokens import BPETokenizer
@@ -257,6 +262,9 @@ class TokenCounter:
             >>> counter.message(m)
             6
         """
+        _check_message(msg, "msg")
+        if tokens.__class__ is not int or tokens < 0:
+            check_int(tokens, "tokens", low=0)
         try:
             self._cache.put(msg, tokens)
         except TypeError:  # unhashable content: it is counted when asked
@@ -313,11 +321,14 @@ class TokenCounter:
             seq = list(neutral(seq, hint=self._provider))
             sums = self.running(seq)
         total = sums[-1] + self._framing.reply
-        if tools:
+        # Only an empty list or tuple is no tools: anything else is read (a
+        # falsy ``False``, ``0`` or ``""`` is refused there, not taken as none).
+        if not (isinstance(tools, list | tuple) and not tools):
             tools = _specs(tools)
-            total += self.tools(tools)
-            if self._framing is _OPENAI:
-                total += self._openai_system_adjustment(seq)
+            if tools:
+                total += self.tools(tools)
+                if self._framing is _OPENAI:
+                    total += self._openai_system_adjustment(seq)
         return total
 
     def running(self, msgs: Iterable[Message | Any]) -> tuple[int, ...]:
@@ -426,6 +437,7 @@ class TokenCounter:
             >>> counter.breakdown(Message.assistant("ok", tool_calls=[call]))
             {'framing': 4, 'text': 1, 'tool_call': 5}
         """
+        _check_message(msg, "msg")  # ``message`` comes here for what it has not seen
         f = self._framing
         out: dict[str, int] = {}
         if msg.role == "tool" and f is _OPENAI:
@@ -452,6 +464,8 @@ class TokenCounter:
             >>> TokenCounter(BPETokenizer("o200k_base")).text("hello world")
             2
         """
+        if text.__class__ is not str:  # one test on the hot path
+            check_str(text, "text")
         texts = self._texts
         n = texts.get(text)
         if n is None:
@@ -513,6 +527,8 @@ class TokenCounter:
             >>> counter.image(Image("https://example.com/a.png", width=512, height=512))
             255
         """
+        if not isinstance(img, Image):
+            raise ArgumentTypeError("img", shown(img), "an Image")
         width, height = img.width, img.height
         if not (width and height):
             data = data_uri_bytes(img.url)
@@ -538,9 +554,11 @@ class TokenCounter:
             >>> counter.tools([ToolSpec("foo", "Do a foo", {"type": "object"})])
             28
         """
+        # An empty list or tuple is none; anything else is read, so that a
+        # ``False``, ``0`` or ``""`` is refused, not taken for no tools.
+        specs = _specs(specs)
         if not specs:
             return 0
-        specs = _specs(specs)
         last = self._tools
         with suppress(Exception):  # a schema value that cannot be compared
             if last is not None and specs == last[0]:  # at C speed: dicts, strings
@@ -563,6 +581,12 @@ class TokenCounter:
         except Exception:  # a schema value that cannot be copied: counted each time
             self._tools = None
         return total
+
+
+def _check_message(msg: object, name: str) -> None:
+    """Refuse what is not a ``Message`` (one class test for one that is)."""
+    if msg.__class__ is not Message and not isinstance(msg, Message):
+        raise ArgumentTypeError(name, shown(msg), "a Message")
 
 
 def _checked_count(tokenizer: Tokenizer) -> Callable[[str], int]:

@@ -36,6 +36,8 @@ gets 11-24 % and 24-35 %.
 
 from __future__ import annotations
 
+from contextwindow._args import check_str
+
 __all__ = ["HeuristicTokenizer"]
 
 # -- character classes -----------------------------------------------------------
@@ -258,7 +260,14 @@ class HeuristicTokenizer:
         return False
 
     def count(self, text: str) -> int:
-        """Return the estimated token count of ``text`` (at least 1 unless empty)."""
+        """Return the estimated token count of ``text`` (at least 1 unless empty).
+
+        Raises:
+            ArgumentTypeError: ``text`` is not a ``str`` (``None`` and ``[]``
+                are not empty texts).
+        """
+        if text.__class__ is not str:  # one test on the hot path
+            check_str(text, "text")
         if not text:
             return 0
         # Inlined _features(): this is the hot path, no tuple is built.
