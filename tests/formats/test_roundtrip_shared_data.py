@@ -21,18 +21,26 @@ Summary = tuple[list[str], list[tuple[str, str, Any]], list[tuple[str, str, bool
 
 
 def summary(messages: Sequence[Message]) -> Summary:
-    """Every text, tool call and tool result of a conversation, in order."""
+    """Every text, tool call and tool result of a conversation, in order.
+
+    A call is named by its place among the calls, and a result by the place
+    of the latest call with its id: Anthropic renames ids another provider
+    reused (tau-bench's trajectories reuse some), so the pairing is what
+    must survive, not the spelling.
+    """
     texts: list[str] = []
     calls: list[tuple[str, str, Any]] = []
     results: list[tuple[str, str, bool]] = []
+    latest: dict[str, str] = {}
     for m in messages:
         for p in m.parts:
             if isinstance(p, Text):
                 texts.append(p.text)
             elif isinstance(p, ToolCall):
-                calls.append((p.id, p.name, json.loads(p.arguments or "{}")))
+                latest[p.id] = f"call {len(calls)}"
+                calls.append((latest[p.id], p.name, json.loads(p.arguments or "{}")))
             elif isinstance(p, ToolResult):
-                results.append((p.call_id, p.text, p.is_error))
+                results.append((latest.get(p.call_id, p.call_id), p.text, p.is_error))
     return texts, calls, results
 
 
@@ -52,6 +60,8 @@ def claude_code_files(data: Path) -> list[Path]:
 def assert_keeps_everything(start: list[dict[str, Any]], label: str) -> None:
     before = summary(from_openai(start))
     middle, end = through_anthropic(start)
+    ids = [c.id for m in middle for c in m.tool_calls]
+    assert len(set(ids)) == len(ids), label  # as Anthropic requires
     assert summary(middle) == before, label
     assert summary(from_openai(end)) == before, label
     assert before[0] or before[1], label  # the comparison is not vacuous

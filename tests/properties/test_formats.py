@@ -9,11 +9,13 @@ out and say where each loss comes from:
 - Content written as a string: a lone empty text is written ``""`` and reads
   back as no part at all.
 - OpenAI: reasoning not read from ``reasoning_content`` and ``is_error`` are
-  dropped; a tool message with several results becomes several messages.
+  dropped; a tool message with several results becomes several messages;
+  images in a tool result are left out (Chat's tool message takes text).
 - Anthropic: system messages go to the top-level field; consecutive tool
   messages and a directly following user message form one user turn (reading
   gives back one tool message, then the user's parts, if any); names are
-  dropped; tool-call arguments are re-serialised compactly.
+  dropped; tool-call arguments are re-serialised compactly; a reused tool
+  call id is renamed (Anthropic refuses it twice in a request).
 - Responses: reasoning from another shape, ``is_error`` and names are dropped;
   consecutive tool messages (and assistant messages) become one message.
 """
@@ -51,6 +53,13 @@ from contextwindow.messages import (
 from ._support import for_each
 
 PROVIDERS = ("openai", "anthropic", "responses")
+
+# Generated tool results hold images, which a Chat tool message cannot carry:
+# written for Chat they are left out with this warning (formats.openai_chat).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*an image has no equivalent in the openai tool result"
+    ":contextwindow.errors.ContentDroppedWarning"
+)
 
 
 # -- the trips -------------------------------------------------------------------
@@ -117,11 +126,43 @@ def expected_openai(conv: Sequence[Message]) -> list[Message]:
     for m in conv:
         if m.role == "tool":
             for r in m.tool_results:
-                out.append(Message("tool", (replace(r, is_error=False),)))
+                out.append(Message("tool", (imageless(r),)))
             continue
         parts = [p for p in m.parts if not isinstance(p, Thinking)]
         out.append(plain(m, lone_empty_text_dropped(parts)))
     return without_sizes(out, detail=True)
+
+
+def imageless(r: ToolResult) -> ToolResult:
+    """A result as Chat's tool message carries it: text alone (images left out,
+    with a ``ContentDroppedWarning``; nothing left is ``""``), no ``is_error``."""
+    content = r.content
+    if not isinstance(content, str):
+        kept = tuple(p for p in content if not isinstance(p, Image))
+        content = kept or ""
+    return replace(r, content=content, is_error=False)
+
+
+def renamed(conv: Sequence[Message]) -> list[Message]:
+    """``conv`` with tool call ids as Anthropic takes them: a reused one gets
+    ``_2``, ``_3``... (never an id in use), and results follow their call."""
+    taken = {c.id for m in conv for c in m.tool_calls}
+    used: set[str] = set()
+    latest: dict[str, str] = {}
+
+    def name(part: Part) -> Part:
+        if isinstance(part, ToolCall):
+            new, k = part.id, 2
+            while new in used or (new != part.id and new in taken):
+                new, k = f"{part.id}_{k}", k + 1
+            used.add(new)
+            latest[part.id] = new
+            return replace(part, id=new)
+        if isinstance(part, ToolResult):
+            return replace(part, call_id=latest.get(part.call_id, part.call_id))
+        return part
+
+    return [m.with_parts([name(p) for p in m.parts]) for m in conv]
 
 
 def compact(call: ToolCall) -> ToolCall:
@@ -133,6 +174,7 @@ def compact(call: ToolCall) -> ToolCall:
 
 def expected_anthropic(conv: Sequence[Message]) -> list[Message]:
     """What ``from_anthropic`` of ``to_anthropic(conv)`` must give."""
+    conv = renamed(conv)
     system = [m for m in conv if m.role == "system"]
     out: list[Message] = []
     if system:

@@ -655,7 +655,8 @@ def _write_tool(m: Message, om: Mapping[str, Any], i: int) -> list[dict[str, Any
             at = _tool_parts(r.content, om, where)
             parts = [r.content[k] for k in at]
             rom = dict(om)
-            rom.setdefault("content_form", "list" if parts else "str")
+            # All its parts left out: "" (an empty list given stays one).
+            rom.setdefault("content_form", "list" if parts or not r.content else "str")
             _put_content(d, parts, rom, "list", where, at, result=True)
         if r.name is not None:
             d["name"] = r.name
