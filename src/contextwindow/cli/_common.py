@@ -4,7 +4,9 @@ Contract: ``cli_errors`` is the one place where library errors
 (``ContextWindowError``, ``BudgetError`` included) become one-line
 ``Error: …`` messages and a non-zero exit, and library warnings become
 ``warning: …`` lines on stderr. Nothing here prints otherwise: the helpers
-return text for the commands to print. The names carry no underscore because
+return text for the commands to print. A ``FILE|URL`` argument is shown
+(in errors, progress, listings and JSON) as ``shown_source`` shows it: a
+URL with its credentials masked. The names carry no underscore because
 the module itself is private: they are shared by this package's command
 modules and by nothing else.
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 import click
 
+from contextwindow._redact import display_url
 from contextwindow.errors import ContextWindowError
 from contextwindow.formats import AnthropicRequest, to_provider
 from contextwindow.messages import Message, Provider
@@ -78,10 +81,20 @@ def _check_source(_ctx: click.Context, _param: click.Parameter, value: str) -> s
         else:
             what = "no such file, nor a store URL"
         raise click.BadParameter(
-            f"{value!r}: {what}; give a transcript file, - for standard input, "
-            "or a store URL such as sqlite:///chats.db#ID"
+            f"{shown_source(value)!r}: {what}; give a transcript file, - for "
+            "standard input, or a store URL such as sqlite:///chats.db#ID"
         )
     return value
+
+
+def shown_source(source: str) -> str:
+    """How a ``FILE|URL`` argument is shown: a URL with its credentials masked.
+
+    Example:
+        >>> shown_source("redis://:s3cret@db:6379/0#c1"), shown_source("a.json")
+        ('redis://:***@db:6379/0#c1', 'a.json')
+    """
+    return display_url(source) if "://" in source else source
 
 
 source_argument = click.argument("file", metavar="FILE|URL", callback=_check_source)
@@ -196,7 +209,8 @@ def choose(file: str, n: int, k: int | None) -> int:
         return 0
     if k is None:
         raise click.UsageError(
-            f"{file} holds {n:,} conversations; choose one with --conversation N "
+            f"{shown_source(file)} holds {n:,} conversations; choose one with "
+            f"--conversation N "
             f"(0 to {n - 1:,})"
         )
     if not 0 <= k < n:
@@ -207,7 +221,8 @@ def choose(file: str, n: int, k: int | None) -> int:
         else:
             holds = f"holds {n:,} conversations: choose 0 to {n - 1:,}"
         raise click.BadParameter(
-            f"{k} is out of range; {file} {holds}", param_hint="--conversation"
+            f"{k} is out of range; {shown_source(file)} {holds}",
+            param_hint="--conversation",
         )
     return k
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from contextwindow._redact import display_url
 from contextwindow.cli._common import (
     cli_errors,
     num,
@@ -38,6 +39,7 @@ def _when(seconds: float) -> str:
 
 
 def _listing(url: str, infos: list[ConversationInfo]) -> list[Block]:
+    url = display_url(url)
     if not infos:
         return [f"{url}: no conversations"]
     rows = tuple(
@@ -88,8 +90,10 @@ def export_cmd(
     the conversations. postgresql:// and redis:// URLs work the same.
     """
     if not is_store_url(url):
+        # Only a URL's scheme is shown: what is no store URL may be anything.
+        what = f"{display_url(url)!r} is" if "://" in url else "it is"
         raise click.BadParameter(
-            f"{url!r} is not a store URL (schemes: {', '.join(SCHEMES)})",
+            f"{what} not a store URL (schemes: {', '.join(SCHEMES)})",
             param_hint="URL",
         )
     if output == "-":
@@ -109,7 +113,9 @@ def export_cmd(
                     }
                     for i in infos
                 ]
-                click.echo(dumps(document("export", url=url, conversations=rows)))
+                click.echo(
+                    dumps(document("export", url=display_url(url), conversations=rows))
+                )
             else:
                 emit(_listing(url, infos))
             return
@@ -118,7 +124,7 @@ def export_cmd(
         text = provider_json(t.messages, provider)
     if as_json:
         fields: dict[str, Any] = {
-            "url": url,
+            "url": display_url(url),
             "conversation": t.title,
             "provider": provider,
             "view": view,

@@ -29,6 +29,7 @@ from contextwindow.cli._common import (
     provider_json,
     provider_of,
     read_source,
+    shown_source,
     source_argument,
     tokenizer_from,
     tokenizer_label,
@@ -188,7 +189,7 @@ def fit_cmd(
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     known_model(model, budget=budget is not None)
     with cli_errors():
-        with working(f"reading {file}"):
+        with working(f"reading {shown_source(file)}"):
             transcripts = read_source(file, view=view)
         t = choose_transcript(file, transcripts, conversation)
         asked = model or t.model or DEFAULT_MODEL
@@ -262,7 +263,7 @@ def _same_file(source: str, output: str) -> bool:
 def _fit_dict(run: _FitRun) -> dict[str, Any]:
     r = run.fitted.report
     return {
-        "file": run.file,
+        "file": shown_source(run.file),
         "title": run.transcript.title,
         "format": run.transcript.format,
         "output": run.output,

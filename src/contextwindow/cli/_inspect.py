@@ -24,6 +24,7 @@ from contextwindow.cli._common import (
     pct,
     provider_of,
     read_source,
+    shown_source,
     source_argument,
     tokenizer_from,
     tokenizer_label,
@@ -84,7 +85,7 @@ def inspect_cmd(
     known_model(model)
     with cli_errors():
         tokenizer = tokenizer_from(tokenizer_spec) if tokenizer_spec else None
-        with working(f"reading {file}"):
+        with working(f"reading {shown_source(file)}"):
             transcripts = read_source(file, view=view)
         if conversation is not None:
             transcripts = [choose_transcript(file, transcripts, conversation)]
@@ -101,13 +102,13 @@ def inspect_cmd(
         doc = (
             document("inspect", **payload[0])
             if len(payload) == 1
-            else document("inspect", source=file, conversations=payload)
+            else document("inspect", source=shown_source(file), conversations=payload)
         )
         click.echo(dumps(doc))
     elif len(results) == 1:
         emit(_render(transcripts[0], results[0]))
     else:
-        emit(_render_many(file, transcripts, results, top))
+        emit(_render_many(shown_source(file), transcripts, results, top))
 
 
 def _inspect(

@@ -1,7 +1,9 @@
 """``contextwindow proxy``: serve the fitting proxy (``contextwindow.proxy``).
 
 Contract: the options are checked before anything is served (a bad strategy,
-store URL, ``--model-window`` or key variable is one ``Error: …`` line);
+store URL, ``--model-window`` or key variable is one ``Error: …`` line, a
+store URL shown with its credentials masked, an ``--api-key-env`` that is no
+variable's name not shown at all);
 binding beyond loopback needs ``--api-key-env``, so that the proxy is no
 open relay. The command then serves until interrupted, one JSON line per
 request on stderr.
@@ -158,6 +160,15 @@ def proxy_cmd(
         raise click.ClickException(
             f"the proxy needs its extra: pip install 'contextwindow[proxy]' ({exc})"
         ) from exc
+    from contextwindow.summarizers._llm import ENV_NAME
+
+    if api_key_env is not None and not ENV_NAME.fullmatch(api_key_env):
+        # Not echoed: what was given may be the key itself ("$PROXY_KEY").
+        raise click.BadParameter(
+            "expected the name of an environment variable, e.g. PROXY_KEY (the "
+            "value given is not shown: is it the key itself?)",
+            param_hint="--api-key-env",
+        )
     windows = _windows(model_windows)
     try:
         strategy = parse_strategy(strategy_spec) if strategy_spec else None

@@ -25,6 +25,7 @@ from contextwindow.cli._common import (
     num,
     provider_of,
     read_source,
+    shown_source,
     source_argument,
     tokenizer_from,
     tokenizer_option,
@@ -112,7 +113,7 @@ def report_cmd(
                 file = f"{file}#{ids[choose(file, len(ids), conversation)]}"
             t, view = stored_view(file)
         else:
-            with working(f"reading {file}"):
+            with working(f"reading {shown_source(file)}"):
                 transcripts = read_source(file)
             t = choose_transcript(file, transcripts, conversation)
         asked = model or t.model or DEFAULT_MODEL

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextwindow._redact import display_url
 from contextwindow.errors import StoreError
 from contextwindow.messages import PROVIDERS
 from contextwindow.store import (
@@ -36,7 +37,7 @@ def stored_transcripts(url: str, *, view: bool = False) -> list[Transcript]:
     try:
         ids = [cid] if cid is not None else [i.id for i in store.list_conversations()]
         if not ids:
-            raise StoreError(f"{base} holds no conversations")
+            raise StoreError(f"{display_url(base)} holds no conversations")
         return [_transcript(store.load(i, view=view), view) for i in ids]
     finally:
         store.close()
@@ -46,7 +47,7 @@ def stored_view(url: str) -> tuple[Transcript, StoredView | None]:
     """The log of the conversation ``URL#ID`` names, and its saved view if any."""
     base, cid = split_url(url)
     if cid is None:
-        raise StoreError(f"{url}: name one conversation, as URL#ID")
+        raise StoreError(f"{display_url(url)}: name one conversation, as URL#ID")
     store = open_store(base)
     try:
         conv = store.load(cid, view=True)

@@ -559,10 +559,12 @@ class LangChainSummarizer:
         try:
             reply = self.model.invoke(_ask(request))
         except Exception as exc:
-            raise SummarizerError(
-                f"the LangChain model failed: {type(exc).__name__}"
-            ) from exc
-        return self._done(request, reply)
+            failure = type(exc).__name__
+        else:
+            return self._done(request, reply)
+        # Raised here: the provider's exception (its message may quote the
+        # key) is neither chained nor kept as the context.
+        raise SummarizerError(f"the LangChain model failed: {failure}")
 
     async def asummarize(
         self,
@@ -576,10 +578,12 @@ class LangChainSummarizer:
         try:
             reply = await self.model.ainvoke(_ask(request))
         except Exception as exc:
-            raise SummarizerError(
-                f"the LangChain model failed: {type(exc).__name__}"
-            ) from exc
-        return self._done(request, reply)
+            failure = type(exc).__name__
+        else:
+            return self._done(request, reply)
+        # Raised here: the provider's exception (its message may quote the
+        # key) is neither chained nor kept as the context.
+        raise SummarizerError(f"the LangChain model failed: {failure}")
 
     def _done(self, request: Any, reply: Any) -> str:
         text = reply.text if isinstance(reply, BaseMessage) else None

@@ -14,7 +14,9 @@ Contract:
   call, and each is fitted to its own window: a fallback with a smaller
   window gets a request that fits it, not the one that fit the first model.
   A model whose request cannot fit (``BudgetError``) is skipped as a failure
-  is; when every model failed, the last error is raised.
+  is; when every model failed, the last error is raised. Every fallback is
+  checked before the first call; a bad one's error shows a dict's keys,
+  never its values (they hold an ``api_key``).
 - A model's window is, in order: ``windows[model]``, this project's
   registry (the name with or without its ``provider/`` prefix), LiteLLM's
   ``get_model_info``; else ``ContextWindowError`` names the model.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from contextwindow._args import as_strategy, as_tokenizer, shown
@@ -55,6 +57,23 @@ from contextwindow.tokens.calibration import Calibration
 __all__ = ["FittingCompletion", "acompletion", "completion"]
 
 _REPLY_KEYS = ("max_completion_tokens", "max_tokens")
+_FALLBACK = "a model name or a dict with 'model'"
+
+
+def _shown_fallback(extra: object) -> str:
+    """A bad fallback as an error shows it: a dict's keys, else only its type.
+
+    A fallback dict carries its own arguments, ``api_key`` among them: no
+    value of it is shown.
+
+    Example:
+        >>> _shown_fallback({"modle": "gpt-4o", "api_key": "sk-test-0123456789"})
+        "a dict with keys ['modle', 'api_key'] (values not shown)"
+    """
+    if isinstance(extra, Mapping):
+        keys = [str(k)[:40] for k in list(extra)[:10]]
+        return f"a dict with keys {keys} (values not shown)"
+    return shown(extra, secret=True)
 
 
 class FittingCompletion:
@@ -136,7 +155,7 @@ class FittingCompletion:
 
     # -- internals --------------------------------------------------------
 
-    def _attempts(self, kwargs: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
+    def _attempts(self, kwargs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         base = dict(kwargs)
         fallbacks = base.pop("fallbacks", None) or ()
         model = base.get("model")
@@ -144,18 +163,18 @@ class FittingCompletion:
             raise ArgumentTypeError("model", shown(model), "a model name")
         if "messages" not in base:
             raise ContextWindowError("completion needs messages=")
-        yield model, base
+        # Every fallback is checked before the first call is made.
+        attempts = [(model, base)]
         for k, extra in enumerate(fallbacks):
             if isinstance(extra, str):
-                yield extra, {**base, "model": extra}
+                attempts.append((extra, {**base, "model": extra}))
             elif isinstance(extra, Mapping) and isinstance(extra.get("model"), str):
-                yield extra["model"], {**base, **extra}
+                attempts.append((extra["model"], {**base, **extra}))
             else:
                 raise ArgumentTypeError(
-                    f"fallbacks[{k}]",
-                    shown(extra),
-                    "a model name or a dict with 'model'",
+                    f"fallbacks[{k}]", _shown_fallback(extra), _FALLBACK
                 )
+        return attempts
 
     def _model(self, model: str) -> tuple[int, ModelInfo | None, int | None]:
         """The window, the registry's entry, and the output limit of ``model``."""

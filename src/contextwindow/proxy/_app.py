@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, cast
 
@@ -65,6 +65,7 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import Send
 
+from contextwindow._redact import display_url
 from contextwindow.errors import BudgetError, ContextWindowError
 from contextwindow.proxy._fitter import (
     Fitter,
@@ -128,9 +129,15 @@ _USAGE = re.compile(
 class ProxyConfig:
     """Everything the proxy is told.
 
+    Its ``repr`` shows no secret: not ``api_key``, and every URL (the
+    upstreams', the store's) in its display form, credentials masked.
+
     Example:
         >>> ProxyConfig(store=None).upstream_anthropic
         'https://api.anthropic.com'
+        >>> c = ProxyConfig(store="redis://:pw@db:6379/0", api_key="sk-cw-123")
+        >>> "sk-cw-123" in repr(c), "store='redis://:***@db:6379/0'" in repr(c)
+        (False, True)
     """
 
     upstream_openai: str = "https://api.openai.com"
@@ -139,7 +146,7 @@ class ProxyConfig:
     store: str | Store | None = "sqlite:///contextwindow-proxy.db"
     """Where conversations are kept (a URL or a ``Store``); ``None`` fits
     each request alone."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     """The key the proxy demands of its clients (``None``: none)."""
     log_bodies: bool = False
     max_body_bytes: int = 32 * 1024 * 1024
@@ -147,6 +154,16 @@ class ProxyConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     """Seconds an upstream may take to answer, and between two chunks."""
+
+    def __repr__(self) -> str:
+        shown: list[str] = []
+        for f in fields(self):
+            if not f.repr:
+                continue
+            value = getattr(self, f.name)
+            text = display_url(value) if isinstance(value, str) else value
+            shown.append(f"{f.name}={text!r}")
+        return f"ProxyConfig({', '.join(shown)})"
 
 
 class _Proxy:

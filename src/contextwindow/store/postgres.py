@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Generator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from contextwindow._args import check_int, check_number, check_str
+from contextwindow._redact import display_url, scrub_url
 from contextwindow.errors import ConflictError, StoreError
 from contextwindow.store._codec import LogRow
 from contextwindow.store._sql import Cursor, SQLStore
@@ -78,18 +78,27 @@ SELECT version FROM bumped
 
 
 def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***``.
+    """``url`` as errors and reprs show it: its secrets masked, never raising.
+
+    ``contextwindow._redact.display_url``: a password in the userinfo, in
+    the query (``?password=``, ``?sslpassword=``) or in a libpq
+    keyword/value string.
 
     Example:
         >>> redact("postgresql://ada:secret@db:5432/chats")
         'postgresql://ada:***@db:5432/chats'
+        >>> redact("host=db user=ada password=secret")
+        'host=db user=ada password=***'
     """
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    netloc = f"{parts.username}:***@{host}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    return display_url(url)
+
+
+def _libpq(url: str) -> str:
+    """``url`` as libpq reads it: the scheme in lower case (it refuses others)."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in ("postgresql", "postgres"):
+        return f"{scheme.lower()}://{rest}"
+    return url
 
 
 def _driver() -> tuple[Any, Any]:
@@ -137,12 +146,14 @@ class PostgresStore(SQLStore):
         psycopg, pools = _driver()
         self._errors: type[Exception] = psycopg.Error
         self._broken: type[Exception] = psycopg.OperationalError
+        conninfo = _libpq(url)
+        failure = None
         try:
             # A direct connection first: it fails with the server's own reason,
             # where a pool would only time out.
-            psycopg.connect(url, connect_timeout=max(1, round(timeout))).close()
+            psycopg.connect(conninfo, connect_timeout=max(1, round(timeout))).close()
             self._pool: ConnectionPool = pools.ConnectionPool(
-                url,
+                conninfo,
                 min_size=1,
                 max_size=max(1, max_connections),
                 kwargs={"autocommit": True},
@@ -153,7 +164,12 @@ class PostgresStore(SQLStore):
             self._retries = max(1, max_connections) + 1
             self._pool.open(wait=True, timeout=timeout)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to {self!r}: {exc}") from exc
+            # The driver's message may quote the connection string, or a
+            # piece of its password (as a host name): scrubbed, and the
+            # driver's exception neither chained nor kept as the context.
+            failure = scrub_url(str(exc), conninfo)
+        if failure is not None:
+            raise StoreError(f"cannot connect to {self!r}: {failure}")
         self._sql_cache: dict[str, str] = {}
         self._migrate()
 
@@ -183,7 +199,7 @@ class PostgresStore(SQLStore):
                 finally:
                     cur.execute("COMMIT" if done else "ROLLBACK")
         except self._errors as exc:
-            raise StoreError(f"{self!r}: {exc}") from exc
+            raise StoreError(f"{self!r}: {scrub_url(str(exc), self._url)}") from exc
 
     @contextmanager
     def _checked_out(self, first: str) -> Generator[Cursor, None, None]:
@@ -209,7 +225,7 @@ class PostgresStore(SQLStore):
             with self._pool.connection() as conn, conn.cursor() as cur:
                 yield cur
         except self._errors as exc:
-            raise StoreError(f"{self!r}: {exc}") from exc
+            raise StoreError(f"{self!r}: {scrub_url(str(exc), self._url)}") from exc
 
     def _append(self, cid: str, expected: int, rows: list[LogRow], now: float) -> int:
         for _ in range(3):

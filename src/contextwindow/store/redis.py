@@ -29,10 +29,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from contextwindow._args import check_number, check_str, shown
+from contextwindow._redact import display_url, scrub_url
 from contextwindow.errors import ArgumentValueError, ConflictError, StoreError
 from contextwindow.store._backend import RowStore, Snapshot, ViewHead
 from contextwindow.store._codec import InfoRow, LogRow, ViewRow, meta_value
-from contextwindow.store.postgres import redact
 
 __all__ = ["SCHEMA", "RedisStore"]
 
@@ -173,6 +173,7 @@ class RedisStore(RowStore):
         self._prefix = prefix
         redis = _driver()
         self._errors: type[Exception] = redis.RedisError
+        failure = None
         try:
             self._client: Any = redis.Redis.from_url(
                 url,
@@ -181,8 +182,14 @@ class RedisStore(RowStore):
                 socket_connect_timeout=timeout,
             )
             self._client.ping()
-        except redis.RedisError as exc:
-            raise StoreError(f"cannot connect to {self!r}: {exc}") from exc
+        except (redis.RedisError, ValueError, TypeError) as exc:
+            # redis-py refuses a URL it cannot parse (a bad port, an unknown
+            # option) with a ValueError or a TypeError. Its message is
+            # scrubbed of the URL's secrets, and neither chained nor kept as
+            # the context.
+            failure = scrub_url(str(exc), url)
+        if failure is not None:
+            raise StoreError(f"cannot connect to {self!r}: {failure}")
         with self._call():
             self._scripts = {
                 name: self._client.register_script(lua)
@@ -226,7 +233,7 @@ class RedisStore(RowStore):
                     self._client.lset(key, k, json.dumps(fields, ensure_ascii=False))
 
     def __repr__(self) -> str:
-        return f"RedisStore({redact(self._url)!r})" + (
+        return f"RedisStore({display_url(self._url)!r})" + (
             "" if self._prefix == "cw:" else f"[prefix {self._prefix!r}]"
         )
 
@@ -245,7 +252,7 @@ class RedisStore(RowStore):
         try:
             yield
         except self._errors as exc:
-            raise StoreError(f"{self!r}: {exc}") from exc
+            raise StoreError(f"{self!r}: {scrub_url(str(exc), self._url)}") from exc
 
     # -- writing -----------------------------------------------------------------
 

@@ -20,9 +20,10 @@ Contract:
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus
 
 from contextwindow._args import check_bool, check_str
+from contextwindow._redact import display_url
 from contextwindow.errors import StoreError
 from contextwindow.store._backend import RowStore
 from contextwindow.store.memory import MemoryStore
@@ -87,15 +88,24 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
         >>> open_store("mysql://db/chats")
         Traceback (most recent call last):
         ...
-        contextwindow.errors.StoreError: url: unknown store URL 'mysql://db/chats' ...
+        contextwindow.errors.StoreError: url: unknown store URL 'mysql://...' ...
     """
     check_str(url, "url", secret=True)
     check_bool(readonly, "readonly")
     base, _ = split_url(url)
     scheme = base.partition("://")[0].lower()
     if not is_store_url(base):
+        # Only the scheme is shown: what is not a store URL may be anything
+        # (a key passed by mistake, a DSN that keeps its password elsewhere).
         schemes = ", ".join(SCHEMES)
-        raise StoreError(f"url: unknown store URL {base!r} (schemes: {schemes})")
+        if "://" not in base:
+            raise StoreError(
+                f"url: not a store URL (expected scheme://...; schemes: {schemes})"
+            )
+        raise StoreError(
+            f"url: unknown store URL {display_url(base)!r} (schemes: {schemes})"
+        )
+    shown = display_url(base)
     if scheme == "memory":
         return MemoryStore()
     if scheme == "sqlite":
@@ -112,16 +122,16 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
             or immutable not in ("0", "1")
         ):
             raise StoreError(
-                f"{base!r}: a sqlite URL takes only ?synchronous=FULL|NORMAL, "
+                f"{shown!r}: a sqlite URL takes only ?synchronous=FULL|NORMAL, "
                 "?mode=ro and ?immutable=1"
             )
         if "\0" in unquote(path):
             raise StoreError(
-                f"{base!r}: a sqlite URL's path cannot hold a NUL character"
+                f"{shown!r}: a sqlite URL's path cannot hold a NUL character"
             )
         if not path and (readonly or mode == "ro"):
             raise StoreError(
-                f"{base!r}: no database path given (sqlite:///chats.db reads "
+                f"{shown!r}: no database path given (sqlite:///chats.db reads "
                 "chats.db; a new in-memory database holds nothing to read)"
             )
         return SQLiteStore(
@@ -132,9 +142,19 @@ def open_store(url: str, *, readonly: bool = False) -> RowStore:
         )
     if scheme in ("postgresql", "postgres"):
         return PostgresStore(base)
-    parts = urlsplit(base)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefixes = [v for k, v in query if k == "prefix"]
-    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
-    plain = urlunsplit(parts._replace(query=rest))
+    # The query is cut by hand: urlunsplit would write unix:///tmp/r.sock
+    # as unix:/tmp/r.sock, and urlsplit raises on a broken host ([::1).
+    head, _, query_text = base.partition("?")
+    head = scheme + head[len(scheme) :]  # REDIS:// as redis-py reads it
+    items = [i for i in query_text.split("&") if i]
+    prefixes = [
+        unquote_plus(i.partition("=")[2]) for i in items if _name(i) == "prefix"
+    ]
+    rest = "&".join(i for i in items if _name(i) != "prefix")
+    plain = f"{head}?{rest}" if rest else head
     return RedisStore(plain, prefix=prefixes[-1]) if prefixes else RedisStore(plain)
+
+
+def _name(item: str) -> str:
+    """The parameter a query item (``name=value``) sets."""
+    return unquote_plus(item.partition("=")[0])

@@ -21,7 +21,16 @@ Contract:
   an error (what the server said is scrubbed, then cut) or in the HTTP
   stack's log records while a request runs. An endpoint known to need a key
   (``KEYED_HOSTS``: OpenAI's, Anthropic's) fails at once, with no request
-  sent, when its variable is unset.
+  sent, when its variable is unset. ``api_key_env`` must be a variable's
+  name: a key given there by mistake is refused, not shown.
+- Credentials in ``base_url`` are secrets too: ``user:password@`` is sent as
+  a ``Basic`` authorization header (as ``httpx`` would send it), so the URL
+  that goes out, and that ``httpx`` logs at INFO, holds none; the values of
+  secret query parameters (``?api-key=``, ``?key=``, ``?token=``: see
+  ``contextwindow._redact``) must stay in the URL, and are scrubbed like
+  the key from the HTTP stack's records and from every error. Errors,
+  ``SummarizerError.endpoint`` and the ``repr`` show ``base_url`` in its
+  display form (``display_url``), credentials masked.
 - After a call fails (every retry spent, or a failure no retry fixes), the
   next one within ``cooldown`` seconds fails at once, saying so; each
   failure in a row doubles the wait, up to ``MAX_COOLDOWN``; a success
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import base64
 import functools
 import json
 import re
@@ -42,9 +52,10 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from contextwindow._args import (
     as_tokenizer,
@@ -55,6 +66,7 @@ from contextwindow._args import (
     check_str,
 )
 from contextwindow._args import shown as shown_value
+from contextwindow._redact import display_url, scrub_url, url_secrets
 from contextwindow.errors import ArgumentValueError, SummarizerError
 from contextwindow.messages import Image, Message, Text, ToolCall, ToolResult
 from contextwindow.summarizers._secret import hidden, read_key, scrub, shown
@@ -76,8 +88,10 @@ __all__ = [
     "LLMSummarizer",
     "Request",
     "apost",
+    "check_env_name",
     "check_prompt",
     "conclude",
+    "endpoint_url",
     "post",
     "prepare",
     "render_transcript",
@@ -138,18 +152,86 @@ def check_url(value: object, name: str) -> None:
         >>> check_url("localhost:8000/v1", "base_url")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        contextwindow.errors.ArgumentValueError: base_url: expected an http or https URL with a host..., got 'localhost:8000/v1'
+        contextwindow.errors.ArgumentValueError: base_url: expected an http or https URL with a host..., got '<unparseable URL>' (no scheme:// in it)
+
+    The URL is shown as ``display_url`` shows it, credentials masked (and
+    text with no scheme, which may be anything, not at all).
     """  # noqa: E501 -- doctest output lines cannot be wrapped
     takes = "an http or https URL with a host (http://localhost:8000/v1)"
-    url = check_str(value, name, empty=False, takes=takes)
+    url = check_str(value, name, empty=False, takes=takes, secret=True)
+    why = ""
     try:
         parts = urlsplit(url)
         host, _ = parts.hostname, parts.port  # a bad port fails here
     except ValueError as exc:
-        raise ArgumentValueError(name, shown_value(url), takes, str(exc)) from None
+        why = scrub_url(str(exc), url) or type(exc).__name__
+    if why:  # raised here, the parser's exception not kept as the context
+        raise ArgumentValueError(name, shown_value(display_url(url)), takes, why)
     spaced = any(ch.isspace() for ch in url)
     if parts.scheme.lower() not in ("http", "https") or not host or spaced:
-        raise ArgumentValueError(name, shown_value(url), takes)
+        hint = "" if "://" in url else "no scheme:// in it"
+        raise ArgumentValueError(name, shown_value(display_url(url)), takes, hint)
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What the name of an environment variable holding a key looks like."""
+
+
+def check_env_name(value: object, name: str) -> str | None:
+    """``value`` if it is the name of an environment variable (or ``None``).
+
+    Anything else is refused without being shown: a key given where its
+    variable's name was asked for (``api_key_env=os.environ["..."]``) must
+    not reach an error.
+
+    Example:
+        >>> check_env_name("OPENAI_API_KEY", "api_key_env")
+        'OPENAI_API_KEY'
+        >>> check_env_name("sk-proj-0123456789", "api_key_env")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentValueError: api_key_env: expected the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), got a str (not shown) (is it the key itself? name the variable that holds it)
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    takes = "the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*)"
+    env: str | None = check_str(
+        value, name, empty=False, none=True, secret=True, takes=takes
+    )
+    if env is not None and not ENV_NAME.fullmatch(env):
+        raise ArgumentValueError(
+            name,
+            shown_value(env, secret=True),
+            takes,
+            "is it the key itself? name the variable that holds it",
+        )
+    return env
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` added to its path; its query kept after it.
+
+    Example:
+        >>> endpoint_url("http://h:8000/v1/?api-version=2", "/chat/completions")
+        'http://h:8000/v1/chat/completions?api-version=2'
+    """
+    head, _, _ = base_url.partition("#")  # a fragment is never sent
+    head, q, query = head.partition("?")
+    return head.rstrip("/") + path + q + query
+
+
+def _wire(url: str) -> tuple[str, str | None]:
+    """``url`` without its userinfo, and that as a ``Basic`` authorization.
+
+    What ``httpx`` does with a URL's userinfo, done before it sees the URL:
+    its INFO log line then shows no password.
+    """
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    pair = f"{unquote(user)}:{unquote(password)}".encode()
+    basic = "Basic " + base64.b64encode(pair).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), basic
 
 
 def check_prompt(prompt: str) -> None:
@@ -326,17 +408,27 @@ class Call:
     secret: str | None = field(repr=False)
     key_env: str | None
     transport: Any = field(default=None, repr=False)
+    hide: tuple[str, ...] = field(default=(), repr=False)
+    """Other secrets: the URL's (its password, secret query values)."""
+
+
+def _hidden(call: Call) -> ExitStack:
+    """Every secret of ``call`` scrubbed from the HTTP stack's records."""
+    stack = ExitStack()
+    for secret in _secrets(call):
+        stack.enter_context(hidden(secret))
+    return stack
 
 
 def post(call: Call) -> Any:
     """POST ``call.body`` as JSON; the decoded answer (see the module's contract)."""
-    with hidden(call.secret):
+    with _hidden(call):
         return _post(call)
 
 
 async def apost(call: Call) -> Any:
     """``post`` for async callers (``httpx.AsyncClient``, ``asyncio.sleep``)."""
-    with hidden(call.secret):
+    with _hidden(call):
         return await _apost(call)
 
 
@@ -529,7 +621,7 @@ def _detail(call: Call, response: Any) -> str:
 
 
 def _secrets(call: Call) -> tuple[str, ...]:
-    return (call.secret,) if call.secret else ()
+    return tuple(s for s in (call.secret, *call.hide) if s)
 
 
 def _transport_failure(call: Call, exc: Exception) -> str:
@@ -550,8 +642,9 @@ def _exhausted(call: Call, failure: str) -> SummarizerError:
 
 def _error(call: Call, status: int | None, what: str) -> SummarizerError:
     secrets = _secrets(call)
-    text = scrub(f"POST {call.url}: {what}", secrets)
-    return SummarizerError(text, endpoint=scrub(call.url, secrets), status=status)
+    endpoint = display_url(call.url)
+    text = scrub(f"POST {endpoint}: {what}", secrets)
+    return SummarizerError(text, endpoint=scrub(endpoint, secrets), status=status)
 
 
 def parse_error(call: Call, what: str, value: Any) -> SummarizerError:
@@ -658,7 +751,7 @@ class LLMSummarizer(abc.ABC):
         require_httpx(type(self).__name__)
         check_str(self.model, "model", empty=False)
         check_url(self.base_url, "base_url")
-        check_str(self.api_key_env, "api_key_env", empty=False, none=True)
+        check_env_name(self.api_key_env, "api_key_env")
         check_number(self.timeout, "timeout", low=0, high=1e6, open_low=True)
         check_int(self.retries, "retries", low=0)
         check_number(self.backoff, "backoff", low=0)
@@ -668,6 +761,18 @@ class LLMSummarizer(abc.ABC):
         if self.tokenizer is not None:
             object.__setattr__(self, "tokenizer", as_tokenizer(self.tokenizer))
         check_prompt(self.prompt)
+
+    def __repr__(self) -> str:
+        # The dataclass's fields, base_url in its display form. A subclass
+        # keeps this repr by declaring itself @dataclass(repr=False).
+        shown: list[str] = []
+        for f in fields(self):
+            if f.repr:
+                value = getattr(self, f.name)
+                if f.name == "base_url":
+                    value = display_url(value)
+                shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     @property
     @abc.abstractmethod
@@ -750,25 +855,29 @@ class LLMSummarizer(abc.ABC):
     def _call(self, request: Request) -> Call:
         """The call to make, or ``SummarizerError`` when none should be sent."""
         key = api_key(self.api_key_env)
-        host = urlsplit(self.endpoint).hostname or ""
+        url, basic = _wire(self.endpoint)
+        host = urlsplit(url).hostname or ""
+        shown = display_url(url)
         if key is None and self.api_key_env and host in self.KEYED_HOSTS:
             raise SummarizerError(
                 f"{self.api_key_env} is not set: {host} needs an API key "
                 "(set the variable, or point base_url at a server that needs none)",
-                endpoint=self.endpoint,
+                endpoint=shown,
             )
         wait = self._cooldown.wait()
         if wait > 0:
             failures = self._cooldown.failures
             raise SummarizerError(
-                f"POST {self.endpoint}: not tried: the last {failures} "
+                f"POST {shown}: not tried: the last {failures} "
                 f"call{'s' if failures > 1 else ''} failed; next attempt in "
                 f"{wait:.0f} s",
-                endpoint=self.endpoint,
+                endpoint=shown,
             )
         headers, body = self._shape(request, key)
+        if basic is not None:  # as httpx sends a URL's userinfo: it wins
+            headers = {**headers, "authorization": basic}
         return Call(
-            self.endpoint,
+            url,
             headers,
             body,
             self.timeout,
@@ -777,4 +886,5 @@ class LLMSummarizer(abc.ABC):
             key,
             self.api_key_env,
             self.transport,
+            (*url_secrets(self.endpoint), *([basic] if basic else [])),
         )

@@ -22,7 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
-from contextwindow.summarizers._llm import Call, LLMSummarizer, Request, parse_error
+from contextwindow.summarizers._llm import (
+    Call,
+    LLMSummarizer,
+    Request,
+    endpoint_url,
+    parse_error,
+)
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicSummarizer"]
 
@@ -30,7 +36,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # LLMSummarizer's repr: base_url masked
 class AnthropicSummarizer(LLMSummarizer):
     """Summarise with a Claude model.
 
@@ -57,7 +63,7 @@ class AnthropicSummarizer(LLMSummarizer):
     @property
     def endpoint(self) -> str:
         """The URL requests go to: ``{base_url}/v1/messages``."""
-        return self.base_url.rstrip("/") + "/v1/messages"
+        return endpoint_url(self.base_url, "/v1/messages")
 
     def _shape(
         self, request: Request, key: str | None

@@ -23,12 +23,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from contextwindow.summarizers._llm import Call, LLMSummarizer, Request, parse_error
+from contextwindow.summarizers._llm import (
+    Call,
+    LLMSummarizer,
+    Request,
+    endpoint_url,
+    parse_error,
+)
 
 __all__ = ["OpenAICompatibleSummarizer"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # LLMSummarizer's repr: base_url masked
 class OpenAICompatibleSummarizer(LLMSummarizer):
     """Summarise with a chat model behind an OpenAI-compatible API.
 
@@ -55,7 +61,7 @@ class OpenAICompatibleSummarizer(LLMSummarizer):
     @property
     def endpoint(self) -> str:
         """The URL requests go to: ``{base_url}/chat/completions``."""
-        return self.base_url.rstrip("/") + "/chat/completions"
+        return endpoint_url(self.base_url, "/chat/completions")
 
     def _shape(
         self, request: Request, key: str | None
