@@ -40,6 +40,17 @@ empty list, which OpenAI rejects: it is dropped for every provider.
 Anthropic merges consecutive turns of one role, so once the first turn is the
 user's, roles alternate after merging.
 
+One more Anthropic rule is kept, not checked: with thinking enabled, the
+assistant turn that opens the tool loop a conversation ends in must open
+with its ``thinking`` (or ``redacted_thinking``) block, sent back complete
+and unmodified. Claude thinks at the start of a turn, after a user message
+that is not only tool results, so in a long loop only that first assistant
+message holds one. ``problems`` cannot tell from a conversation alone that a
+thinking block is missing there (a loop whose opener was dropped looks like
+one that never used thinking, and there is no repair: a signature cannot be
+made up), so the strategies keep what the rule needs instead:
+``thinking_turn`` names it, and ``strategies.base.final_indices`` pins it.
+
 Example:
     >>> from contextwindow.messages import Message, ToolCall
     >>> broken = [
@@ -96,6 +107,7 @@ __all__ = [
     "neutral_ensure_valid",
     "neutral_problems",
     "problems",
+    "thinking_turn",
 ]
 
 CONTINUED = "(continued)"
@@ -354,6 +366,105 @@ def neutral_ensure_valid(
         tuple(
             placeholder if p.fix == "insert_user" else replaced[p.index] for p in found
         ),
+    )
+
+
+def thinking_turn(
+    messages: Sequence[Message], provider: Provider | None
+) -> tuple[int, ...]:
+    """What Anthropic needs kept as it is while a loop that opened with thinking runs.
+
+    The conversation ends inside a tool loop when its last message with
+    content is tool results, or tool calls awaiting them (a reply without a
+    call ends the turn), and after its last user message that is not only
+    tool results (the task) every message is an assistant message, tool
+    results or a system message (those go to the top-level ``system``).
+    When the loop's first assistant message opens with a signed or
+    redacted ``Thinking`` part (and calls a tool: it opened the loop),
+    Anthropic wants that message back unmodified, still opening the loop.
+    Kept with it: the task, so that the loop still starts there (without
+    it, the loop would start after an earlier user message, and whatever
+    assistant message followed that one would have to open with thinking).
+
+    Args:
+        messages: The conversation, in the neutral form.
+        provider: The rule is Anthropic's: for any other provider, ``()``.
+
+    Returns:
+        The indices, in order: the task's (left out when the loop opens the
+        conversation, or when the task is the ``CONTINUED`` turn a repair
+        puts first and puts back), then the opener's; ``()`` when the
+        conversation does not end inside such a loop. A user message that
+        a repair drops (one with no content) is not a task.
+
+    Example:
+        >>> from contextwindow.messages import Message, Thinking, ToolCall
+        >>> opener = Message.assistant(
+        ...     [Thinking("Read a.py first.", signature="c2lnbmVk")],
+        ...     tool_calls=[ToolCall("t1", "read")])
+        >>> conv = [Message.user("Fix the bug."), opener,
+        ...         Message.tool("t1", "def f(): ..."),
+        ...         Message.assistant(tool_calls=[ToolCall("t2", "test")]),
+        ...         Message.tool("t2", "1 failed")]
+        >>> thinking_turn(conv, "anthropic"), thinking_turn(conv, "openai")
+        ((0, 1), ())
+        >>> thinking_turn([*conv, Message.user("Thanks!")], "anthropic")
+        ()
+        >>> thinking_turn([*conv, Message.assistant("Fixed.")], "anthropic")
+        ()
+    """
+    if provider != "anthropic":
+        return ()
+    n = len(messages)
+    end = n - 1
+    # Past what the provider does not see as a turn: system messages, and
+    # messages a repair drops for holding nothing (an empty reply).
+    while end >= 0 and (
+        messages[end].role == "system" or not _content(messages[end].parts, provider)
+    ):
+        end -= 1
+    if end < 0 or not _in_loop(messages[end]):
+        return ()  # a reply with no call ends the turn: the next opens anew
+    task = end
+    # Back to the task: the cost grows with the loop, one role test a message.
+    while task >= 0:
+        m = messages[task]
+        if m.role == "user" and not _results_only(m) and _content(m.parts, provider):
+            break
+        task -= 1
+    opener = task + 1
+    while opener < n and messages[opener].role != "assistant":
+        opener += 1  # system messages; results a repair drops as orphans
+    if opener == n or not _opens_thinking(messages[opener]):
+        return ()
+    head = (task,) if task >= 0 and messages[task].id != CONTINUED_ID else ()
+    return (*head, opener)
+
+
+def _in_loop(m: Message) -> bool:
+    """A last message that leaves the turn open: results, or calls awaiting them."""
+    if m.role == "assistant":
+        return any(isinstance(p, ToolCall) for p in m.parts)
+    return m.role == "tool" or (m.role == "user" and _results_only(m))
+
+
+def _results_only(m: Message) -> bool:
+    """A user message holding tool results and nothing else (a loop's step)."""
+    return bool(m.parts) and all(isinstance(p, ToolResult) for p in m.parts)
+
+
+def _opens_thinking(m: Message) -> bool:
+    """``m`` opens with a checked thinking block and calls a tool: a loop's opener.
+
+    Checked: signed, or redacted. A reply with no call ended its turn: one
+    that stands before a loop only because what was between went (its task
+    dropped) opened none.
+    """
+    first = m.parts[0] if m.parts else None
+    return (
+        isinstance(first, Thinking)
+        and (first.redacted or bool(first.signature))
+        and any(isinstance(p, ToolCall) for p in m.parts)
     )
 
 

@@ -25,7 +25,7 @@ import random
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -41,6 +41,7 @@ from contextwindow.messages import (
     Part,
     Provider,
     Text,
+    Thinking,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -191,23 +192,60 @@ TOOL = ToolSpec(
 # -- the oracle: what must be kept, computed without the library ---------------------
 
 
-def pinned_oracle(msgs: Sequence[Message], protected: Sequence[str]) -> list[bool]:
-    """System messages, ``pinned`` ones, those holding a marker, and the last one.
+def pinned_oracle(
+    msgs: Sequence[Message],
+    protected: Sequence[str],
+    provider: Provider | None = None,
+) -> list[bool]:
+    """System messages, ``pinned`` ones, those holding a marker, and the last one;
+    for Anthropic, the thinking turn (``thinking_oracle``).
 
     Not the placeholder turn a repair inserts: it is no content of the input,
     and goes once the conversation no longer opens on the assistant's turn.
     """
     last = len(msgs) - 1
+    turn = thinking_oracle(msgs) if provider == "anthropic" else set()
     return [
         m.id != CONTINUED_ID
         and (
             m.role == "system"
             or m.pinned
             or i == last
+            or i in turn
             or any(mark in m.text for mark in protected)
         )
         for i, m in enumerate(msgs)
     ]
+
+
+def opens_thinking(m: Message) -> bool:
+    """``m`` opens with a signed or redacted thinking block, and calls a tool."""
+    first = m.parts[0] if m.parts else None
+    signed = isinstance(first, Thinking) and (first.redacted or bool(first.signature))
+    return signed and bool(m.tool_calls)
+
+
+def thinking_oracle(valid: Sequence[Message]) -> set[int]:
+    """Anthropic, on a valid conversation ending on tool results: the last user
+    turn that is not only results (the task) and the loop's first assistant
+    message after it, when that opens with thinking and calls a tool."""
+    turns = [i for i, m in enumerate(valid) if m.role != "system"]
+    if not turns or valid[turns[-1]].role != "tool":
+        return set()
+    users = [
+        i
+        for i in turns
+        if valid[i].role == "user"
+        and not all(isinstance(p, ToolResult) for p in valid[i].parts)
+    ]
+    task = users[-1] if users else -1
+    opener = next((i for i in turns if i > task and valid[i].role == "assistant"), None)
+    if opener is None or not opens_thinking(valid[opener]):
+        return set()
+    found = {opener}
+    if task >= 0 and valid[task].id != CONTINUED_ID:
+        found.add(task)
+    return found
 
 
 def pinned_only(
@@ -260,7 +298,7 @@ class Case:
     @functools.cached_property
     def pinned(self) -> list[bool]:
         """Which messages of ``valid`` are pinned (``pinned_oracle``)."""
-        return pinned_oracle(self.valid, self.protected)
+        return pinned_oracle(self.valid, self.protected, self.provider)
 
     @functools.cached_property
     def exchanges(self) -> dict[str, tuple[int, int]]:
@@ -326,7 +364,7 @@ def make_case(
     tools = (TOOL,) if rng.random() < 0.2 else ()
     reserve = rng.choice((0, 0, 0, 5))
     valid = ensure_valid(conv, provider).messages
-    flags = pinned_oracle(valid, protected)
+    flags = pinned_oracle(valid, protected, provider)
     floor = counter.messages(list(pinned_only(valid, flags, provider)), tools=tools)
     wire = to_dicts(conv)
     total = counter.messages(conv, tools=tools)
@@ -791,6 +829,54 @@ def unsized(messages: Sequence[Message]) -> list[Message]:
     return [m.with_parts(map(part, m.parts)) for m in messages]
 
 
+def anthropic_turns(messages: Sequence[Message]) -> list[tuple[str, list[Any]]]:
+    """The conversation as Anthropic reads it: written, same-role turns merged."""
+    turns: list[tuple[str, list[Any]]] = []
+    for m in to_provider(messages, "anthropic").messages:
+        content = m["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text"}]
+        if turns and turns[-1][0] == m["role"]:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((m["role"], list(blocks)))
+    return turns
+
+
+def check_thinking(run: Run) -> None:
+    """Anthropic: a loop that opened with thinking still opens with it, unchanged."""
+    c = run.case
+    if run.fitted is None or c.provider != "anthropic":
+        return
+    turn = thinking_oracle(c.valid)
+    if not turn:
+        return
+    opener = [c.valid[i] for i in sorted(turn) if c.valid[i].role == "assistant"]
+    (_, expected), *_ = anthropic_turns([Message.user("task"), *opener])[1:]
+    turns = anthropic_turns(run.fitted.messages)
+    results_only = [
+        role == "user" and all(b["type"] == "tool_result" for b in blocks)
+        for role, blocks in turns
+    ]
+    assert results_only[-1], "the output no longer ends inside the loop"
+    # The loop opens after the last user turn that is not only tool results.
+    task = max(
+        (
+            k
+            for k, (role, _) in enumerate(turns)
+            if role == "user" and not results_only[k]
+        ),
+        default=-1,
+    )
+    role, blocks = turns[task + 1]
+    assert role == "assistant"
+    assert blocks[0] == expected[0], "the loop does not open with its thinking block"
+    # The writer renames a call id the conversation reuses: ids aside, the same.
+    unnamed = [{k: v for k, v in b.items() if k != "id"} for b in blocks]
+    assert unnamed[: len(expected)] == [
+        {k: v for k, v in b.items() if k != "id"} for b in expected
+    ], "the loop's opening turn changed"
+
+
 ALL_CHECKS = (
     check_fits,
     check_pinned,
@@ -800,6 +886,7 @@ ALL_CHECKS = (
     check_report,
     check_handles,
     check_written,
+    check_thinking,
 )
 
 
@@ -828,6 +915,10 @@ class TestFitting:
     def test_output_is_valid_for_the_provider(self, batch: Batch) -> None:
         """Anthropic opens on a user turn; no turn without content, no blank block."""
         each(batch.runs, check_provider)
+
+    def test_a_thinking_loop_opens_with_its_thinking_block(self, batch: Batch) -> None:
+        """Anthropic: the loop a conversation ends in still opens with its thinking."""
+        each(batch.runs, check_thinking)
 
     def test_what_is_written_is_what_was_counted(self, batch: Batch) -> None:
         """The request in the provider's shape counts no more than reported."""

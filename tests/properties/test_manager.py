@@ -23,7 +23,7 @@ import pytest
 from contextwindow import ContextManager, Message, ThresholdContext, units
 from contextwindow.formats import to_provider
 from contextwindow.manager import CompactionPolicy, Prepared
-from contextwindow.messages import Provider
+from contextwindow.messages import Provider, Thinking
 from contextwindow.strategies import (
     ClearToolResults,
     DropOldest,
@@ -73,6 +73,24 @@ def generous_floor(conv: Sequence[Message], counter: TokenCounter) -> int:
     return pinned + max(sizes, default=0) + 20
 
 
+def thinking_turn_size(conv: Sequence[Message], counter: TokenCounter) -> int:
+    """Anthropic: the largest thinking turn (a unit opening with signed thinking
+    and the user turn before it), pinned while its tool loop runs."""
+    if counter.provider != "anthropic":
+        return 0
+    largest = task = 0
+    for u in units(conv):
+        first = conv[u.start]
+        size = sum(counter.message(m) for m in conv[u.start : u.stop])
+        if first.role == "user":
+            task = size
+        elif first.role == "assistant" and first.parts:
+            part = first.parts[0]
+            if isinstance(part, Thinking) and (part.redacted or part.signature):
+                largest = max(largest, task + size)
+    return largest
+
+
 def replay(
     conv: list[Message], rng: random.Random, provider: Provider, seen: set[str]
 ) -> None:
@@ -80,7 +98,10 @@ def replay(
     floor = generous_floor(conv, counter)
     total = counter.messages(conv)
     reserve = rng.choice((0, 0, 5))
-    window = max(2 * floor + reserve, int(total * rng.uniform(0.3, 1.1))) + reserve
+    # Room for what is pinned while a loop that opened with thinking runs.
+    thinking = floor + thinking_turn_size(conv, counter) + reserve
+    window = max(2 * floor + reserve, thinking, int(total * rng.uniform(0.3, 1.1)))
+    window += reserve
     m = ContextManager(
         token_limit=window,
         tokenizer=FakeTokenizer(),

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from contextwindow._args import check_bool
 from contextwindow._validate import type_name
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats.anthropic import (
@@ -253,6 +254,8 @@ def coerce_messages(
     Raises:
         InvalidMessageError: ``data`` holds something that is no message, or a
             message is malformed; the error names ``name[i].field``.
+        ArgumentTypeError: ``force`` is not a ``bool`` (``"no"`` would read
+            every item as ``provider``, undetected).
 
     Example:
         >>> c = coerce_messages({"system": "Be brief.",
@@ -264,6 +267,8 @@ def coerce_messages(
         ...
         contextwindow.errors.InvalidMessageError: messages[1].role: unknown role 'robot'
     """
+    if force is not False and force is not True:  # the common case costs two tests
+        check_bool(force, "force")
     if type(data) is list or type(data) is tuple:
         seq = cast("Sequence[Any]", data)
         for m in seq:

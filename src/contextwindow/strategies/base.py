@@ -27,9 +27,14 @@ Contract:
 - Pinned messages are never removed or changed by any strategy: system
   messages, messages flagged ``pinned``, messages whose text holds one of the
   budget's protected markers, the final message (and, when a repair would
-  drop that one, the last message the provider will see), and summary
-  messages, which only ``Summarize`` rolls into a new summary. A unit
-  holding a pinned message is kept whole.
+  drop that one, the last message the provider will see), for Anthropic the
+  task and the opening message of a tool loop that opened with thinking and
+  still runs (``validity.thinking_turn``: the loop must still open with
+  that thinking block, unmodified), and summary messages, which only
+  ``Summarize`` rolls into a new summary. A unit holding a pinned message
+  is kept whole. The final message and the thinking turn are pinned for
+  their place (``final_indices``), the others for themselves
+  (``pinned_one``).
 - Every built-in strategy starts in ``strategy_input``: a direct call with
   a budget that is not a ``Budget``, or messages that are not ``Message``
   objects, is refused naming them, and a generator is read; the
@@ -83,6 +88,7 @@ from contextwindow.validity import (
     ensure_valid,
     neutral_ensure_valid,
     neutral_problems,
+    thinking_turn,
 )
 
 __all__ = [
@@ -605,7 +611,9 @@ def pinned_flags(
         provider: When given, the final message that ``ensure_valid`` keeps
             for this provider is pinned too: the last message may be one it
             drops (an empty reply, say), and then the turn before it is the
-            final one the provider sees.
+            final one the provider sees. For Anthropic, so is the thinking
+            turn of the tool loop the conversation ends in
+            (``final_indices``).
         summaries: Whether summary messages (``summarizers.is_summary``) are
             pinned: for every strategy but ``Summarize``, which rolls them
             forward.
@@ -663,18 +671,39 @@ def pinned_one(m: Message, markers: tuple[str, ...], *, summaries: bool = True) 
 def final_indices(
     messages: Sequence[Message], provider: Provider | None = None
 ) -> tuple[int, ...]:
-    """The final message's index and, with ``provider``, the last one kept.
+    """The messages pinned for their place: the final one and, with ``provider``, more.
 
-    The last one kept is the last message ``ensure_valid`` does not drop for
-    ``provider``, given only when it is not the final message itself.
+    With ``provider``: the last message ``ensure_valid`` does not drop for
+    it, when that is not the final message itself; and the messages of
+    ``validity.thinking_turn`` (Anthropic: while a tool loop that opened
+    with a thinking block runs, its task and its opening message). The final
+    message comes first; callers test membership, or take the least.
 
     Example:
+        >>> from contextwindow.messages import Thinking
         >>> conv = [Message.user("q"), Message.assistant("a"), Message.assistant("")]
         >>> final_indices(conv), final_indices(conv, "openai")
         ((2,), (2, 1))
+        >>> loop = [Message.user("Fix it."),
+        ...         Message.assistant([Thinking("Plan.", signature="c2ln")],
+        ...                           tool_calls=[ToolCall("t1", "read")]),
+        ...         Message.tool("t1", "..."),
+        ...         Message.assistant(tool_calls=[ToolCall("t2", "test")]),
+        ...         Message.tool("t2", "ok")]
+        >>> final_indices(loop, "anthropic"), final_indices(loop, "openai")
+        ((4, 0, 1), (4,))
     """
     if not messages:
         return ()
+    ends = _ends(messages, provider)
+    turn = thinking_turn(messages, provider)
+    if not turn:
+        return ends
+    return (*ends, *(i for i in turn if i not in ends))
+
+
+def _ends(messages: Sequence[Message], provider: Provider | None) -> tuple[int, ...]:
+    """The final message's index and, with ``provider``, the last one kept."""
     last = len(messages) - 1
     if provider is None or _surely_kept(messages[last]):
         return (last,)

@@ -36,7 +36,7 @@ from contextwindow.strategies.base import (
     strategy_input,
 )
 from contextwindow.summarizers.record import is_summary
-from contextwindow.validity import CONTINUED_ID
+from contextwindow.validity import CONTINUED_ID, thinking_turn
 
 __all__ = [
     "DropOldest",
@@ -230,6 +230,9 @@ class _DropState:
     """What the last run holds, to extend its description."""
     run: tuple[Unit, ...]
     """The last run's units, to move the cut back when fewer drops do."""
+    placed: tuple[int, ...]
+    """The messages before ``stop`` pinned for their place (``final_indices``:
+    a thinking turn), which the cut kept: another set means another cut."""
 
     @staticmethod
     def of(
@@ -272,6 +275,7 @@ class _DropState:
             changes,
             tally,
             tuple(us[first : last + 1]),
+            _placed(messages, us[last].stop, budget),
         )
 
 
@@ -293,8 +297,8 @@ def _resume(
         return None
     total = budget.count(messages)
     finals = final_indices(messages, budget.provider)
-    if min(finals) < stop:
-        return None
+    if _placed(messages, stop, budget, finals) != state.placed:
+        return None  # a pin before the cut came or went (a thinking turn)
     if total - state.short <= budget.limit:
         return _undrop(state, messages, budget, total)  # fewer drops do
     starts = budget.counter.running(messages)
@@ -370,6 +374,7 @@ def _resume(
         tuple(changes),
         tally,
         tuple(run),
+        _placed(messages, new_stop, budget, finals),
     )
     return fitted, new_state
 
@@ -437,6 +442,7 @@ def _undrop(
         changes,
         tally,
         kept_run,
+        state.placed,  # the run's units went: none of them is pinned
     )
     return fitted, new_state
 
@@ -531,6 +537,18 @@ def dropped_runs(
 _ID = attrgetter("id")
 
 
+def _placed(
+    messages: Sequence[Message],
+    stop: int,
+    budget: Budget,
+    finals: tuple[int, ...] | None = None,
+) -> tuple[int, ...]:
+    """The messages before ``stop`` pinned for their place, in order."""
+    if finals is None:
+        finals = final_indices(messages, budget.provider)
+    return tuple(sorted(i for i in finals if i < stop))
+
+
 def _summaries(
     messages: Sequence[Message],
     us: Sequence[Unit],
@@ -564,13 +582,19 @@ def _budget_error(
 ) -> BudgetError:
     flags = pinned_flags(messages, budget.protected, budget.provider)
     finals = final_indices(messages, budget.provider)
+    turn = thinking_turn(messages, budget.provider)  # pinned with the final one
+    last = len(messages) - 1
     where = _places(messages, checked_history(budget))
     rows: list[tuple[int, str]] = []
     for k, u in enumerate(us):
         if not pinned[k]:
             continue
         why = sorted(
-            {_why(messages[i], i in finals) for i in range(u.start, u.stop) if flags[i]}
+            {
+                _why(messages[i], i in finals, i in turn and i != last)
+                for i in range(u.start, u.stop)
+                if flags[i]
+            }
         )
         at = where.get(messages[u.start].id, u.start)
         rows.append(
@@ -612,13 +636,16 @@ def _places(
     return {m.id: i for i, m in enumerate(history)}
 
 
-def _why(m: Message, final: bool) -> str:
+def _why(m: Message, final: bool, turn: bool) -> str:
     if m.role == "system":
         return "system"
     if m.pinned:
         return "pinned"
     if is_summary(m):
         return "summary"
+    if turn:
+        # Anthropic wants the loop to open with its thinking block, as it came.
+        return "thinking turn" if m.role == "assistant" else "thinking turn's task"
     if final:
         return "final message"
     return "protected marker"

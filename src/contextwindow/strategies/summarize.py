@@ -6,7 +6,10 @@ Contract:
   the last ``keep_recent`` are replaced, oldest first, just enough to meet the
   budget (a budget of 0 replaces every one of them), by one summary message
   (``contextwindow.summarizers.record``): a ``user`` message placed where the
-  first of them was, which every provider accepts there.
+  first of them was, which every provider accepts there. For Anthropic, the
+  units of a tool loop that opened with thinking and still runs
+  (``validity.thinking_turn``) count as recent: a user message inside it
+  would end the loop, and the next would open without thinking.
 - Incremental: a summary message already in the conversation (outside the
   last ``keep_recent`` units) is rolled forward: its text is the
   summarizer's ``previous``, its facts carry over (all of them, up to
@@ -130,7 +133,7 @@ from contextwindow.summarizers.record import (
     summary_message,
     summary_sources,
 )
-from contextwindow.validity import CONTINUED_ID
+from contextwindow.validity import CONTINUED_ID, thinking_turn
 
 __all__ = ["Summarize"]
 
@@ -244,6 +247,12 @@ class Summarize:
         # The recent units start at ``r0``: every free unit before it goes.
         keep = self.keep_recent
         r0 = counted[max(0, len(counted) - keep)] if keep and counted else len(us)
+        turn = thinking_turn(messages, budget.provider)
+        if turn:
+            # A summary (a user turn) inside a tool loop that opened with
+            # thinking would end the loop there, and the next one would open
+            # without thinking: the loop's units count as recent ones.
+            r0 = min(r0, unit_index(us, turn[0]))
         olds = view.olds[: bisect_left(view.olds, r0)]
         c = bisect_left(view.cands, r0)
         lead = self._lead(messages, us, counted, view.cands, c)
