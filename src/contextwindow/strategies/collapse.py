@@ -1178,10 +1178,22 @@ def _collapsed(
         run[0].start,
         before,
         after,
-        f"{sum(cut)} cut tool exchanges into one line",
+        _what(len(run), sum(cut)),
         len(run),
     )
     return change, line
+
+
+def _what(n: int, cut: int) -> str:
+    """What a collapsed change says it replaced: every exchange of the run.
+
+    Example:
+        >>> _what(2, 2), _what(6, 5)
+        ('2 cut tool exchanges into one line', '6 tool exchanges (5 cut) into one line')
+    """
+    if cut == n:
+        return f"{n} cut tool exchanges into one line"
+    return f"{n} tool exchanges ({cut} cut) into one line"
 
 
 @dataclass(frozen=True, slots=True)
