@@ -29,7 +29,7 @@ from contextwindow.strategies.base import (
 )
 from contextwindow.strategies.collapse import CollapseRuns
 from contextwindow.strategies.drop import DropOldest, MaxMessages, SlidingWindow
-from contextwindow.strategies.files import FileTool
+from contextwindow.strategies.files import DEFAULT_FILE_TOOLS, FileTool
 from contextwindow.strategies.lossless import CompactLossless
 from contextwindow.strategies.names import STRATEGY_NAMES, parse_strategy
 from contextwindow.strategies.pipeline import Pipeline
@@ -44,6 +44,7 @@ from contextwindow.strategies.tool_results import (
 )
 
 __all__ = [
+    "DEFAULT_FILE_TOOLS",
     "STRATEGY_NAMES",
     "Budget",
     "Change",
