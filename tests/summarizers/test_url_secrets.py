@@ -71,6 +71,8 @@ class TestBaseUrlCredentials:
     ) -> None:
         """Not in the error, its endpoint, the repr, nor any DEBUG record."""
         caplog.set_level(logging.DEBUG)
+        # Another library (huggingface_hub) may have quietened httpx's logger.
+        caplog.set_level(logging.DEBUG, logger="httpx")
         base = (
             BASES[kind]
             if cls is OpenAICompatibleSummarizer
@@ -101,6 +103,8 @@ class TestBaseUrlCredentials:
     ) -> None:
         """``asummarize`` likewise."""
         caplog.set_level(logging.DEBUG)
+        # Another library (huggingface_hub) may have quietened httpx's logger.
+        caplog.set_level(logging.DEBUG, logger="httpx")
         summ = cls(
             model="m",
             base_url=BASES[kind],
@@ -190,6 +194,8 @@ class TestThroughAManager:
     def test_report_and_events(self, caplog: pytest.LogCaptureFixture) -> None:
         """The pipeline's warning and the compaction_warning event hold no token."""
         caplog.set_level(logging.DEBUG)
+        # Another library (huggingface_hub) may have quietened httpx's logger.
+        caplog.set_level(logging.DEBUG, logger="httpx")
         summ = OpenAICompatibleSummarizer(
             model="m",
             base_url=f"http://user:{TOKEN}@127.0.0.1:9/v1?key={TOKEN}x",
