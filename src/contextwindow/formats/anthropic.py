@@ -329,37 +329,34 @@ def _name_calls(turns: list[dict[str, Any]]) -> None:
     until unused; each ``tool_result`` names what the latest call with its
     id became. Ids already valid and unique are written as they are.
     """
-    calls = [
+    blocks: list[dict[str, Any]] = [
         b
         for t in turns
         if isinstance(t["content"], list)
-        for b in t["content"]
-        if b.get("type") == "tool_use"
+        for b in cast("list[dict[str, Any]]", t["content"])
     ]
-    ids = [b["id"] for b in calls]
+    ids: list[str] = [b["id"] for b in blocks if b.get("type") == "tool_use"]
     if len(set(ids)) == len(ids) and all(map(CALL_ID.fullmatch, ids)):
         return
     taken = set(ids)
     used: set[str] = set()
     latest: dict[str, str] = {}
-    for t in turns:
-        if not isinstance(t["content"], list):
-            continue
-        for b in t["content"]:
-            kind = b.get("type")
-            if kind == "tool_use":
-                given = b["id"]
-                name = given
-                if name in used or not CALL_ID.fullmatch(name):
-                    base = re.sub(r"[^A-Za-z0-9_-]", "_", given) or "call"
-                    name, k = base, 2
-                    while name in used or (name != given and name in taken):
-                        name, k = f"{base}_{k}", k + 1
-                    b["id"] = name
-                used.add(name)
-                latest[given] = name
-            elif kind == "tool_result":
-                b["tool_use_id"] = latest.get(b["tool_use_id"], b["tool_use_id"])
+    for b in blocks:
+        kind = b.get("type")
+        if kind == "tool_use":
+            given: str = b["id"]
+            name = given
+            if name in used or not CALL_ID.fullmatch(name):
+                base = re.sub(r"[^A-Za-z0-9_-]", "_", given) or "call"
+                name, k = base, 2
+                while name in used or (name != given and name in taken):
+                    name, k = f"{base}_{k}", k + 1
+                b["id"] = name
+            used.add(name)
+            latest[given] = name
+        elif kind == "tool_result":
+            called: str = b["tool_use_id"]
+            b["tool_use_id"] = latest.get(called, called)
 
 
 # -- reading ---------------------------------------------------------------------
