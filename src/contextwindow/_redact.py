@@ -35,6 +35,7 @@ __all__ = [
     "MASK",
     "SCHEMES",
     "SECRET_PARAMS",
+    "STORE_SCHEMES",
     "display_url",
     "scrub_url",
     "url_secrets",
@@ -43,19 +44,18 @@ __all__ = [
 MASK = "***"
 """What a secret is shown as."""
 
-SCHEMES = frozenset(
-    {
-        "http",
-        "https",
-        "sqlite",
-        "postgresql",
-        "postgres",
-        "redis",
-        "rediss",
-        "unix",
-        "memory",
-    }
+STORE_SCHEMES: tuple[str, ...] = (
+    "sqlite",
+    "postgresql",
+    "postgres",
+    "redis",
+    "rediss",
+    "unix",
+    "memory",
 )
+"""The URL schemes of the stores (``store.urls.SCHEMES``)."""
+
+SCHEMES = frozenset(("http", "https", *STORE_SCHEMES))
 """The schemes the library reads, shown in full (secrets masked)."""
 
 SECRET_PARAMS = frozenset(

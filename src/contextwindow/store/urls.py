@@ -23,7 +23,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl, unquote, unquote_plus
 
 from contextwindow._args import check_bool, check_str
-from contextwindow._redact import display_url
+from contextwindow._redact import STORE_SCHEMES, display_url
 from contextwindow.errors import StoreError
 from contextwindow.store._backend import RowStore
 from contextwindow.store.memory import MemoryStore
@@ -33,15 +33,7 @@ from contextwindow.store.sqlite import SQLiteStore
 
 __all__ = ["SCHEMES", "is_store_url", "open_store", "split_url"]
 
-SCHEMES: tuple[str, ...] = (
-    "sqlite",
-    "postgresql",
-    "postgres",
-    "redis",
-    "rediss",
-    "unix",
-    "memory",
-)
+SCHEMES: tuple[str, ...] = STORE_SCHEMES
 """The URL schemes ``open_store`` knows."""
 
 
