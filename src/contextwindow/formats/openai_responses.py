@@ -595,8 +595,8 @@ def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
         reason = obj.get("reason")
         if isinstance(reason, str) and reason:
             content += f": {reason}"
-    elif kind == "shell_call_output" and _shell_text(value) is not None:
-        content = cast("str", _shell_text(value))
+    elif kind == "shell_call_output" and (text := _shell_text(value)) is not None:
+        content = text
     elif kind == "custom_tool_call_output" and isinstance(value, list):
         try:
             content = _read_parts(

@@ -153,7 +153,7 @@ class State:
         )
         if policy is not None and not isinstance(policy, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("policy", shown(policy), "a CompactionPolicy")
-        _summarizer_checked(summarizer)
+        check_summarizer(summarizer)
         if calibration is not None and not isinstance(calibration, Calibration):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError(
                 "calibration", shown(calibration), "a Calibration or None"
@@ -991,10 +991,6 @@ def _strategy_checked(strategy: Strategy | str | None) -> Strategy | None:
 
 def _threshold_checked(threshold: object, name: str = "threshold") -> float:
     return check_percent(threshold, name)  # type: ignore[no-any-return]  # checked
-
-
-def _summarizer_checked(summarizer: object) -> None:
-    check_summarizer(summarizer)
 
 
 def _not_in(pushed: list[Message], stored: Sequence[Message]) -> list[Message]:

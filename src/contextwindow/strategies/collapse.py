@@ -479,9 +479,12 @@ def _tables(
     finals = final_indices(messages, budget.provider)
     start = 0  # the first unit looked at again
     if isinstance(old, _Tables) and old.us and us:
-        k = min(common_prefix(messages, old.messages), *old.finals, *finals)
         # Units that end before the last shared message stand (``units``
-        # keeps those very objects), if the messages are the same objects.
+        # keeps those very objects), if the messages are the same objects,
+        # and before the first place whose pin changed (the final message
+        # moves on; a thinking turn's task and opener stay pinned).
+        changed = set(old.finals).symmetric_difference(finals)
+        k = min((common_prefix(messages, old.messages), *changed))
         n = bisect_left(old.us, k, key=_stop)
         n = min(n, len(us))
         if (
