@@ -17,7 +17,7 @@ import pytest
 
 from contextwindow import Message, TokenCounter, ToolCall, fit
 from contextwindow._memo import DEFAULT_MEMO_ENTRIES
-from contextwindow.messages import Text
+from contextwindow.messages import Text, Thinking
 from contextwindow.strategies import _rescan
 from contextwindow.testing import FakeTokenizer
 from contextwindow.validity import ensure_valid
@@ -121,6 +121,36 @@ def test_a_repair_gives_the_same_messages_again() -> None:
     opens = ensure_valid([Message.assistant("hi"), Message.user("go")], "anthropic")
     twice = ensure_valid([Message.assistant("hi"), Message.user("go")], "anthropic")
     assert opens.messages[0] is twice.messages[0]  # the placeholder turn
+
+
+def test_a_thinking_opener_unpinned_is_decided_again_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a tool loop that opened with a signed thinking block runs, its
+    opener is pinned for Anthropic; when a reply ends the loop it is not.
+    That flip decides the opener again alone: no stage rescans from it (on
+    Claude Code sessions, whose loops run for hundreds of messages, every
+    re-fit after a turn ended rescanned from the loop's start: 5.0 ms at the
+    median against 2.9). The output is a fresh fit's."""
+    opener = Message.assistant(
+        [Thinking("Plan the fix.", signature="c2lnbmVk")],
+        tool_calls=[ToolCall("c0", "read_file", '{"path": "src/m0.py"}')],
+    )
+    conv = [Message.system("You are a coding agent."), Message.user("Fix it."), opener]
+    conv.append(Message.tool("c0", "# module 0\n" + "value = 1\n" * 8))
+    for i in range(1, 300):
+        conv += exchange(i)[-2:]  # calls and results only: the loop goes on
+    counter = TokenCounter(FakeTokenizer(), "anthropic")
+    limit = int(counter.messages(conv) * 0.4)
+    fit(conv, limit=limit, tokenizer=counter)
+    starts = scan_starts(monkeypatch, "ClearToolResults")
+    conv.append(Message.assistant("Fixed."))  # the loop ends
+    again = fit(conv, limit=limit, tokenizer=counter)
+    assert starts
+    assert min(starts) > 10, starts  # the opener is message 2
+    fresh = fit(conv, limit=limit, tokenizer=TokenCounter(FakeTokenizer(), "anthropic"))
+    assert again.messages == fresh.messages
+    assert again.report == fresh.report
 
 
 def test_stale_reads_read_only_the_last_unit_again(

@@ -518,9 +518,12 @@ def _resume(
     if since < len(where):
         start = min(start, where[since])
     finals = final_indices(messages, budget.provider)
-    for f in (*state.finals, *finals):
-        if (f in finals) != (f in state.finals):
-            start = min(start, f)
+    # A message pinned then and not now (or the reverse) is decided again
+    # alone, as a changed one is: its pin is its decision's only input that
+    # moved (a thinking loop's opener, pinned while the loop runs).
+    points.update(
+        f for f in (*state.finals, *finals) if (f in finals) != (f in state.finals)
+    )
     start = min(start, len(messages))
     total = budget.count(messages)
     # Each decision before ``start`` was taken while over budget; it is
