@@ -518,12 +518,16 @@ def _resume(
     if since < len(where):
         start = min(start, where[since])
     finals = final_indices(messages, budget.provider)
-    # A message pinned then and not now (or the reverse) is decided again
-    # alone, as a changed one is: its pin is its decision's only input that
-    # moved (a thinking loop's opener, pinned while the loop runs).
-    points.update(
-        f for f in (*state.finals, *finals) if (f in finals) != (f in state.finals)
-    )
+    # A message pinned then and not now (or the reverse): its pin is its
+    # decision's only input that moved. Far back (a thinking loop's opener,
+    # pinned while the loop runs), it is decided again alone, as a changed
+    # one is; near (the last final message), the scan starts there.
+    for f in (*state.finals, *finals):
+        if (f in finals) != (f in state.finals):
+            if start - f <= NEAR:
+                start = min(start, f)
+            else:
+                points.add(f)
     start = min(start, len(messages))
     total = budget.count(messages)
     # Each decision before ``start`` was taken while over budget; it is
@@ -627,6 +631,12 @@ def _places(state: _Scanned, messages: Sequence[Message], shared: int) -> array[
     _result_places(messages, shared, where)
     return where
 
+
+NEAR = 8
+"""A message whose pin changed this few messages before where a scan resumes
+moves the resume point there (scanning a few messages costs less than deciding
+one again alone, which copies the output before it); one further back is
+decided again alone."""
 
 IN_PLACE = 64
 """Messages an earlier stage rewrote in place, at most, for a local policy's
