@@ -26,6 +26,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -91,6 +92,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: bytes
+    raw_path: bytes = b""
+    """The path as it came, percent-escapes and all."""
 
     @property
     def json(self) -> Any:
@@ -133,12 +136,19 @@ class Recorder:
 
     async def _record(self, request: Request) -> Any:
         body = await request.body()
-        self.seen.append(Seen(request.url.path, dict(request.headers), body))
+        self.seen.append(
+            Seen(
+                request.url.path, dict(request.headers), body, request.scope["raw_path"]
+            )
+        )
         if self.keep is not None:
             del self.seen[: len(self.seen) - self.keep]
         if self.delay:
             await asyncio.sleep(self.delay)
-        return json.loads(body)
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):  # encoded, nested too deep: a 400
+            raise HTTPException(400, "the recorder cannot read this body") from None
 
     def open_gate(self) -> None:
         assert self.gate is not None
@@ -156,7 +166,11 @@ class Recorder:
         self.gate = asyncio.Event()
 
     async def models(self, request: Request) -> Response:
-        self.seen.append(Seen(request.url.path, dict(request.headers), b""))
+        self.seen.append(
+            Seen(
+                request.url.path, dict(request.headers), b"", request.scope["raw_path"]
+            )
+        )
         return JSONResponse(
             {
                 "object": "list",

@@ -2,12 +2,19 @@
 
 Contract:
 
-- ``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` and
-  ``/v1/messages/count_tokens`` are fitted (``_fitter``) and forwarded;
-  every other path and method goes to its upstream untouched (Anthropic's
-  when the request carries ``anthropic-version`` or ``x-api-key``, else
-  OpenAI's). ``GET /healthz`` answers ``{"status": "ok"}``, ``GET /metrics``
-  Prometheus text.
+- ``POST /v1/chat/completions``, ``/v1/responses`` and ``/v1/messages`` are
+  fitted (``_fitter``) and forwarded; ``/v1/messages/count_tokens`` is
+  counted and forwarded as it came (never fitted nor refused: its client
+  wants the count); every other path and method goes to its upstream
+  untouched (Anthropic's when the request carries ``anthropic-version`` or
+  ``x-api-key``, else OpenAI's). ``GET /healthz`` answers
+  ``{"status": "ok"}``, ``GET /metrics`` Prometheus text (endpoints by
+  name, every other path as ``other``).
+- A body in ``Content-Encoding`` gzip or deflate is decoded before it is
+  read (the size limit holds for it decoded too); rewritten, it goes
+  unencoded, else as it came. A body the proxy cannot read (not JSON,
+  nested too deep, a number no float holds, another encoding) or whose
+  fitting fails goes upstream untouched, the reason logged: never a 500.
 - The upstream's answer streams back as it comes, chunk by chunk (server-sent
   events included), with its status and headers; an answer of known length
   up to ``WHOLE_BYTES`` that is not a stream of events (a JSON reply) is
@@ -18,19 +25,23 @@ Contract:
   body is read on the way only for the input tokens it reports (``usage``),
   which calibrate the model's counts (``Fitter.observe_usage``).
 - The client's headers go upstream unchanged (``Authorization`` and
-  ``x-api-key`` among them), but for hop-by-hop ones, the proxy's own key
-  (``x-contextwindow-key``) and ``x-conversation-id``. No header value is
-  logged or echoed; with ``log_bodies`` a body is logged with every
-  credential the request carried scrubbed.
+  ``x-api-key`` among them), but for hop-by-hop ones, ``expect``, the
+  proxy's own key (``x-contextwindow-key``) and ``x-conversation-id`` (read
+  as UTF-8; one that is not is a 400). An answer to ``HEAD`` keeps its
+  ``content-length``. No header value is logged or echoed; with
+  ``log_bodies`` a body is logged with every credential the request
+  carried scrubbed.
 - With ``api_key`` set, a request without that key in
   ``x-contextwindow-key`` (or ``Proxy-Authorization: Bearer``) gets 401.
 - Errors come in the provider's own shape: pinned content over the window
   400 (OpenAI ``context_length_exceeded``, Anthropic
   ``invalid_request_error``); a body over ``max_body_bytes`` 413; more than
-  ``max_concurrency`` requests at once 429 (with ``retry-after``); an
-  upstream that cannot be reached 502 (a connection that broke before any
-  answer is tried once more first), one that does not answer in time 504.
-  An upstream's own errors come back as it sent them.
+  ``max_concurrency`` requests at once 429 (with ``retry-after``; a
+  request's slot is freed however it ends); a non-UTF-8
+  ``x-conversation-id`` 400; an upstream that cannot be reached 502 (a
+  connection that broke before any answer is tried once more first), one
+  that does not answer in time 504. An upstream's own errors come back as
+  it sent them.
 - Every fitted response carries ``x-contextwindow-tokens-in``,
   ``-tokens-forwarded``, ``-compacted`` (tokens the fitting took out) and
   ``-conversation``; every request is one JSON line on the
@@ -42,10 +53,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import re
 import threading
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -105,7 +118,10 @@ ANSWERED_ANEW = HOP_BY_HOP | {b"date", b"server"}
 """Headers of the upstream's answer the client does not get: the server sets
 its own ``date`` and ``server`` (two of each confuse a client)."""
 OWN_HEADERS = frozenset({b"x-contextwindow-key", b"x-conversation-id"})
-NOT_FORWARDED = HOP_BY_HOP | OWN_HEADERS
+NOT_FORWARDED = HOP_BY_HOP | OWN_HEADERS | {b"expect"}
+"""Headers of the client's request the upstream does not get (``expect``:
+the server answered the client's ``100-continue`` itself, and the proxy
+sends the body whole)."""
 SECRET_HEADERS = (
     "authorization",
     "x-api-key",
@@ -235,43 +251,74 @@ class _Proxy:
                 released = True
                 self.active -= 1
 
+        # The slot is given back however the request ends: by its response's
+        # end (``_forward``), or here, by any error on the way to it.
         try:
-            raw = await _body(request, self.config.max_body_bytes)
-        except _TooLarge:
-            release()
-            self.metrics.error("too_large")
-            self.metrics.request(path, 413)
-            limit = self.config.max_body_bytes
-            msg = f"contextwindow proxy: request body over {limit:,} bytes (its limit)"
-            self._log(info | {"status": 413, "error": msg, "ms": _ms(start)})
-            return _error(upstream, 413, msg)
-        except Exception:
-            release()
-            raise
-        plan: Plan | None = None
-        written: asyncio.Future[None] | None = None
-        if api is not None and request.method == "POST":
-            try:
-                plan, written = await self._plan(request, api, raw, info)
-            except BudgetError as exc:
-                release()
-                self.metrics.error("context_length")
-                self.metrics.request(path, 400)
-                msg = (
-                    "contextwindow proxy: the request cannot fit the model's "
-                    f"window: {exc}"
-                )
-                code = "context_length_exceeded" if upstream == "openai" else None
-                self._log(info | {"status": 400, "ms": _ms(start)}, request, raw)
-                return _error(upstream, 400, msg, code, api.fields[-1])
-        body = plan.body if plan is not None else raw
-        try:
-            return await self._forward(
-                request, upstream, body, plan, written, info, start, raw, release
+            return await self._read_and_forward(
+                request, api, upstream, info, start, release
             )
         except BaseException:
             release()
             raise
+
+    async def _read_and_forward(
+        self,
+        request: Request,
+        api: Api | None,
+        upstream: Upstream,
+        info: dict[str, Any],
+        start: float,
+        release: Callable[[], None],
+    ) -> Response:
+        """Read the request, plan it when it is one to fit, and forward it."""
+        path = request.url.path
+        limit = self.config.max_body_bytes
+        raw = read = b""
+        plan: Plan | None = None
+        written: asyncio.Future[None] | None = None
+        try:
+            raw = read = await _body(request, limit)
+            if api is not None and request.method == "POST":
+                cid = _conversation_id(request)
+                decoded = _decoded(raw, request.headers.get("content-encoding"), limit)
+                if isinstance(decoded, bytes):
+                    read = decoded
+                    plan, written = await self._plan(api, read, cid, info)
+                else:  # an encoding the proxy does not read: as it came
+                    info["passed"] = decoded.reason
+        except _TooLarge as exc:
+            release()
+            self.metrics.error("too_large")
+            self.metrics.request(path, 413)
+            msg = (
+                f"contextwindow proxy: request body over {limit:,} bytes"
+                f"{exc.what} (its limit)"
+            )
+            self._log(info | {"status": 413, "error": msg, "ms": _ms(start)})
+            return _error(upstream, 413, msg)
+        except _BadRequest as exc:
+            release()
+            self.metrics.error("bad_request")
+            self.metrics.request(path, 400)
+            msg = f"contextwindow proxy: {exc}"
+            self._log(info | {"status": 400, "error": msg, "ms": _ms(start)})
+            return _error(upstream, 400, msg)
+        except BudgetError as exc:
+            assert api is not None
+            release()
+            self.metrics.error("context_length")
+            self.metrics.request(path, 400)
+            msg = (
+                f"contextwindow proxy: the request cannot fit the model's window: {exc}"
+            )
+            code = "context_length_exceeded" if upstream == "openai" else None
+            self._log(info | {"status": 400, "ms": _ms(start)}, request, read)
+            return _error(upstream, 400, msg, code, api.fields[-1])
+        # A body rewritten goes as written; any other as it came (encoded or not).
+        body = plan.body if plan is not None and plan.rewritten else raw
+        return await self._forward(
+            request, upstream, body, plan, written, info, start, read, release
+        )
 
     def _refusal(self, request: Request, upstream: Upstream) -> Response | None:
         key = self.config.api_key
@@ -301,19 +348,28 @@ class _Proxy:
         return None
 
     async def _plan(
-        self, request: Request, api: Api, raw: bytes, info: dict[str, Any]
+        self, api: Api, raw: bytes, cid: str | None, info: dict[str, Any]
     ) -> tuple[Plan | None, asyncio.Future[None] | None]:
-        """The plan, and its store write running in the same thread after it."""
+        """The plan, and its store write running in the same thread after it.
+
+        ``raw``: the body, decoded; ``cid``: the client's conversation id.
+        ``(None, None)``: the request goes as it came (a body the proxy does
+        not read, or whose fitting failed).
+
+        Raises:
+            BudgetError: Pinned content alone exceeds the window.
+        """
         try:
             parsed = parse_body(raw)
-        except ValueError:
+        except ValueError as exc:
+            info["passed"] = f"not read: {exc}"[:200]
             return None, None
         if not isinstance(parsed, dict):
             return None, None
         body = cast("dict[str, Any]", parsed)
-        info["model"] = body.get("model")
+        model = body.get("model")
+        info["model"] = model if isinstance(model, str) else None
         info["stream"] = bool(body.get("stream"))
-        cid = request.headers.get("x-conversation-id") or None
         loop = asyncio.get_running_loop()
         planned: asyncio.Future[Plan] = loop.create_future()
         written: asyncio.Future[None] = loop.create_future()
@@ -338,8 +394,10 @@ class _Proxy:
             return None, None
         except BudgetError:
             raise
-        except ContextWindowError as exc:
-            # A store or strategy failure: the request goes as it came.
+        except Exception as exc:
+            # A store or strategy failure, or one of the proxy's own (a body
+            # nested past what the fitting reads): the request goes as it came.
+            # Its type alone is logged: its words may quote the body.
             self.metrics.error("fitting")
             info["fitting_error"] = type(exc).__name__
             return None, None
@@ -370,11 +428,16 @@ class _Proxy:
             if upstream == "anthropic"
             else self.config.upstream_openai
         )
-        url = _join(base, request.url.path, request.url.query)
+        # The path as the client wrote it (percent-escapes kept), not as decoded.
+        raw_path: bytes = request.scope.get("raw_path") or request.url.path.encode()
+        url = _join(base, raw_path.decode("latin-1"), request.url.query)
         raw_headers: list[tuple[bytes, bytes]] = request.scope["headers"]
         headers = [(k, v) for k, v in raw_headers if k not in NOT_FORWARDED]
         if plan is not None:
-            headers = [(k, v) for k, v in headers if k != b"accept-encoding"]
+            drop = {b"accept-encoding"}
+            if plan.rewritten:  # written anew, not encoded
+                drop.add(b"content-encoding")
+            headers = [(k, v) for k, v in headers if k not in drop]
             headers.append((b"accept-encoding", b"identity"))
         committed = _Commit(written, self.metrics, info)
         sent = time.perf_counter()
@@ -388,7 +451,7 @@ class _Proxy:
             )
         waited = time.perf_counter() - sent
         self.metrics.upstream(waited)
-        out_headers = _answer_headers(resp, plan)
+        out_headers = _answer_headers(resp, plan, head=request.method == "HEAD")
         info["status"] = resp.status_code
         info["upstream_ms"] = round(waited * 1000, 2)
         scan = plan is not None
@@ -545,7 +608,11 @@ class _Proxy:
             if self.config.api_key:
                 secrets.append(self.config.api_key)
             record["body"] = scrub(raw.decode("utf-8", "replace"), secrets)
-        log.info(orjson.dumps(record, default=str).decode())
+        try:
+            line = orjson.dumps(record, default=str).decode()
+        except TypeError:  # a lone surrogate (in a model's name): its escape
+            line = json.dumps(record, default=str)
+        log.info(line)
 
 
 async def _read_whole(resp: UpstreamResponse) -> bytes | UpstreamError:
@@ -579,10 +646,15 @@ def _unanswered(exc: UpstreamError) -> tuple[int, str]:
 
 
 def _answer_headers(
-    resp: UpstreamResponse, plan: Plan | None
+    resp: UpstreamResponse, plan: Plan | None, *, head: bool = False
 ) -> list[tuple[bytes, bytes]]:
-    """The upstream answer's headers for the client, with the plan's figures."""
-    out = [(k.lower(), v) for k, v in resp.headers if k.lower() not in ANSWERED_ANEW]
+    """The upstream answer's headers for the client, with the plan's figures.
+
+    ``head``: the answer to a ``HEAD``, whose ``content-length`` (the length
+    a ``GET`` would get, no body's own) goes as it came.
+    """
+    anew = ANSWERED_ANEW - {b"content-length"} if head else ANSWERED_ANEW
+    out = [(k.lower(), v) for k, v in resp.headers if k.lower() not in anew]
     if plan is not None:
         out += [
             (b"x-contextwindow-tokens-in", b"%d" % plan.tokens_in),
@@ -739,7 +811,8 @@ def _whole(method: str, status: int, headers: list[tuple[bytes, bytes]]) -> bool
 
     One with a body of known length, at most ``WHOLE_BYTES``, that is not a
     stream of events (an answer to ``HEAD``, a 204 or a 304 has no body: its
-    length header says another answer's, and goes as it came).
+    length header says another answer's; a ``HEAD``'s goes as it came,
+    ``_answer_headers``).
     """
     if method == "HEAD" or status in (204, 304):
         return False
@@ -756,7 +829,112 @@ def _whole(method: str, status: int, headers: list[tuple[bytes, bytes]]) -> bool
 
 
 class _TooLarge(Exception):
-    pass
+    """A body over the limit: as received, or once decoded (``what``)."""
+
+    def __init__(self, what: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        """Words after the limit's in the error (`` decoded``), if any."""
+
+
+class _BadRequest(Exception):
+    """A request the proxy answers 400 (the words say what is wrong)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Undecoded:
+    """A body in an encoding the proxy does not read, forwarded as it came."""
+
+    reason: str
+
+
+DECODED = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": 0}
+"""The content encodings read before planning, with ``zlib``'s window bits
+(``deflate``: zlib's wrapper, or a raw stream as some clients send)."""
+
+
+def _decoded(raw: bytes, encoding: str | None, limit: int) -> bytes | _Undecoded:
+    """``raw`` with its content ``encoding`` undone (gzip, deflate).
+
+    Raises:
+        _TooLarge: The decoded body is over ``limit`` bytes (a zip bomb
+            stops there).
+
+    Example:
+        >>> import gzip
+        >>> _decoded(gzip.compress(b'{"a": 1}'), "gzip", 100)
+        b'{"a": 1}'
+        >>> _decoded(b"data", "br", 100)
+        _Undecoded(reason='content-encoding br is not read')
+        >>> _decoded(gzip.compress(b"0" * 1000), "gzip", 100)
+        Traceback (most recent call last):
+        ...
+        contextwindow.proxy._app._TooLarge:  decoded
+    """
+    if encoding is None:
+        return raw
+    codings = [c.strip().lower() for c in encoding.split(",")]
+    for coding in reversed(codings):  # applied in the order listed
+        if coding in ("", "identity"):
+            continue
+        wbits = DECODED.get(coding)
+        if wbits is None:
+            return _Undecoded(f"content-encoding {coding[:40]} is not read")
+        try:
+            raw = _inflate(raw, wbits, limit)
+        except zlib.error as exc:
+            return _Undecoded(f"content-encoding {coding} broken: {exc}"[:200])
+    return raw
+
+
+def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
+    """``data`` decompressed by ``zlib`` (``wbits`` 0: with its header or raw).
+
+    Raises:
+        _TooLarge: The result is over ``limit`` bytes.
+        zlib.error: ``data`` is not whole and well formed.
+    """
+    if wbits == 0:  # deflate: zlib's wrapper as the HTTP spec says, else raw
+        first = data[:2]
+        wrapped = (
+            len(first) == 2
+            and first[0] & 0x0F == 8
+            and (int.from_bytes(first, "big") % 31 == 0)
+        )
+        wbits = zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS
+    out: list[bytes] = []
+    size = 0
+    while True:
+        d = zlib.decompressobj(wbits)
+        # At most one byte over the limit is made, whatever the ratio.
+        chunk = d.decompress(data, limit + 1 - size)
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(" decoded")
+        out.append(chunk)
+        if not d.eof:
+            raise zlib.error("the stream ends early")
+        data = d.unused_data
+        if not data or wbits != 16 + zlib.MAX_WBITS:
+            break  # a gzip body may hold several members, one after another
+    if data:
+        raise zlib.error("bytes after the stream")
+    return b"".join(out)
+
+
+def _conversation_id(request: Request) -> str | None:
+    """The request's ``x-conversation-id``, read as UTF-8 (``None``: none).
+
+    Raises:
+        _BadRequest: It is not UTF-8.
+    """
+    for k, v in request.scope["headers"]:
+        if k == b"x-conversation-id":
+            try:
+                return v.decode() or None
+            except UnicodeDecodeError:
+                raise _BadRequest("the x-conversation-id header is not UTF-8") from None
+    return None
 
 
 async def _body(request: Request, limit: int) -> bytes:

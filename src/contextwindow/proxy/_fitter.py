@@ -46,6 +46,8 @@ Contract:
 - The input tokens the upstream reports calibrate the model's counts
   (``observe_usage``): an approximate tokenizer's budget is the calibrated
   one from the next request on, for every conversation of the model.
+- ``count_tokens`` (``Api.fitted`` false) is counted, never fitted nor
+  refused: its client wants the count of the request as it is.
 - Pinned content over the window raises ``BudgetError`` (the app answers the
   provider's context-length error); a body the proxy cannot read raises
   ``PassThrough`` and is forwarded untouched, for the provider to judge.
@@ -56,13 +58,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import orjson
 
@@ -252,6 +255,10 @@ class Fitter:
         req.window = window
         req.items, req.fixed = _conversation(api, body)
         req.specs, req.extra = self._tools(body, counter)
+        if not api.fitted:
+            # Counted (the answer's count calibrates), never fitted nor refused.
+            n = counter.messages(req.read(req.items), tools=req.specs) + req.extra
+            return Plan(raw, n, n, False, calibration=calibration)
         if req.extra and req.reserve + req.extra >= window:
             # What is counted outside the conversation leaves it no room.
             raise BudgetError(
@@ -260,12 +267,7 @@ class Fitter:
                 (f"instructions and tools, beside the messages: {req.extra:,} tokens",),
             )
         req.reserve = min(window, req.reserve + req.extra)
-        stateless = (
-            not api.stateful
-            or self.store is None
-            or body.get("previous_response_id") is not None
-        )
-        if stateless:
+        if self.store is None or body.get("previous_response_id") is not None:
             messages = req.read(req.items)
             return self._alone(
                 req, messages, counter.messages(messages, tools=req.specs)
@@ -280,8 +282,6 @@ class Fitter:
             value = body.get(name)
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 return min(value, window)
-        if not api.stateful:
-            return 0
         if self.config.reserve is not None:
             return min(self.config.reserve, window)
         return reply_reserve(info, window)
@@ -430,7 +430,7 @@ class Fitter:
             return Plan(
                 req.raw, tokens_in, tokens_in, False, cid, done, req.calibration, commit
             )
-        out = _written(api, req.body, prepared.body())
+        out = _written(api, req.body, prepared.body(), commit)
         forwarded = prepared.tokens + req.extra
         return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration, commit)
 
@@ -681,20 +681,55 @@ def _lead(items: list[Any]) -> list[Any]:
 def parse_body(raw: bytes) -> object:
     """``raw`` as JSON: by orjson (a few times faster), else as ``json`` reads it.
 
-    What orjson refuses and ``json`` reads (``NaN``, a lone surrogate escape,
-    an integer past 64 bits) is read as before.
+    What orjson refuses or would not read exactly and ``json`` reads (a lone
+    surrogate escape; an integer past 64 bits, which orjson makes a float:
+    ``json`` reads any body holding a run of 20 digits) is read by ``json``,
+    and written back as it came (``_dumped``). A number no float holds
+    (``NaN``, ``Infinity``, ``1e400``) and nesting too deep to read are not
+    read: such a body could not be written back as it came (a rewritten body
+    would say ``null`` or ``Infinity`` for it), so it goes upstream untouched.
 
     Raises:
-        ValueError: ``raw`` is not JSON.
+        ValueError: ``raw`` is not JSON, or not JSON the proxy writes back.
 
     Example:
-        >>> parse_body(b'{"n": NaN, "m": [1]}')
-        {'n': nan, 'm': [1]}
+        >>> parse_body(b'{"n": 12345678901234567890123, "m": [1]}')
+        {'n': 12345678901234567890123, 'm': [1]}
+        >>> parse_body(b'{"n": 1e400}')
+        Traceback (most recent call last):
+        ...
+        ValueError: a number no float holds: 1e400
+        >>> parse_body(b"[" * 100_000 + b"]" * 100_000)
+        Traceback (most recent call last):
+        ...
+        ValueError: JSON nested too deep to read
     """
+    if _LONG_NUMBER not in raw.translate(_DIGITS):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_not_finite, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
+
+
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+"""Every digit to ``0``, every other byte to a space (``bytes.translate``)."""
+_LONG_NUMBER = b"0" * 20
+"""A run of digits an integer orjson reads exactly may not hold (2**64 has 20)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        _not_finite(text)
+    return value
+
+
+def _not_finite(text: str) -> NoReturn:
+    raise ValueError(f"a number no float holds: {text[:40]}")
 
 
 def _dumped(value: Any) -> bytes:
@@ -716,8 +751,29 @@ def _dumped(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> bytes:
-    """``body`` with its conversation fields replaced by ``fields``."""
+def _written(
+    api: Api,
+    body: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    commit: Callable[[], None] | None = None,
+) -> bytes:
+    """``body`` with its conversation fields replaced by ``fields``.
+
+    ``commit``: the plan's store write, run now when this fails (no plan
+    carries it then).
+    """
+    try:
+        return _dumped(_replaced(api, body, fields))
+    except BaseException:
+        if commit is not None:
+            with contextlib.suppress(Exception):
+                commit()
+        raise
+
+
+def _replaced(
+    api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]
+) -> dict[str, Any]:
     out = dict(body)
     for name in api.fields:
         if name in fields:
@@ -726,7 +782,7 @@ def _written(api: Api, body: Mapping[str, Any], fields: Mapping[str, Any]) -> by
             del out[name]
     if api.provider == "anthropic" and "system" not in fields:
         out.pop("system", None)
-    return _dumped(out)
+    return out
 
 
 def _as_given(view: tuple[Message, ...], history: tuple[Message, ...]) -> bool:

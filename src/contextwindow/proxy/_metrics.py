@@ -1,5 +1,10 @@
 """The proxy's counters, written as Prometheus text (no dependency).
 
+A request's ``endpoint`` label is its path when that is one of the
+``endpoints`` named (the APIs the proxy reads), else ``other``: the series
+are a fixed few whatever paths clients send. Label values are escaped as the
+text format wants (backslash, double quote, line feed).
+
 Example:
     >>> m = Metrics()
     >>> m.request("/v1/messages", 200, tokens_in=120, forwarded=80, compactions=1)
@@ -12,14 +17,27 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
+
+from contextwindow.proxy._shapes import APIS
 
 __all__ = ["Metrics"]
 
 
 class Metrics:
-    """Requests, tokens in and forwarded, compactions, upstream latency, errors."""
+    r"""Requests, tokens in and forwarded, compactions, upstream latency, errors.
 
-    def __init__(self) -> None:
+    ``endpoints``: the paths counted by name (default: the APIs read).
+
+    Example:
+        >>> m = Metrics()
+        >>> m.request('/x"} 1\nfake_total{a="', 404)
+        >>> m.text().splitlines()[2]
+        'contextwindow_proxy_requests_total{endpoint="other",status="404"} 1'
+    """
+
+    def __init__(self, endpoints: Iterable[str] = APIS) -> None:
+        self._endpoints = frozenset(endpoints)
         self._lock = threading.Lock()
         self._requests: Counter[tuple[str, int]] = Counter()
         self._errors: Counter[str] = Counter()
@@ -42,7 +60,9 @@ class Metrics:
         compactions: int = 0,
         rewritten: bool = False,
     ) -> None:
-        """Count one request served."""
+        """Count one request served (to ``endpoint``, a path)."""
+        if endpoint not in self._endpoints:
+            endpoint = "other"
         with self._lock:
             self._requests[endpoint, status] += 1
             self._tokens_in += tokens_in
@@ -77,7 +97,8 @@ class Metrics:
             ]
             for (endpoint, status), n in sorted(self._requests.items()):
                 lines.append(
-                    f'{p}requests_total{{endpoint="{endpoint}",status="{status}"}} {n}'
+                    f'{p}requests_total{{endpoint="{_label(endpoint)}",'
+                    f'status="{status}"}} {n}'
                 )
             for name, value, what in (
                 (
@@ -117,5 +138,15 @@ class Metrics:
                 f"# TYPE {p}errors_total counter",
             ]
             for kind, n in sorted(self._errors.items()):
-                lines.append(f'{p}errors_total{{kind="{kind}"}} {n}')
+                lines.append(f'{p}errors_total{{kind="{_label(kind)}"}} {n}')
         return "\n".join(lines) + "\n"
+
+
+def _label(value: str) -> str:
+    r"""``value`` as a label value of the text format (between its quotes).
+
+    Example:
+        >>> print(_label('a\\b "c"\nd'))
+        a\\b \"c\"\nd
+    """
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -30,8 +30,10 @@ class Api:
     """The body fields holding the conversation (written back when fitted)."""
     reply_fields: tuple[str, ...]
     """Fields capping the reply, first present wins (reserved in the window)."""
-    stateful: bool = True
-    """Whether requests continue conversations (``count_tokens`` does not)."""
+    fitted: bool = True
+    """Whether requests are fitted, as turns of their conversations
+    (``count_tokens`` is only counted: its client wants the count of the
+    request as it is, so it goes as it came)."""
 
 
 APIS: dict[str, Api] = {
@@ -58,11 +60,12 @@ APIS: dict[str, Api] = {
             "anthropic",
             ("system", "messages"),
             (),
-            stateful=False,
+            fitted=False,
         ),
     )
 }
-"""The endpoints fitted, by path; every other path passes through."""
+"""The endpoints read, by path (all fitted but ``count_tokens``); every other
+path passes through."""
 
 
 def error_body(
