@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import struct
+import zlib
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
 from pydantic_ai import Agent, ModelRetry, Tool
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
+    BinaryContent,
+    DataCapabilityPart,
+    FilePart,
+    ImageUrl,
+    InstructionBaselinePart,
+    InstructionCapabilityPart,
+    InstructionPart,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
+    OperatorSource,
     RetryFeedbackPart,
+    RetryPromptPart,
+    SpeechPart,
     SystemPromptPart,
     TextPart,
     ThinkingPart,
@@ -30,7 +44,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage, UsageLimits
 from tests.llama import LlamaServer
 
-from contextwindow import Message, ToolSpec, count_messages, problems
+from contextwindow import (
+    Message,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    count_messages,
+    problems,
+)
 from contextwindow.integrations.pydantic_ai import (
     ContextWindow,
     fit_history,
@@ -377,3 +399,308 @@ class TestLlamaServer:
         assert window.calibration.observed == 3
         assert window.last_report is not None
         assert window.last_report.tokens_after <= 600
+
+
+# -- what is carried is counted, and written back as it was ----------------------
+
+
+@dataclass(kw_only=True)
+class MemoryPart(DataCapabilityPart[str], namespace="cwtest", tag="memory"):
+    """A data capability part, as an application enqueues one."""
+
+
+@dataclass(kw_only=True)
+class RulePart(InstructionCapabilityPart, namespace="cwtest"):
+    """An instruction capability part."""
+
+
+def png(width: int, height: int) -> bytes:
+    """A real PNG of ``width`` x ``height`` (its header gives the size)."""
+    raw = b"".join(b"\x00" + b"\x7f" * width * 3 for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+def answered(messages: list[ModelMessage]) -> bool:
+    """Whether every tool return answers a call of the response before it."""
+    calls: set[str] = set()
+    for m in messages:
+        if isinstance(m, ModelResponse):
+            calls = {p.tool_call_id for p in m.parts if isinstance(p, ToolCallPart)}
+        else:
+            for p in m.parts:
+                if isinstance(p, ToolReturnPart) and p.tool_call_id not in calls:
+                    return False
+    return True
+
+
+COUNTER = TokenCounter(get_tokenizer("gpt-4o"), "openai")
+
+
+class TestCarriedParts:
+    def test_capability_parts_are_counted_as_rendered(self) -> None:
+        """A data capability part counts its framed content; an instruction: system."""
+        body = "fact " * 400
+        history: list[ModelMessage] = [
+            ModelRequest(
+                parts=[
+                    MemoryPart(content=body, source=OperatorSource()),
+                    RulePart(content="Use metric units.", source=OperatorSource()),
+                    UserPromptPart("q"),
+                ]
+            )
+        ]
+        neutral = from_pydantic_ai(history)
+        assert [m.role for m in neutral] == ["user", "system", "user"]
+        assert body in neutral[0].text
+        assert "<memory>" in neutral[0].text
+        assert COUNTER.messages(neutral[:1]) > COUNTER.text(body)
+        assert neutral[1].text == "Use metric units."
+        assert dumped(to_pydantic_ai(neutral)) == dumped(history)
+
+    def test_capability_parts_are_fitted(self) -> None:
+        """Ten 400-word memory snapshots do not pass for nothing (sent fits)."""
+        history: list[ModelMessage] = []
+        for i in range(10):
+            memory = MemoryPart(
+                content=f"snapshot {i}: " + "fact " * 400, source=OperatorSource()
+            )
+            history += [
+                ModelRequest(parts=[memory, UserPromptPart(f"q{i}")]),
+                ModelResponse(parts=[TextPart(f"a{i}")]),
+            ]
+        seen: list[list[ModelMessage]] = []
+
+        def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(messages)
+            return ModelResponse(parts=[TextPart("fine")])
+
+        window = ContextWindow("gpt-4o", limit=2_000, reserve=0)
+        agent = Agent(FunctionModel(reply), capabilities=[window])
+        asyncio.run(agent.run("next", message_history=history))
+        report = window.last_report
+        assert report is not None
+        assert report.tokens_before > 4_000
+        sent = seen[-1]
+        assert len(sent) < len(history)
+        assert COUNTER.messages(from_pydantic_ai(sent)) <= 2_000
+
+    def test_speech_counts_its_transcript(self) -> None:
+        """User and assistant speech count their transcripts, and round-trip."""
+        history: list[ModelMessage] = [
+            ModelRequest(
+                parts=[SpeechPart(speaker="user", transcript="book a table " * 20)]
+            ),
+            ModelResponse(
+                parts=[
+                    SpeechPart(
+                        speaker="assistant",
+                        transcript="done " * 20,
+                        interrupted_at_ms=900,
+                    )
+                ]
+            ),
+        ]
+        neutral = from_pydantic_ai(history)
+        assert [m.role for m in neutral] == ["user", "assistant"]
+        assert neutral[0].text == "book a table " * 20
+        assert neutral[1].text.endswith("[Interrupted after 900 ms]")
+        assert dumped(to_pydantic_ai(neutral)) == dumped(history)
+
+    def test_a_part_kind_without_neutral_form_is_counted(self) -> None:
+        """A record the neutral model has no part for counts its text, in place."""
+        rules = "Always answer in French. " * 50
+        baseline = InstructionBaselinePart(
+            instructions=[InstructionPart(content=rules)]
+        )
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[baseline, UserPromptPart("hi")]),
+            ModelResponse(parts=[TextPart("salut")]),
+        ]
+        neutral = from_pydantic_ai(history)
+        assert COUNTER.messages(neutral) > COUNTER.text(rules)
+        assert dumped(to_pydantic_ai(neutral)) == dumped(history)
+        record = neutral[0].parts[-1]  # what the baseline is counted as
+        changed = Message("user", (Text("hello"), record), meta=neutral[0].meta)
+        back: list[Any] = to_pydantic_ai([changed, neutral[1]])
+        assert [type(p).__name__ for p in back[0].parts] == [
+            "InstructionBaselinePart",
+            "UserPromptPart",
+        ]
+        assert back[0].parts[1].content == "hello"
+
+
+class TestFiles:
+    def test_an_image_a_tool_returns_counts_as_an_image(self) -> None:
+        """A 200x150 PNG a tool returned is an image, not 80k tokens of base64."""
+        image = BinaryContent(png(200, 150), media_type="image/png")
+        history: list[ModelMessage] = [
+            ModelResponse(parts=[ToolCallPart("shot", {}, "c1")]),
+            ModelRequest(parts=[ToolReturnPart("shot", image, "c1")]),
+            ModelResponse(parts=[ToolCallPart("shot", {}, "c2")]),
+            ModelRequest(
+                parts=[
+                    ToolReturnPart("shot", ["see:", ImageUrl("https://x/a.png")], "c2")
+                ]
+            ),
+        ]
+        neutral = from_pydantic_ai(history)
+        first: Any = neutral[1].tool_results[0].content
+        second: Any = neutral[3].tool_results[0].content
+        assert [p.kind for p in first] == ["image"]
+        assert [p.kind for p in second] == ["text", "image"]
+        assert COUNTER.messages(neutral[:2]) < 1_000
+        assert dumped(to_pydantic_ai(neutral)) == dumped(history)
+        # cut: the text changed, the image written back as it came
+        cut = ToolResult("c2", (Text("s[...]"), second[1]))
+        back: list[Any] = to_pydantic_ai(
+            [*neutral[:3], Message("tool", (cut,), meta=neutral[3].meta)]
+        )
+        content = back[3].parts[0].content
+        assert content[0] == "s[...]"
+        assert isinstance(content[1], ImageUrl)
+        was: Any = history[3].parts[0]
+        assert content[1].identifier == was.content[1].identifier
+
+    def test_documents_are_counted_by_pages_not_base64(self) -> None:
+        """A PDF in a prompt or a tool return is a document, never its base64 text."""
+        noise = bytes((i * 7919) % 251 for i in range(40_000))  # as compressed streams
+        pdf = b"%PDF-1.4\n1 0 obj <</Type /Pages /Count 1>> endobj\n" + noise
+        doc = BinaryContent(pdf, media_type="application/pdf")
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(["Summarise:", doc])]),
+            ModelResponse(parts=[ToolCallPart("fetch", {}, "c1")]),
+            ModelRequest(parts=[ToolReturnPart("fetch", doc, "c1")]),
+        ]
+        neutral = from_pydantic_ai(history)
+        assert [p.kind for p in neutral[0].parts] == ["text", "opaque"]
+        returned: Any = neutral[2].tool_results[0].content
+        assert [p.kind for p in returned] == ["opaque"]
+        base64_tokens = COUNTER.text(base64.b64encode(pdf).decode())
+        assert COUNTER.messages(neutral) < base64_tokens // 2
+        assert COUNTER.messages(neutral) >= 2 * 3_000  # a page each, never nothing
+        assert dumped(to_pydantic_ai(neutral)) == dumped(history)
+
+
+class TestRetries:
+    def history(self) -> list[ModelMessage]:
+        with pytest.warns(Warning, match="RetryPromptPart"):
+            retry = RetryPromptPart(
+                "bad args " * 30, tool_name="flaky", tool_call_id="c1"
+            )
+        return [
+            ModelRequest(parts=[UserPromptPart("start " * 50)]),
+            ModelResponse(
+                parts=[
+                    ToolCallPart("flaky", {"x": 1}, "c1"),
+                    ToolCallPart("read", {"p": 1}, "c2"),
+                ]
+            ),
+            ModelRequest(parts=[retry, ToolReturnPart("read", "data " * 30, "c2")]),
+            ModelResponse(parts=[TextPart("ok")]),
+            ModelRequest(parts=[UserPromptPart("next question")]),
+        ]
+
+    def test_a_retry_answering_a_call_is_its_result(self) -> None:
+        """The retry is the call's (failed) result: the exchange is whole."""
+        neutral = from_pydantic_ai(self.history())
+        assert [m.role for m in neutral] == [
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "assistant",
+            "user",
+        ]
+        result = neutral[2].tool_results[0]
+        assert (result.call_id, result.is_error, result.name) == ("c1", True, "flaky")
+        assert not problems(neutral, "openai")
+
+    def test_fitting_keeps_or_drops_the_exchange_whole(self) -> None:
+        """No fit leaves the exchange unanswered or a tool return orphaned."""
+        history = self.history()
+        whole = fit_history("gpt-4o", limit=100_000, reserve=0)(history)
+        assert whole == history
+        for limit in range(40, 400, 20):
+            out = fit_history("gpt-4o", limit=limit, reserve=0, strategy="drop-oldest")(
+                history
+            )
+            assert answered(out), limit
+
+    def test_a_changed_retry_is_written_as_pydantic_ai_reads_it(self) -> None:
+        """A cut retry goes back as the call's ``retried`` tool return."""
+        neutral = from_pydantic_ai(self.history())
+        cut = ToolResult("c1", "bad[...]", is_error=True, name="flaky")
+        back = to_pydantic_ai(
+            [*neutral[:2], Message("tool", (cut,), meta=neutral[2].meta), *neutral[3:]]
+        )
+        part = back[2].parts[0]
+        assert isinstance(part, ToolReturnPart)
+        assert (part.tool_call_id, part.content, part.outcome) == (
+            "c1",
+            "bad[...]",
+            "retried",
+        )
+        assert answered(back)
+
+
+class TestResponseParts:
+    def test_a_changed_response_keeps_every_other_part(self) -> None:
+        """Cutting a tool call rewrites it alone: thinking, builtin, file parts kept."""
+        response = ModelResponse(
+            parts=[
+                ThinkingPart(
+                    "search first", id="th1", signature="SIG", provider_name="anthropic"
+                ),
+                NativeToolCallPart(
+                    "web_search", {"q": "docs"}, "srv1", provider_name="anthropic"
+                ),
+                NativeToolReturnPart(
+                    "web_search", [{"title": "doc"}], "srv1", provider_name="anthropic"
+                ),
+                TextPart("Writing now.", id="t1", provider_name="anthropic"),
+                FilePart(BinaryContent(png(8, 8), media_type="image/png")),
+                ToolCallPart("write", {"path": "a.txt", "body": "x " * 500}, "c1"),
+            ],
+            provider_name="anthropic",
+        )
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("write it")]),
+            response,
+            ModelRequest(parts=[ToolReturnPart("write", "written", "c1")]),
+        ]
+        neutral = from_pydantic_ai(history)
+        calls = neutral[1].parts
+        cut = Message(
+            "assistant",
+            (*calls[:-1], ToolCall("c1", "write", '{"path":"a.txt","body":"x [...]"}')),
+            meta=neutral[1].meta,
+        )
+        back = to_pydantic_ai([neutral[0], cut, neutral[2]])
+        kept, after = response.parts, cast("list[Any]", back[1].parts)
+        assert [type(p) for p in after] == [type(p) for p in kept]
+        assert dumped([back[1]])[0]["parts"][:-1] == dumped([response])[0]["parts"][:-1]
+        assert after[-1].args_as_dict() == {"path": "a.txt", "body": "x [...]"}
+
+    def test_a_dropped_part_leaves_the_others_as_they_were(self) -> None:
+        """A response with a part removed keeps each other part's fields."""
+        response = ModelResponse(
+            parts=[
+                ThinkingPart("", signature="REDACTED", provider_name="anthropic"),
+                TextPart("Hello.", id="t1", provider_name="anthropic"),
+            ]
+        )
+        neutral = from_pydantic_ai([response])
+        only = Message("assistant", neutral[0].parts[1:], meta=neutral[0].meta)
+        (back,) = to_pydantic_ai([only])
+        assert dumped([back])[0]["parts"] == dumped([response])[0]["parts"][1:]

@@ -18,7 +18,11 @@ Contract:
   the receiving agent starts from a budgeted slice of the conversation
   (``contextwindow.handoff``: what is relevant to the task, the task last,
   the call awaiting its result left out); the items of the handing-off turn
-  stay in the run's history (``new_items``).
+  stay in the run's history (``new_items``). The SDK makes what an input
+  filter returns the run's history from then on: what the slice left out is
+  gone from ``result.to_input_list()`` too (no field of ``HandoffInputData``
+  keeps it). Keep the full log elsewhere: a session
+  (``ContextWindowSession.history()``), or the items you passed in.
 - ``ContextWindowSession(session_id, store=..., model=...)`` is a
   ``Session`` backed by this project's stores (SQLite by default; a
   ``postgresql://`` or ``redis://`` URL, or any ``Store``): ``add_items``
@@ -229,6 +233,15 @@ def handoff_filter(
     The task is the conversation's last user message; the rest is the
     parent's history, cut to what is relevant to it (``handoff``).
 
+    Warning:
+        The SDK replaces the run's input history with the ``input_history``
+        an input filter returns, so the cut is permanent: what the slice
+        left out is missing from ``result.to_input_list()`` and from every
+        turn built on it. To keep the whole conversation, run with a
+        session (``ContextWindowSession`` keeps the full log,
+        ``history()``) or keep your own list of the items you sent, and
+        build the next turn's input from that.
+
     Args:
         limit: Most tokens the receiving agent's first input may take.
         model: The receiving agent's model (tokenizer and provider).
@@ -357,7 +370,16 @@ class ContextWindowSession:
         return self._manager
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The compacted view, fitted into the window (the latest ``limit`` items)."""
+        """The compacted view, fitted into the window (the latest ``limit`` items).
+
+        ``limit`` cuts the view by count, as the SDK's own sessions do: the
+        latest ``limit`` items exactly, even where that starts inside a tool
+        exchange (a ``function_call_output`` whose call is cut). The SDK
+        relies on the exact count: a run with ``SessionSettings(limit=...)``
+        prunes such an output itself, and its resumable writes compare the
+        last ``limit`` items against digests of what it wrote. Without
+        ``limit`` (what a run asks by default) the view is whole and valid.
+        """
         async with self._lock:
             manager = self._open()
             if not manager.history:

@@ -26,9 +26,21 @@ Contract:
   one request are one request again on writing. A ``ModelResponse`` is one
   assistant message: text, thinking, tool calls; builtin tool calls and
   returns (run by the provider, answered in the same response) are text,
-  so they are counted and never taken for calls awaiting a result. A part a
-  strategy changed (a truncated tool return) is written from its neutral
-  form, its other fields kept.
+  so they are counted and never taken for calls awaiting a result.
+- Every part is counted as the model receives it, never as nothing: a
+  capability part as pydantic-ai renders it (an operator's instruction a
+  system message, data framed on the user channel behind its note), speech
+  by its transcript, a retry naming a tool as that call's failed result
+  (as pydantic-ai reads it: the exchange stays whole), an image (a tool's
+  too) as an ``Image``, a PDF, audio or other file as an ``Opaque``
+  ``input_file`` / ``input_audio`` (pages, seconds, bytes; never its
+  base64). A part kind with no neutral form (an instruction record, a kind
+  newer than this module) is counted by its text or JSON on the message it
+  is carried with.
+- A part a strategy changed (a truncated tool return, a cut tool call) is
+  written from its neutral form, its other fields kept; every other part
+  of its message, and every file or image of its content, is written as it
+  came (a thinking part's signature and id, builtin tool parts, files).
 - pydantic-ai is imported when this module is; without it, importing fails
   with the ``pip install 'contextwindow[pydantic-ai]'`` to run.
 """
@@ -55,7 +67,7 @@ except ImportError as exc:  # pragma: no cover -- the extra is installed in CI
     ) from exc
 
 from contextwindow._args import shown
-from contextwindow._images import data_uri_bytes
+from contextwindow._images import data_uri, data_uri_bytes, parse_data_uri
 from contextwindow._lru import LRU
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.fitting import fit
@@ -65,6 +77,7 @@ from contextwindow.integrations._fitting import Conversations
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Part,
     Provider,
     ResultPart,
@@ -95,6 +108,18 @@ _BUILTIN = (
     "builtin-tool-search-call",
     "builtin-tool-search-return",
 )
+_FILES = (
+    "binary",
+    "image-url",
+    "document-url",
+    "audio-url",
+    "video-url",
+    "uploaded-file",
+)
+_SILENT = ("speech", "capability", "capability-load-delta")
+"""Request parts that reach the model as nothing when they have no neutral
+form: speech with neither transcript nor audio, a capability part rendering
+to nothing, the record of a capability's load (``prepare_messages`` drops it)."""
 
 
 # -- reading ---------------------------------------------------------------------
@@ -143,7 +168,8 @@ def _convert(
     if carried and out:  # a trailing message of parts only: kept on the last
         info = dict(out[-1].meta[KEY])
         info["carried_after"] = carried
-        out[-1] = _with_info(out[-1], info)
+        records = [d for c in carried for d in c.get("parts", ())]
+        out[-1] = _with_records(out[-1], info, records)
     return out
 
 
@@ -177,14 +203,16 @@ def _read_message(msg: Any, n: int, group: str, carried: list[Any]) -> list[Mess
                 continue
             role, neutral_parts = read
             info = {"message": dumped, "group": group, "parts": [d]}
+            m = Message(role, neutral_parts, meta={KEY: info})
             if before:
                 info["before"] = before
+                m = _with_records(m, info, before)
                 before = []
-            out.append(Message(role, neutral_parts, meta={KEY: info}))
+            out.append(m)
         if before and out:
             info = dict(out[-1].meta[KEY])
             info["after"] = before
-            out[-1] = _with_info(out[-1], info)
+            out[-1] = _with_records(out[-1], info, before)
         elif before:
             dumped_whole = dict(dumped, parts=before)
             carried.append(dumped_whole)
@@ -195,7 +223,9 @@ def _read_message(msg: Any, n: int, group: str, carried: list[Any]) -> list[Mess
     if carried:
         info = dict(out[0].meta[KEY])
         info["carried"] = list(carried)
-        out[0] = _with_info(out[0], info)
+        out[0] = _with_records(
+            out[0], info, [d for c in carried for d in c.get("parts", ())]
+        )
         carried.clear()
     return out
 
@@ -205,6 +235,53 @@ def _with_info(m: Message, info: dict[str, Any]) -> Message:
         m.role, m.parts, name=m.name, agent=m.agent, pinned=m.pinned, id=m.id,
         meta={**m.meta, KEY: info},
     )  # fmt: skip
+
+
+def _with_records(m: Message, info: dict[str, Any], records: Sequence[Any]) -> Message:
+    """``m`` carrying ``records`` (parts with no neutral form), each counted.
+
+    A part the neutral model has no form for (an instruction delta, a
+    part kind newer than this module) is written back in place, beside the
+    message it is carried with; what the model reads of it is counted as a
+    ``Text`` part appended to that message (``info["records"]`` says how
+    many), never as nothing.
+    """
+    texts = [t for d in records if (t := _record(d)) is not None]
+    if texts:
+        info["records"] = int(info.get("records", 0)) + len(texts)
+    return Message(
+        m.role, (*m.parts, *texts), name=m.name, agent=m.agent, pinned=m.pinned,
+        id=m.id, meta={**m.meta, KEY: info},
+    )  # fmt: skip
+
+
+def _record(d: Mapping[str, Any]) -> Text | None:
+    """What a part with no neutral form is counted as: its text, else its JSON."""
+    kind = d.get("part_kind")
+    if kind in _SILENT:
+        return None
+    content = d.get("content")
+    if isinstance(content, str):
+        return Text(content) if content else None
+    return Text(_json(d))
+
+
+def _own_parts(m: Message) -> tuple[Part, ...]:
+    """``m``'s parts without those counting its carried records.
+
+    Only a tail equal to what the records are counted as is theirs: a
+    message a strategy replaced whole (a placeholder) keeps its parts.
+    """
+    info = _info(m)
+    records = info.get("records", 0)
+    if not isinstance(records, int) or not 0 < records < len(m.parts):
+        return m.parts
+    carried = [*info.get("carried", ()), *info.get("carried_after", ())]
+    held = [*info.get("before", ()), *info.get("after", ())]
+    held.extend(d for c in carried for d in c.get("parts", ()))
+    texts = {t for d in held if (t := _record(d)) is not None}
+    tail = m.parts[len(m.parts) - records :]
+    return m.parts[: len(m.parts) - records] if set(tail) <= texts else m.parts
 
 
 def _text(content: Any) -> str:
@@ -221,14 +298,66 @@ def _user_item(item: Any) -> Part:
     d: Mapping[str, Any] = {}
     if isinstance(item, Mapping):
         d = cast("Mapping[str, Any]", item)
+    if d.get("kind") == "text-content":
+        return Text(str(d.get("content", "")))
+    return _file(d) or Text(_json(item))  # structured content: its JSON
+
+
+def _file(d: Mapping[str, Any]) -> Image | Opaque | None:
+    """An image, or a file read as the library reads a Responses ``input_file``.
+
+    A PDF, audio or any other file is an ``Opaque`` part (``input_file``,
+    ``input_audio``): counted by its payload (PDF pages, audio seconds,
+    file bytes) or as a reference, never as its base64 text.
+    """
     kind = d.get("kind")
+    media = str(d.get("media_type") or "application/octet-stream")
     if kind == "image-url":
         return Image(str(d.get("url", "")))
-    if kind == "binary" and str(d.get("media_type", "")).startswith("image/"):
-        return Image(f"data:{d['media_type']};base64,{d.get('data', '')}")
-    if kind == "text-content":
-        return Text(str(d.get("content", "")))
-    return Text(_json(item))  # documents, audio...: counted by their JSON
+    if kind == "binary":
+        data = str(d.get("data", ""))
+        if media.startswith("image/"):
+            return Image(data_uri(media, data))
+        if media.startswith("audio/"):
+            audio = {"data": data, "format": media[6:]}
+            return Opaque.of("responses", {"type": "input_audio", "input_audio": audio})
+        name = str(d.get("identifier") or "file")
+        return Opaque.of(
+            "responses",
+            {
+                "type": "input_file",
+                "filename": name,
+                "file_data": data_uri(media, data),
+            },
+        )
+    if kind in ("document-url", "audio-url", "video-url"):
+        return Opaque.of("responses", {"type": "input_file", "file_url": str(d["url"])})
+    if kind == "uploaded-file":
+        file_id = str(d.get("file_id", ""))
+        return Opaque.of("responses", {"type": "input_file", "file_id": file_id})
+    return None
+
+
+def _items(content: Any) -> list[Any]:
+    """A user prompt's or a tool's content as a list of items."""
+    return (
+        list(cast("Iterable[Any]", content)) if isinstance(content, list) else [content]
+    )
+
+
+def _result(d: Mapping[str, Any], *, is_error: bool) -> ToolResult:
+    """A tool return: its text, or its parts where it holds a file or an image."""
+    content = d.get("content")
+    items = _items(content)
+    body: str | tuple[Any, ...] = _text(content)
+    if any(isinstance(x, Mapping) and x.get("kind") in _FILES for x in items):
+        body = tuple(_user_item(x) for x in items)
+    return ToolResult(
+        str(d.get("tool_call_id") or ""),
+        body,
+        is_error=is_error,
+        name=d.get("tool_name"),
+    )
 
 
 def _request_part(d: Mapping[str, Any]) -> tuple[Role, tuple[Part, ...]] | None:
@@ -239,18 +368,79 @@ def _request_part(d: Mapping[str, Any]) -> tuple[Role, tuple[Part, ...]] | None:
         content = d["content"]
         if isinstance(content, str):
             return "user", (Text(content),)
-        return "user", tuple(_user_item(x) for x in content)
+        return "user", tuple(_user_item(x) for x in _items(content))
     if kind in _TOOL_RETURNS:
-        result = ToolResult(
-            str(d["tool_call_id"]),
-            _text(d.get("content")),
-            is_error=d.get("outcome", "success") != "success",
-            name=d.get("tool_name"),
-        )
-        return "tool", (result,)
+        failed = d.get("outcome", "success") != "success"
+        return "tool", (_result(d, is_error=failed),)
+    if kind == "retry-prompt" and d.get("tool_name") is not None:
+        # pydantic-ai's reading: the call's own result, an error (``retried``).
+        return "tool", (_result(d, is_error=True),)
     if kind in ("retry-feedback", "retry-prompt"):
         return "user", (Text(_text(d.get("content"))),)
+    if kind == "capability":
+        return _capability(d)
+    if kind == "speech":  # as ``prepare_messages`` sends it: the transcript
+        if d.get("transcript"):
+            return "user", (Text(str(d["transcript"])),)
+        audio = d.get("audio")
+        if isinstance(audio, Mapping):
+            return "user", (_user_item(audio),)
     return None
+
+
+def _capability(d: Mapping[str, Any]) -> tuple[Role, tuple[Part, ...]] | None:
+    """A capability part as pydantic-ai renders it to every model.
+
+    An instruction with the operator's authority is a system message; any
+    other is its content framed on the user channel, behind its note.
+    """
+    role: Role = "system"
+    parts: list[Part] = []
+    for rendered in _rendered(d):
+        read = _request_part(rendered)
+        if read is not None:
+            role = "user" if read[0] == "user" else role
+            parts.extend(read[1])
+    return (role, tuple(parts)) if parts else None
+
+
+def _renderer() -> Callable[[Any], Any] | None:
+    try:
+        from pydantic_ai import _capability_parts
+    except ImportError:  # pragma: no cover -- a pydantic-ai without capability parts
+        return None
+    return getattr(_capability_parts, "render_capability_part", None)
+
+
+_RENDER = _renderer()
+_RENDERED: LRU[str, list[dict[str, Any]]] = LRU(1024)
+_rendered_lock = threading.Lock()
+
+
+def _rendered(d: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The system and user prompt parts a capability part is rendered as.
+
+    Rendering is a pure function of the stored part (pydantic-ai's
+    contract), so it is cached by the part's JSON.
+    """
+    key = _json(d)
+    with _rendered_lock:
+        found = _RENDERED.get(key)
+    if found is not None:
+        return found
+    content = d.get("content")
+    found = [{"part_kind": "user-prompt", "content": _items(content)}]
+    if _RENDER is not None:
+        try:
+            request = _ADAPTER.validate_python([{"kind": "request", "parts": [d]}])[0]
+            out = _RENDER(request.parts[0]).parts
+            back = pm.ModelRequest(parts=list(out))
+            found = _ADAPTER.dump_python([back], mode="json")[0]["parts"]
+        except Exception:  # any failure to render: its content is counted
+            pass
+    with _rendered_lock:
+        _RENDERED.put(key, found)
+    return found
 
 
 def _response_part(d: dict[str, Any]) -> Part | None:
@@ -268,7 +458,16 @@ def _response_part(d: dict[str, Any]) -> Part | None:
         return Text(f"{d.get('tool_name', '')} {_text(body)}")
     if kind == "compaction" and isinstance(d.get("content"), str):
         return Text(d["content"])
-    return None
+    if kind == "speech":  # as ``prepare_messages`` sends it back: the transcript
+        lines = [str(d["transcript"])] if d.get("transcript") else []
+        if d.get("interrupted_at_ms") is not None:
+            lines.append(f"[Interrupted after {d['interrupted_at_ms']} ms]")
+        return Text("\n".join(lines)) if lines else None
+    if kind == "file" and isinstance(d.get("content"), Mapping):
+        found = _file(cast("Mapping[str, Any]", d["content"]))
+        if found is not None:
+            return found
+    return Text(_json(d))  # a kind this module does not know: never nothing
 
 
 # -- writing ---------------------------------------------------------------------
@@ -293,6 +492,9 @@ def to_pydantic_ai(messages: Iterable[Message]) -> list[pm.ModelMessage]:
     group: str | None = None
     for m in messages:
         info = _info(m)
+        own = _own_parts(m)
+        if own is not m.parts:  # the records counted are written as they came
+            m = Message(m.role, own, name=m.name, meta=m.meta)
         carried = info.get("carried", ())
         if carried:
             dumped.extend(carried)
@@ -335,6 +537,15 @@ def _write_request_part(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
         result = next((p for p in m.parts if isinstance(p, ToolResult)), None)
         if result is None:
             return _kept(old, "user-prompt", content=m.text)
+        content = _result_content(result.content, old.get("content"))
+        name = result.name or old.get("tool_name") or ""
+        if old.get("part_kind") == "retry-prompt":
+            # What pydantic-ai reads a retry answering a call as.
+            retried = {k: v for k, v in old.items() if k == "timestamp" and v}
+            return {
+                **retried, "part_kind": "tool-return", "tool_call_id": result.call_id,
+                "tool_name": name, "content": content, "outcome": "retried",
+            }  # fmt: skip
         outcome = "failed" if result.is_error else "success"
         if result.is_error and old.get("outcome") not in (None, "success"):
             outcome = old["outcome"]
@@ -343,13 +554,13 @@ def _write_request_part(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
             old,
             kind if kind in _TOOL_RETURNS else "tool-return",
             tool_call_id=result.call_id,
-            tool_name=result.name or old.get("tool_name") or "",
-            content=_result_content(result.content),
+            tool_name=name,
+            content=content,
             outcome=outcome,
         )  # fmt: skip
     if old.get("part_kind") in ("retry-feedback",) and len(m.parts) == 1:
         return _kept(old, "retry-feedback", content=m.text)
-    return _kept(old, "user-prompt", content=_user_content(m.parts))
+    return _kept(old, "user-prompt", content=_user_content(m.parts, old))
 
 
 def _kept(old: dict[str, Any], kind: str, **fields: Any) -> dict[str, Any]:
@@ -368,40 +579,84 @@ def _image(img: Image) -> dict[str, Any]:
     return {"kind": "image-url", "url": img.url}
 
 
-def _user_content(parts: Sequence[Part]) -> str | list[Any]:
+def _originals(content: Any) -> dict[Part, Any]:
+    """Each file or content item of ``content`` by its neutral form.
+
+    A changed prompt or tool return writes the items left alone as they
+    came (an image's identifier, a document's vendor metadata).
+    """
+    found: dict[Part, Any] = {}
+    for item in _items(content):
+        if isinstance(item, Mapping):
+            found.setdefault(_user_item(item), item)
+    return found
+
+
+def _item(p: Part, originals: Mapping[Part, Any]) -> Any:
+    """A neutral part as a pydantic-ai content item (``None``: none)."""
+    if p in originals:
+        return originals[p]
+    if isinstance(p, Text):
+        return p.text
+    if isinstance(p, Image):
+        return _image(p)
+    if isinstance(p, Opaque):
+        return _file_item(p)
+    return None
+
+
+def _file_item(p: Opaque) -> Any:
+    """An ``Opaque`` file as pydantic-ai's file, else the text a model reads in it."""
+    block = p.block
+    kind = block.get("type")
+    data = block.get("file_data")
+    parsed = parse_data_uri(data) if isinstance(data, str) else None
+    if kind == "input_file" and parsed is not None:
+        name = block.get("filename")
+        named = {"identifier": name} if isinstance(name, str) and name else {}
+        return {"kind": "binary", "data": parsed[1], "media_type": parsed[0], **named}
+    audio = block.get("input_audio")
+    if kind == "input_audio" and isinstance(audio, Mapping):
+        audio = cast("Mapping[str, Any]", audio)
+        media = f"audio/{audio.get('format') or 'wav'}"
+        return {"kind": "binary", "data": audio.get("data", ""), "media_type": media}
+    url = block.get("file_url")
+    if kind == "input_file" and isinstance(url, str):
+        return {"kind": "document-url", "url": url}
+    # A document or search result is returned as the text a model reads in it.
+    return opaque_text(p)
+
+
+def _user_content(parts: Sequence[Part], old: Mapping[str, Any]) -> str | list[Any]:
     if len(parts) == 1 and isinstance(parts[0], Text):
         return parts[0].text
-    items: list[Any] = []
-    for p in parts:
-        if isinstance(p, Image):
-            items.append(_image(p))
-        elif isinstance(p, Text):
-            items.append(p.text)
-    return items
+    originals = _originals(old.get("content")) if old else {}
+    return [x for p in parts if (x := _item(p, originals)) is not None]
 
 
-def _result_content(content: str | tuple[ResultPart, ...]) -> Any:
+def _result_content(content: str | tuple[ResultPart, ...], old: Any = None) -> Any:
     if isinstance(content, str):
         return content
-    # A document or search result is returned as the text a model reads in it.
-    return [
-        p.text
-        if isinstance(p, Text)
-        else _image(p)
-        if isinstance(p, Image)
-        else opaque_text(p)
-        for p in content
-    ]
+    originals = _originals(old)
+    return [x for p in content if (x := _item(p, originals)) is not None]
 
 
 def _write_response(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
+    """A response: each part whose neutral form is unchanged written as it came.
+
+    Only a part a strategy changed is written from its neutral form, with
+    its other fields kept (a thinking part's id, signature and provider);
+    parts the neutral form has none for (builtin tool calls and returns,
+    files, speech) are never rewritten as text.
+    """
     base = info.get("message")
     message: dict[str, Any] = {}
     if isinstance(base, Mapping):
         message.update(cast("Mapping[str, Any]", base))
     message["kind"] = "response"
     stored: list[dict[str, Any]] = list(info.get("parts") or ())
-    readable = [p for d in stored if (p := _response_part(d)) is not None]
+    read = [_response_part(d) for d in stored]
+    readable = [p for p in read if p is not None]
     if stored and tuple(readable) == m.parts:
         return {**message, "parts": [dict(d) for d in stored]}  # unchanged
     by_call = {
@@ -410,24 +665,49 @@ def _write_response(m: Message, info: Mapping[str, Any]) -> dict[str, Any]:
         if d.get("part_kind") in _TOOL_CALLS
     }
     parts: list[dict[str, Any]] = []
-    for p in m.parts:
-        if isinstance(p, Text):
-            parts.append({"part_kind": "text", "content": p.text})
-        elif isinstance(p, Thinking):
-            parts.append(
-                {"part_kind": "thinking", "content": p.text, "signature": p.signature}
-            )
-        elif isinstance(p, ToolCall):
-            old = by_call.get(p.id, {})
-            args: Any = p.arguments
-            same = _response_part(old) == p if old else False
-            parts.append(
-                {**old, "part_kind": old.get("part_kind", "tool-call"),
-                 "tool_name": p.name, "tool_call_id": p.id,
-                 "args": old.get("args") if same else args}
-            )  # fmt: skip
-        # an image in an assistant message has no pydantic-ai request form
+    if len(readable) == len(m.parts):  # each part in its place, some changed
+        new = iter(m.parts)
+        for d, was in zip(stored, read, strict=True):
+            now = None if was is None else next(new)
+            if now is None or now == was:
+                parts.append(dict(d))
+            else:
+                parts.extend(_rewritten(now, d, by_call))
+    else:  # parts removed or added: those left alone are written as they came
+        at = 0
+        for p in m.parts:
+            j = next((k for k in range(at, len(stored)) if read[k] == p), None)
+            if j is None:
+                parts.extend(_rewritten(p, {}, by_call))
+                continue
+            parts.extend(dict(stored[k]) for k in range(at, j) if read[k] is None)
+            parts.append(dict(stored[j]))
+            at = j + 1
+        rest = zip(stored[at:], read[at:], strict=True)
+        parts.extend(dict(d) for d, was in rest if was is None)
     return {**message, "parts": parts}
+
+
+def _rewritten(
+    p: Part, old: Mapping[str, Any], by_call: Mapping[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A changed response part, with ``old``'s other fields where it is one."""
+    was = dict(old)
+    if isinstance(p, Text):
+        return [_kept(was, "text", content=p.text)]
+    if isinstance(p, Thinking):
+        return [_kept(was, "thinking", content=p.text, signature=p.signature)]
+    if isinstance(p, ToolCall):
+        call = by_call.get(p.id, {})
+        same = _response_part(call) == p if call else False
+        return [
+            {**call, "part_kind": call.get("part_kind", "tool-call"),
+             "tool_name": p.name, "tool_call_id": p.id,
+             "args": call.get("args") if same else p.arguments}
+        ]  # fmt: skip
+    if isinstance(p, Image) and data_uri_bytes(p.url) is not None:
+        return [_kept(was, "file", content=_image(p))]
+    return []  # an image by URL, a document: no pydantic-ai response form
 
 
 # -- fitting ---------------------------------------------------------------------
