@@ -250,10 +250,10 @@ class TestResponsesLayouts:
         assert to_responses([Message("tool", ())]) == []
 
     def test_image_without_detail(self) -> None:
-        """An image without detail is written without a detail key."""
+        """An image without detail is written with "auto" (the API requires one)."""
         out = to_responses([Message.user([Image("https://x/y.png")])])
         assert out[0]["content"] == [
-            {"type": "input_image", "image_url": "https://x/y.png"}
+            {"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"}
         ]
 
     @pytest.mark.parametrize("lens", [["6"], [-1], [1, 2]])
@@ -392,3 +392,126 @@ class TestDispatch:
         """A body without its message list names the missing field."""
         with pytest.raises(InvalidMessageError, match=r"^messages: missing"):
             from_provider({"model": "m"}, "openai")
+
+
+PATCH = "*** Begin Patch\n+x\n*** End Patch"
+CHAT_CUSTOM: list[dict[str, Any]] = [
+    {"role": "user", "content": "fix it"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "custom",
+                "custom": {"name": "apply_patch", "input": PATCH},
+            },
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {"name": "ls", "arguments": "{}"},
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    {"role": "tool", "tool_call_id": "c2", "content": "a.py"},
+]
+RESPONSES_CUSTOM: list[dict[str, Any]] = [
+    {"type": "message", "role": "user", "content": "fix it"},
+    {
+        "type": "custom_tool_call",
+        "call_id": "c1",
+        "name": "apply_patch",
+        "input": PATCH,
+    },
+    {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+]
+
+
+class TestCustomCallsAcrossShapes:
+    def test_chat_custom_call_is_a_custom_tool_call(self) -> None:
+        """A Chat custom call and its result become Responses' custom items."""
+        from contextwindow.formats import from_openai
+
+        items = to_responses(from_openai(CHAT_CUSTOM))
+        assert items[1] == {
+            "type": "custom_tool_call",
+            "call_id": "c1",
+            "name": "apply_patch",
+            "input": PATCH,
+        }
+        assert items[2]["type"] == "function_call"  # a function call stays one
+        assert items[3] == {
+            "type": "custom_tool_call_output",
+            "call_id": "c1",
+            "output": "ok",
+        }
+        assert items[4]["type"] == "function_call_output"
+
+    def test_responses_custom_call_is_a_chat_custom_call(self) -> None:
+        """A Responses custom_tool_call becomes a Chat custom call, not a function."""
+        from contextwindow.formats import from_openai, to_openai
+
+        chat = to_openai(from_responses(RESPONSES_CUSTOM))
+        assert chat[1]["tool_calls"] == [
+            {
+                "id": "c1",
+                "type": "custom",
+                "custom": {"name": "apply_patch", "input": PATCH},
+            }
+        ]
+        assert to_responses(from_openai(chat)) == RESPONSES_CUSTOM
+
+    def test_round_trip_through_the_other_shape(self) -> None:
+        """Chat -> Responses -> Chat gives the Chat messages back."""
+        from contextwindow.formats import from_openai, to_openai
+
+        items = to_responses(from_openai(CHAT_CUSTOM))
+        assert to_openai(from_responses(items)) == CHAT_CUSTOM
+
+    def test_the_sdk_takes_the_items(self) -> None:
+        """The items written validate against the SDK's input type."""
+        pydantic = pytest.importorskip("pydantic")
+        responses = pytest.importorskip("openai.types.responses")
+        from contextwindow.formats import from_openai
+
+        adapter = pydantic.TypeAdapter(responses.ResponseInputParam)
+        adapter.validate_python(to_responses(from_openai(CHAT_CUSTOM)))
+
+
+class TestImageDetail:
+    def test_another_shapes_image_gets_a_detail(self) -> None:
+        """An image with no detail is written with "auto" (the SDK requires one)."""
+        for image in (Image(PNG), Image("https://example.com/a.png")):
+            (item,) = to_responses([Message.user([Text("what?"), image])])
+            assert item["content"][1] == {
+                "type": "input_image",
+                "image_url": image.url,
+                "detail": "auto",
+            }
+
+    def test_a_detail_given_is_kept(self) -> None:
+        """An image's own detail is written as it is."""
+        (item,) = to_responses([Message.user([Image(PNG, detail="low")])])
+        assert item["content"][0]["detail"] == "low"
+
+    def test_an_item_without_detail_round_trips(self) -> None:
+        """An input_image read without a detail (or with null) is written back so."""
+        for part in (
+            {"type": "input_image", "image_url": PNG},
+            {"type": "input_image", "image_url": PNG, "detail": None},
+        ):
+            items = [{"type": "message", "role": "user", "content": [part]}]
+            assert to_responses(from_responses(copy.deepcopy(items))) == items
+
+    def test_anthropic_image_validates(self) -> None:
+        """An Anthropic image written to Responses passes the SDK's input type."""
+        pydantic = pytest.importorskip("pydantic")
+        responses = pytest.importorskip("openai.types.responses")
+        data = PNG.split(",", 1)[1]
+        source = {"type": "base64", "media_type": "image/png", "data": data}
+        conv = from_anthropic(
+            [{"role": "user", "content": [{"type": "image", "source": source}]}]
+        )
+        adapter = pydantic.TypeAdapter(responses.ResponseInputParam)
+        adapter.validate_python(to_responses(conv))

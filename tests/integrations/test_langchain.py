@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 from tests.llama import LlamaServer
 
-from contextwindow import Message, ToolResult, fit, get_tokenizer, problems
+from contextwindow import Message, ToolCall, ToolResult, fit, get_tokenizer, problems
 from contextwindow.errors import ArgumentTypeError, BudgetError, InvalidMessageError
 from contextwindow.formats import from_openai
 from contextwindow.integrations.langchain import (
@@ -510,3 +510,54 @@ class TestTrimMessagesArguments:
                 token_counter="gpt-4o",
                 allow_partial=bad,
             )
+
+
+class TestArgumentsThatAreNotAnObject:
+    """LangChain's args take an object: other JSON values are wrapped, and
+    read back as the call that was written."""
+
+    def test_custom_call_is_written_and_read_back(self) -> None:
+        """A Chat custom call becomes args={"input": text}; reading gives it back."""
+        from contextwindow.formats import to_openai
+
+        chat: list[dict[str, Any]] = [
+            {"role": "user", "content": "patch it"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "custom",
+                        "custom": {"name": "apply_patch", "input": "*** Begin"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        ]
+        out = to_langchain(from_openai(chat))
+        assert isinstance(out[1], AIMessage)
+        assert out[1].tool_calls[0]["args"] == {"input": "*** Begin"}
+        back = from_langchain(out)
+        assert back[1].tool_calls[0].arguments == '"*** Begin"'
+        assert to_openai(back) == chat
+
+    def test_array_arguments(self) -> None:
+        """Array arguments are wrapped, and round-trip."""
+        conv = [
+            Message.user("x"),
+            Message.assistant(tool_calls=[ToolCall("c1", "f", "[1,2]")]),
+            Message.tool("c1", "r"),
+        ]
+        out = to_langchain(conv)
+        assert isinstance(out[1], AIMessage)
+        assert out[1].tool_calls[0]["args"] == {"input": [1, 2]}
+        assert from_langchain(out) == conv
+
+    def test_changed_args_are_read_as_they_are(self) -> None:
+        """Args a user changed after writing are read as the new object."""
+        conv = [Message.assistant(tool_calls=[ToolCall("c1", "f", "[1,2]")])]
+        out = to_langchain(conv)
+        assert isinstance(out[0], AIMessage)
+        out[0].tool_calls[0]["args"] = {"input": [3]}
+        assert from_langchain(out)[0].tool_calls[0].arguments == '{"input":[3]}'

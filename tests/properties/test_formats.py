@@ -89,12 +89,15 @@ def read(data: Any, provider: str) -> list[Message]:
 # -- what survives ---------------------------------------------------------------
 
 
-def sizeless(part: Part, *, detail: bool) -> Part:
-    """An image without its size (and without ``detail`` where the shape has none)."""
+def sizeless(part: Part, *, detail: bool, default: str | None = None) -> Part:
+    """An image without its size (and without ``detail`` where the shape has none;
+    ``default`` where the shape writes one for an image without)."""
     if isinstance(part, Image):
-        return Image(part.url, part.detail if detail else None)
+        return Image(part.url, (part.detail or default) if detail else None)
     if isinstance(part, ToolResult) and not isinstance(part.content, str):
-        content = tuple(sizeless(p, detail=detail) for p in part.content)
+        content = tuple(
+            sizeless(p, detail=detail, default=default) for p in part.content
+        )
         return replace(part, content=content)  # type: ignore[arg-type]
     return part
 
@@ -112,10 +115,15 @@ def lone_empty_text_dropped(parts: Sequence[Part]) -> list[Part]:
     return list(parts)
 
 
-def without_sizes(conv: Sequence[Message], *, detail: bool) -> list[Message]:
+def without_sizes(
+    conv: Sequence[Message], *, detail: bool, default: str | None = None
+) -> list[Message]:
     """Messages with image sizes (and maybe details) stripped, for comparing."""
     return [
-        replace(m, parts=tuple(sizeless(p, detail=detail) for p in m.parts))
+        replace(
+            m,
+            parts=tuple(sizeless(p, detail=detail, default=default) for p in m.parts),
+        )
         for m in conv
     ]
 
@@ -220,7 +228,8 @@ def expected_responses(conv: Sequence[Message]) -> list[Message]:
             out[-1] = plain(out[-1], [*out[-1].parts, *parts], name=False)
         else:
             out.append(plain(m, parts, name=False))
-    return without_sizes(out, detail=True)
+    # An image without a detail is written with "auto" (the API requires one).
+    return without_sizes(out, detail=True, default="auto")
 
 
 EXPECTED: dict[str, Callable[[Sequence[Message]], list[Message]]] = {

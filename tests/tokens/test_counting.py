@@ -12,7 +12,14 @@ from contextwindow.errors import (
     ContextWindowError,
 )
 from contextwindow.fitting import fit
-from contextwindow.formats import to_openai
+from contextwindow.formats import (
+    from_anthropic,
+    from_openai,
+    from_responses,
+    to_anthropic,
+    to_openai,
+    to_responses,
+)
 from contextwindow.messages import (
     Image,
     Message,
@@ -254,19 +261,128 @@ class TestOpenAIFraming:
         assert counter.message(msg) == 3 + O200K.count("assistant") + parts
 
     def test_thinking_counts_its_text(self) -> None:
-        """A thinking part counts the tokens of its text."""
+        """A thinking part sent as ``reasoning_content`` counts its text."""
         counter = TokenCounter(O200K)
-        thought = Thinking("First check the booking date.")
-        msg = Message.assistant([thought, Text("Done.")])
+        (msg,) = from_openai(
+            [
+                {
+                    "role": "assistant",
+                    "content": "Done.",
+                    "reasoning_content": "First check the booking date.",
+                }
+            ]
+        )
+        thought = msg.parts[0]
+        assert isinstance(thought, Thinking)
         assert counter.part(thought) == O200K.count(thought.text)
         assert counter.breakdown(msg)["thinking"] == O200K.count(thought.text)
 
     def test_responses_uses_openai_framing(self) -> None:
         """The Responses provider frames messages like Chat Completions."""
-        conv = [Message.system("Be brief."), Message.user("hi", name="ada")]
+        conv = [Message.system("Be brief."), Message.user("hi")]
         assert count_messages(conv, O200K, provider="responses") == count_messages(
             conv, O200K
         )
+
+
+SIGNED: list[dict[str, Any]] = [
+    {"role": "user", "content": "Plan the refactor."},
+    {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "thinking",
+                "thinking": "Let me think about the modules. " * 100,
+                "signature": "sig",
+            },
+            {"type": "text", "text": "Here is the plan."},
+        ],
+    },
+    {"role": "user", "content": "Go on."},
+]
+"""An Anthropic conversation with a long signed thinking block."""
+
+
+def _written(conv: list[Message], provider: Provider) -> list[Message]:
+    """``conv`` as ``to_<provider>`` writes it, read back."""
+    if provider == "openai":
+        return from_openai(to_openai(conv))
+    if provider == "responses":
+        return from_responses(to_responses(conv))
+    req = to_anthropic(conv)
+    return from_anthropic(req.messages, system=req.system)
+
+
+class TestWhatIsSent:
+    """A count covers what the provider's writer sends, nothing it leaves out."""
+
+    @pytest.mark.parametrize("provider", ["openai", "responses", "anthropic"])
+    def test_count_equals_what_is_written(self, provider: Provider) -> None:
+        """Another provider's thinking is not counted where it is not written."""
+        conv = from_anthropic(SIGNED)
+        counted = count_messages(conv, O200K, provider=provider)
+        sent = count_messages(_written(conv, provider), O200K, provider=provider)
+        assert counted == sent
+        thinking = O200K.count(SIGNED[1]["content"][0]["thinking"])
+        if provider == "anthropic":  # written: counted
+            assert counted > thinking
+        else:
+            assert counted < thinking
+
+    def test_fit_takes_what_is_sent(self) -> None:
+        """fit() for OpenAI no longer refuses a request whose written form fits."""
+        conv = from_anthropic(SIGNED)[:2]
+        fitted = fit(conv, limit=300, tokenizer=O200K, provider="openai")
+        assert fitted.report.tokens_after <= 300
+        assert len(fitted.messages) == 2
+
+    @pytest.mark.parametrize("provider", ["openai", "responses", "anthropic"])
+    def test_own_reasoning_is_counted(self, provider: Provider) -> None:
+        """Reasoning read from the provider's own shape is written and counted."""
+        text = "Check the date first. " * 20
+        if provider == "openai":
+            conv = from_openai(
+                [{"role": "assistant", "content": "ok", "reasoning_content": text}]
+            )
+        elif provider == "responses":
+            item = {"type": "reasoning", "id": "rs_1", "encrypted_content": "e"}
+            summary = [{"type": "summary_text", "text": text}]
+            conv = from_responses([{**item, "summary": summary}])
+        else:
+            block = {"type": "thinking", "thinking": text, "signature": "s"}
+            conv = from_anthropic([{"role": "assistant", "content": [block]}])
+        counted = count_messages(conv, O200K, provider=provider)
+        assert counted > O200K.count(text)
+        assert counted == count_messages(
+            _written(conv, provider), O200K, provider=provider
+        )
+
+    def test_responses_counts_no_name(self) -> None:
+        """Responses items carry no name (to_responses drops it): none is counted."""
+        named = from_openai(
+            [
+                {"role": "user", "name": "alice", "content": "hi"},
+                {"role": "user", "name": "bob", "content": "yo"},
+            ]
+        )
+        counted = count_messages(named, O200K, provider="responses")
+        sent = count_messages(to_responses(named), O200K, provider="responses")
+        assert counted == sent
+        assert count_messages(named, O200K) > counted  # Chat sends the names
+
+    def test_equal_messages_from_two_shapes_do_not_share_a_count(self) -> None:
+        """One counter, two equal messages: the one whose thinking is sent counts
+        it, the one whose thinking is left out does not, in either order."""
+        sent = from_openai(
+            [{"role": "assistant", "content": "ok", "reasoning_content": "Plan it."}]
+        )[0]
+        unsent = Message("assistant", sent.parts)  # no meta: not sent to Chat
+        assert sent == unsent
+        for first, second in ((sent, unsent), (unsent, sent)):
+            counter = TokenCounter(O200K)
+            a, b = counter.message(first), counter.message(second)
+            assert (a > b) == (first is sent)
+            assert TokenCounter(O200K).message(second) == b
 
 
 class TestAnthropicFraming:
@@ -622,6 +738,7 @@ class TestTokenCounter:
             [Thinking("hmm"), Text("Let me look.")],
             tool_calls=[ToolCall("1", "search", '{"q":"x"}')],
             name="bot",
+            meta={"openai": {"reasoning_content": True}},  # sent: counted
         )
         parts = counter.breakdown(msg)
         assert set(parts) == {"framing", "thinking", "text", "tool_call"}

@@ -48,6 +48,7 @@ from typing import Any, Literal, cast
 from contextwindow._args import check_bool
 from contextwindow._validate import type_name
 from contextwindow.errors import InvalidMessageError
+from contextwindow.formats._common import too_deep
 from contextwindow.formats.anthropic import (
     AnthropicRequest,
     from_anthropic,
@@ -798,7 +799,8 @@ def _spec(obj: Mapping[str, Any], key: str, p: str) -> ToolSpec:
         raise InvalidMessageError(
             f"{p}.{key}", f"expected an object, got {type_name(schema)}"
         )
-    params = copy.deepcopy(dict(cast("Mapping[str, Any]", schema)))
+    with too_deep(f"{p}.{key}"):  # a schema past the stack: the tool named
+        params = copy.deepcopy(dict(cast("Mapping[str, Any]", schema)))
     _check_schema(params, f"{p}.{key}")
     return ToolSpec(tool_name, description, params)
 
@@ -808,10 +810,11 @@ def _check_schema(schema: Mapping[str, Any], p: str, depth: int = 0) -> None:
     if depth > 64:
         raise InvalidMessageError(p, "nested too deeply (more than 64 levels)")
     if depth == 0:
-        try:
-            json.dumps(schema, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidMessageError(p, f"not JSON: {exc}") from None
+        with too_deep(p):
+            try:
+                json.dumps(schema, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidMessageError(p, f"not JSON: {exc}") from None
     for key, ok, want in _SCHEMA_KEYS:
         value = schema.get(key)
         if value is not None and not ok(value):

@@ -5,6 +5,10 @@ Contract:
 - ``check_json`` and ``entry`` raise ``InvalidMessageError(path, reason)``
   naming the exact place (the generic ``expect_*`` checks live in
   ``contextwindow._validate``).
+- JSON nested deeper than Python's stack (parsed, dumped or copied) is an
+  ``InvalidMessageError(path, "nested too deeply")`` through ``too_deep``,
+  never a raw ``RecursionError``: each reader and writer wraps every
+  message in it, and the places that parse or dump a field name the field.
 - Provider extras (keys a converter does not model) are copied, never mutated,
   and only JSON values go into ``Message.meta``, so stores can serialise it.
 """
@@ -13,16 +17,18 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
 from contextwindow._images import decode_base64, image_size, parse_data_uri
 from contextwindow.errors import InvalidMessageError
-from contextwindow.messages import Image, Message
+from contextwindow.messages import Image, Message, ToolCall
 
 __all__ = [
     "as_neutral",
     "check_json",
+    "custom_calls",
     "entry",
     "extras",
     "image_from_url",
@@ -30,6 +36,7 @@ __all__ = [
     "part_extras",
     "provider_meta",
     "put_extras",
+    "too_deep",
 ]
 
 
@@ -67,10 +74,75 @@ def check_json(text: str, path: str) -> None:
     """
     if not text:
         return
+    with too_deep(path):
+        try:
+            json.loads(text)
+        except ValueError:
+            raise InvalidMessageError(path, "not valid JSON") from None
+
+
+@contextmanager
+def too_deep(path: str) -> Iterator[None]:
+    """Map a ``RecursionError`` inside to ``InvalidMessageError(path, ...)``.
+
+    JSON nested a thousand levels deep is valid JSON, but ``json`` and
+    ``copy.deepcopy`` recurse once (or more) per level: past Python's stack
+    they raise ``RecursionError``, which is no error of this library's.
+    Readers and writers wrap each message in this (naming ``messages[i]``),
+    and the places that parse, dump or copy a field wrap it again (naming
+    the field), so the error says where.
+
+    Example:
+        >>> deep = "[" * 100_000 + "]" * 100_000
+        >>> with too_deep("messages[1].arguments"):
+        ...     json.loads(deep)
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: messages[1].arguments: nested too deeply
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
     try:
-        json.loads(text)
-    except ValueError:
-        raise InvalidMessageError(path, "not valid JSON") from None
+        yield
+    except RecursionError:
+        raise InvalidMessageError(path, "nested too deeply") from None
+
+
+def custom_calls(message: Message) -> frozenset[str]:
+    """The ids of the message's tool calls read as custom (free-form) calls.
+
+    A custom tool takes free text, not JSON arguments: a Chat
+    ``{"type": "custom", "custom": {"name", "input"}}`` call or a Responses
+    ``custom_tool_call`` item (their ``ToolCall.arguments`` are the text as
+    a JSON string). Either OpenAI writer writes such a call in its own
+    custom form, and its result as that form's output, wherever it was
+    read: this reads both readers' records, the one notion both writers use.
+
+    Example:
+        >>> from contextwindow.formats.openai_chat import from_openai
+        >>> msgs = from_openai([{"role": "assistant", "content": None,
+        ...     "tool_calls": [{"id": "c1", "type": "custom",
+        ...                     "custom": {"name": "patch", "input": "+x"}}]}])
+        >>> sorted(custom_calls(msgs[0]))
+        ['c1']
+    """
+    meta = message.meta
+    if not meta or message.role != "assistant":
+        return frozenset()
+    found: set[str] = set()
+    recorded = provider_meta(meta, "openai").get("tool_calls")
+    calls = [p for p in message.parts if isinstance(p, ToolCall)]
+    for k, call in enumerate(calls):
+        if entry(recorded, k, len(calls)).get("custom"):
+            found.add(call.id)
+    items = provider_meta(meta, "responses").get("items")
+    if isinstance(items, list):
+        for raw in cast("Sequence[Any]", items):
+            if isinstance(raw, Mapping) and raw.get("type") == "custom_tool_call":
+                item = cast("Mapping[str, Any]", raw).get("item")
+                if isinstance(item, Mapping):
+                    call_id = cast("Mapping[str, Any]", item).get("call_id")
+                    if isinstance(call_id, str):
+                        found.add(call_id)
+    return frozenset(found)
 
 
 def extras(

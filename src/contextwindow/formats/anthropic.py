@@ -33,7 +33,10 @@ Contract:
   header), a ``url`` source the URL; other sources are kept as they are.
 - ``thinking`` / ``redacted_thinking`` become ``Thinking`` parts. Writing drops
   ``Thinking`` parts of messages read from OpenAI shapes (``meta["openai"]`` or
-  ``meta["responses"]``): their signatures mean nothing to Anthropic.
+  ``meta["responses"]``): their signatures mean nothing to Anthropic
+  (``thinking_sent``, which the token counter asks too).
+- JSON nested too deep for Python's stack is an ``InvalidMessageError``
+  (``nested too deeply``) naming the turn, or the block's ``input``.
 - System messages, wherever they are, go to the top-level ``system``: a string
   when there is one plain text system message, else a list of text blocks.
 - Malformed input raises ``InvalidMessageError`` naming the place, e.g.
@@ -60,7 +63,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, NamedTuple, cast
 
 from contextwindow._images import data_uri, parse_data_uri
@@ -81,6 +84,7 @@ from contextwindow.formats._common import (
     part_extras,
     provider_meta,
     put_extras,
+    too_deep,
 )
 from contextwindow.formats._opaque import dropped, result_target, to_target
 from contextwindow.messages import (
@@ -185,7 +189,8 @@ def from_anthropic(
     """
     out: list[Message] = []
     if system is not None:
-        out.append(_read_system(system))
+        with too_deep("system"):
+            out.append(_read_system(system))
     for i, raw in enumerate(expect_list(messages, path)):
         out.extend(from_anthropic_message(raw, path=f"{path}[{i}]"))
     return out
@@ -202,6 +207,11 @@ def from_anthropic_message(message: object, *, path: str) -> list[Message]:
         ...     {"role": "user", "content": "hi"}, path="m")]
         ['user']
     """
+    with too_deep(path):  # JSON past the stack: this turn named
+        return _read_turn(message, path)
+
+
+def _read_turn(message: object, path: str) -> list[Message]:
     obj = expect_mapping(message, path)
     role = expect_str(obj, "role", path)
     if role not in ("user", "assistant"):
@@ -270,42 +280,11 @@ def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicReques
     turns: list[dict[str, Any]] = []
     tool_turn = False  # turns[-1] is a user turn of results, open for more
     for i, m in enumerate(messages):
-        am = provider_meta(m.meta, "anthropic")
+        with too_deep(f"messages[{i}]"):
+            tool_turn, plain = _write_one(m, i, system, turns, tool_turn)
         if m.role == "system":
             system_count += 1
-            blocks = _write_blocks(m.parts, am, i, m.role, foreign=False)
-            system.extend(blocks)
-            if (
-                am.get("system_form") != "list"
-                and len(blocks) == 1
-                and blocks[0].keys() == {"type", "text"}
-            ):
-                plain_system += 1
-        elif m.role == "tool":
-            blocks = _write_blocks(m.parts, am, i, m.role, foreign=False)
-            if tool_turn:
-                turns[-1]["content"].extend(blocks)
-                put_extras(turns[-1], am.get("extra"))
-            else:
-                turns.append(
-                    put_extras({"role": "user", "content": blocks}, am.get("extra"))
-                )
-                tool_turn = True
-        else:
-            foreign = any(k in m.meta for k in _FOREIGN)
-            blocks = _write_blocks(m.parts, am, i, m.role, foreign=foreign)
-            insert_opaque(blocks, am.get("opaque"))
-            if m.role == "user" and tool_turn:
-                turns[-1]["content"].extend(blocks)
-                put_extras(turns[-1], am.get("extra"))
-            else:
-                content: str | list[dict[str, Any]] = blocks
-                if _write_as_str(blocks, am):
-                    content = blocks[0]["text"] if blocks else ""
-                turns.append(
-                    put_extras({"role": m.role, "content": content}, am.get("extra"))
-                )
-            tool_turn = False
+            plain_system += plain
     sys_out: str | list[dict[str, Any]] | None = system or None
     if system_count == 1 and plain_system == 1:
         sys_out = system[0]["text"]
@@ -313,6 +292,72 @@ def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicReques
         sys_out = []
     _name_calls(turns)
     return AnthropicRequest(sys_out, turns)
+
+
+def thinking_sent(message: Message) -> frozenset[int]:
+    """The indices of the ``Thinking`` parts ``to_anthropic`` writes.
+
+    All those of an assistant message, unless it was read from an OpenAI
+    shape (``meta["openai"]`` or ``meta["responses"]``): their signatures
+    mean nothing to Anthropic. The token counter asks this too, so that
+    what is not sent is not counted.
+
+    Example:
+        >>> thinking_sent(Message.assistant([Thinking("x", signature="s")]))
+        frozenset({0})
+        >>> thinking_sent(Message.assistant([Thinking("x")], meta={"openai": {}}))
+        frozenset()
+    """
+    if message.role != "assistant" or any(k in message.meta for k in _FOREIGN):
+        return frozenset()
+    return frozenset(
+        j for j, part in enumerate(message.parts) if isinstance(part, Thinking)
+    )
+
+
+def _write_one(
+    m: Message,
+    i: int,
+    system: list[dict[str, Any]],
+    turns: list[dict[str, Any]],
+    tool_turn: bool,
+) -> tuple[bool, bool]:
+    """Write ``m`` into ``system`` or ``turns``.
+
+    Returns whether ``turns[-1]`` is now a user turn of results, open for
+    more, and whether ``m`` is a system message that could be a string.
+    """
+    am = provider_meta(m.meta, "anthropic")
+    if m.role == "system":
+        blocks = _write_blocks(m.parts, am, i, m.role)
+        system.extend(blocks)
+        plain = (
+            am.get("system_form") != "list"
+            and len(blocks) == 1
+            and blocks[0].keys() == {"type", "text"}
+        )
+        return tool_turn, plain
+    if m.role == "tool":
+        blocks = _write_blocks(m.parts, am, i, m.role)
+        if tool_turn:
+            turns[-1]["content"].extend(blocks)
+            put_extras(turns[-1], am.get("extra"))
+        else:
+            turns.append(
+                put_extras({"role": "user", "content": blocks}, am.get("extra"))
+            )
+        return True, False
+    blocks = _write_blocks(m.parts, am, i, m.role, thinking_sent(m))
+    insert_opaque(blocks, am.get("opaque"))
+    if m.role == "user" and tool_turn:
+        turns[-1]["content"].extend(blocks)
+        put_extras(turns[-1], am.get("extra"))
+    else:
+        content: str | list[dict[str, Any]] = blocks
+        if _write_as_str(blocks, am):
+            content = blocks[0]["text"] if blocks else ""
+        turns.append(put_extras({"role": m.role, "content": content}, am.get("extra")))
+    return False, False
 
 
 CALL_ID = re.compile(r"[A-Za-z0-9_-]+")
@@ -472,10 +517,11 @@ def _dumps(block: Mapping[str, Any], bp: str) -> str:
     if "input" not in block:
         raise InvalidMessageError(f"{bp}.input", "missing")
     value = expect_mapping(block["input"], f"{bp}.input")
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise InvalidMessageError(f"{bp}.input", f"not JSON: {exc}") from None
+    with too_deep(f"{bp}.input"):
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise InvalidMessageError(f"{bp}.input", f"not JSON: {exc}") from None
 
 
 def _read_image(block: Mapping[str, Any], bp: str) -> Image | None:
@@ -561,8 +607,13 @@ def _write_as_str(blocks: list[dict[str, Any]], am: Mapping[str, Any]) -> bool:
 
 
 def _write_blocks(
-    parts: Sequence[Part], am: Mapping[str, Any], i: int, role: str, *, foreign: bool
+    parts: Sequence[Part],
+    am: Mapping[str, Any],
+    i: int,
+    role: str,
+    sent: Set[int] = frozenset(),
 ) -> list[dict[str, Any]]:
+    """The blocks of a message's parts; ``sent``: the ``Thinking`` ones written."""
     entries = am.get("parts")
     out: list[dict[str, Any]] = []
     for j, part in enumerate(parts):
@@ -583,8 +634,8 @@ def _write_blocks(
             raise InvalidMessageError(
                 where, f"a {part.kind} part cannot be sent in a {role} message"
             )
-        if isinstance(part, Thinking) and foreign:
-            continue
+        if isinstance(part, Thinking) and j not in sent:
+            continue  # another provider's reasoning (``thinking_sent``)
         block = _write_part(part, ent, where)
         out.append(put_extras(block, ent.get("extra")))
     return out
@@ -631,10 +682,11 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
 def _loads(call: ToolCall, where: str) -> dict[str, Any]:
     if not call.arguments:
         return {}
-    try:
-        value = json.loads(call.arguments)
-    except ValueError:
-        raise InvalidMessageError(f"{where}.arguments", "not valid JSON") from None
+    with too_deep(f"{where}.arguments"):
+        try:
+            value = json.loads(call.arguments)
+        except ValueError:
+            raise InvalidMessageError(f"{where}.arguments", "not valid JSON") from None
     if isinstance(value, str):  # a freeform (custom) tool's input
         return {"input": value}
     if not isinstance(value, dict):

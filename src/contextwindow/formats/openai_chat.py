@@ -30,11 +30,17 @@ Contract:
   image parts (some compatible servers take them) is written back as it
   came.
 - ``function.arguments`` must be JSON text (or empty); it is kept byte for byte.
+  JSON nested too deep for Python's stack is an ``InvalidMessageError``
+  (``nested too deeply``), as in every reader and writer.
+- A custom tool's call (``"type": "custom"``) and a Responses
+  ``custom_tool_call`` (``_common.custom_calls``) are written as a custom
+  call, its input as the text it is.
 - Writing: ``Thinking`` parts are written (as ``reasoning_content``) only when
-  they were read from it; another provider's reasoning carries signatures that
-  mean nothing here. ``is_error`` of a tool result has no place in this shape
-  and is dropped. A ``tool`` message holding several results becomes several
-  tool messages.
+  they were read from it (``thinking_sent``, which the token counter asks
+  too: what is not sent is not counted); another provider's reasoning
+  carries signatures that mean nothing here. ``is_error`` of a tool result
+  has no place in this shape and is dropped. A ``tool`` message holding
+  several results becomes several tool messages.
 - Malformed input raises ``InvalidMessageError`` naming the place, e.g.
   ``messages[3].tool_calls[0].function.arguments: not valid JSON``.
 
@@ -69,6 +75,7 @@ from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
     as_neutral,
     check_json,
+    custom_calls,
     entry,
     extras,
     image_from_url,
@@ -76,6 +83,7 @@ from contextwindow.formats._common import (
     part_extras,
     provider_meta,
     put_extras,
+    too_deep,
 )
 from contextwindow.formats._opaque import (
     dropped,
@@ -137,22 +145,26 @@ def from_openai(
     legacy: list[tuple[str, str]] = []  # pending legacy calls: (name, id)
     for i, raw in enumerate(seq):
         p = f"{path}[{i}]"
-        obj = expect_mapping(raw, p)
-        role = expect_str(obj, "role", p)
-        if role in ("system", "developer", "user"):
-            out.append(_read_plain(obj, role, p))
-        elif role == "assistant":
-            msg = _read_assistant(obj, p, i)
-            if obj.get("function_call") is not None:
-                legacy.extend((c.name, c.id) for c in msg.tool_calls)
-            out.append(msg)
-        elif role == "tool":
-            out.append(_read_tool(obj, p))
-        elif role == "function":
-            out.append(_read_function(obj, p, i, legacy))
-        else:
-            raise InvalidMessageError(f"{p}.role", f"unknown role {role!r}")
+        with too_deep(p):
+            out.append(_read_one(raw, p, i, legacy))
     return out
+
+
+def _read_one(raw: object, p: str, i: int, legacy: list[tuple[str, str]]) -> Message:
+    obj = expect_mapping(raw, p)
+    role = expect_str(obj, "role", p)
+    if role in ("system", "developer", "user"):
+        return _read_plain(obj, role, p)
+    if role == "assistant":
+        msg = _read_assistant(obj, p, i)
+        if obj.get("function_call") is not None:
+            legacy.extend((c.name, c.id) for c in msg.tool_calls)
+        return msg
+    if role == "tool":
+        return _read_tool(obj, p)
+    if role == "function":
+        return _read_function(obj, p, i, legacy)
+    raise InvalidMessageError(f"{p}.role", f"unknown role {role!r}")
 
 
 def to_openai(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any]]:
@@ -176,11 +188,38 @@ def to_openai(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         om = provider_meta(m.meta, "openai")
-        if m.role == "tool":
-            out.extend(_write_tool(m, om, i))
-        else:
-            out.append(_write_message(m, om, i))
+        with too_deep(f"messages[{i}]"):
+            if m.role == "tool":
+                out.extend(_write_tool(m, om, i))
+            else:
+                out.append(_write_message(m, om, i))
     return out
+
+
+def thinking_sent(message: Message) -> frozenset[int]:
+    """The indices of the ``Thinking`` parts ``to_openai`` writes.
+
+    Those of an assistant message read with ``reasoning_content`` (and not
+    redacted: a redacted block has no text to send), joined into that
+    field. Another provider's reasoning is left out: its signatures mean
+    nothing here. The token counter asks this too, so that what is not
+    sent is not counted.
+
+    Example:
+        >>> msg = from_openai([{"role": "assistant", "content": "4",
+        ...                     "reasoning_content": "2+2"}])[0]
+        >>> thinking_sent(msg), thinking_sent(Message.assistant([Thinking("x")]))
+        (frozenset({0}), frozenset())
+    """
+    if message.role != "assistant" or not provider_meta(message.meta, "openai").get(
+        "reasoning_content"
+    ):
+        return frozenset()
+    return frozenset(
+        j
+        for j, part in enumerate(message.parts)
+        if isinstance(part, Thinking) and not part.redacted
+    )
 
 
 # -- reading ---------------------------------------------------------------------
@@ -524,6 +563,7 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
     calls: list[ToolCall] = []
     thinking: list[str] = []
     fields: dict[str, Any] = {}  # refusal, audio: the assistant's own fields
+    sent = thinking_sent(m)
     for j, part in enumerate(m.parts):
         field = _field(part, m.role, om, fields)
         if field is not None:
@@ -536,7 +576,7 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
         elif m.role == "assistant" and isinstance(part, ToolCall):
             calls.append(part)
         elif m.role == "assistant" and isinstance(part, Thinking):
-            if not part.redacted:
+            if j in sent:
                 thinking.append(part.text)
         else:
             raise _misplaced(part, m.role, i, j)
@@ -546,14 +586,16 @@ def _write_message(m: Message, om: Mapping[str, Any], i: int) -> dict[str, Any]:
     out.update(fields)
     if m.name is not None:
         out["name"] = m.name
-    if thinking and om.get("reasoning_content"):
+    if thinking:
         out["reasoning_content"] = "".join(thinking)
     if om.get("legacy") and len(calls) == 1:
         out["function_call"] = {"name": calls[0].name, "arguments": calls[0].arguments}
     elif calls:
         entries = om.get("tool_calls")
+        custom = custom_calls(m)
         out["tool_calls"] = [
-            _write_call(c, entry(entries, k, len(calls))) for k, c in enumerate(calls)
+            _write_call(c, entry(entries, k, len(calls)), c.id in custom)
+            for k, c in enumerate(calls)
         ]
     return put_extras(out, om.get("extra"))
 
@@ -595,8 +637,11 @@ def _field(
     return None
 
 
-def _write_call(call: ToolCall, ent: Mapping[str, Any]) -> dict[str, Any]:
-    if ent.get("custom"):
+def _write_call(
+    call: ToolCall, ent: Mapping[str, Any], custom: bool = False
+) -> dict[str, Any]:
+    """One ``tool_calls`` entry; ``custom``: a custom (free-form) tool's call."""
+    if custom or ent.get("custom"):
         # Its input as text: the JSON string read, or what a rewrite made.
         value = call.input
         text = value if isinstance(value, str) else call.arguments

@@ -56,7 +56,16 @@ Contract:
   its ``reasoning_text`` content joined by a blank line (both counted, and
   split back on writing), ``encrypted_content`` as the signature. Writing
   emits reasoning items only for ``Thinking`` parts read from this shape
-  (they need their ``rs_`` id); another provider's reasoning is dropped.
+  (they need their ``rs_`` id); another provider's reasoning is dropped
+  (``thinking_sent``, which the token counter asks too).
+- A custom tool's call read from Chat (``_common.custom_calls``) is
+  written as a ``custom_tool_call`` (its input the text it is), and the
+  result answering it as a ``custom_tool_call_output``.
+- An ``input_image`` is written with a ``detail`` (``"auto"`` when the
+  image has none: the API's type requires it), except one read without
+  one, written back as it came.
+- JSON nested too deep for Python's stack is an ``InvalidMessageError``
+  (``nested too deeply``) naming the item, or its field.
 - ``instructions`` become a leading system message; writing emits it as a
   ``system`` message item. ``is_error`` of a tool result and ``Message.name``
   have no place in this shape and are dropped.
@@ -79,7 +88,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, cast
 
 from contextwindow._validate import (
@@ -93,6 +102,7 @@ from contextwindow.errors import InvalidMessageError
 from contextwindow.formats._common import (
     as_neutral,
     check_json,
+    custom_calls,
     entry,
     extras,
     image_from_url,
@@ -100,6 +110,7 @@ from contextwindow.formats._common import (
     part_extras,
     provider_meta,
     put_extras,
+    too_deep,
 )
 from contextwindow.formats._opaque import result_target, to_target
 from contextwindow.messages import (
@@ -235,40 +246,43 @@ def from_responses(
 
     for i, raw in enumerate(expect_list(items, path)):
         p = f"{path}[{i}]"
-        obj = expect_mapping(raw, p)
-        kind = _item_type(obj, p)
-        new_parts: tuple[Part, ...]
-        if kind == "message":
-            msg_role = expect_str(obj, "role", p)
-            if msg_role not in ("user", "system", "developer", "assistant"):
-                raise InvalidMessageError(f"{p}.role", f"unknown role {msg_role!r}")
-            new_parts, lay = _read_message(obj, p, msg_role)
-            if msg_role != "assistant":
+        with too_deep(p):  # JSON past the stack: this item named
+            obj = expect_mapping(raw, p)
+            kind = _item_type(obj, p)
+            new_parts: tuple[Part, ...]
+            if kind == "message":
+                msg_role = expect_str(obj, "role", p)
+                if msg_role not in ("user", "system", "developer", "assistant"):
+                    raise InvalidMessageError(f"{p}.role", f"unknown role {msg_role!r}")
+                new_parts, lay = _read_message(obj, p, msg_role)
+                if msg_role != "assistant":
+                    flush()
+                    role = None
+                    neutral: Role = "user" if msg_role == "user" else "system"
+                    kept = {"responses": {"items": [_ordered(obj, lay)]}}
+                    out.append(Message(neutral, new_parts, meta=kept))
+                    continue
+                group: Role = "assistant"
+            elif kind in _SETTINGS:
+                # The developer's: kept in place as a system message of its own.
                 flush()
                 role = None
-                neutral: Role = "user" if msg_role == "user" else "system"
-                kept = {"responses": {"items": [_ordered(obj, lay)]}}
-                out.append(Message(neutral, new_parts, meta=kept))
+                lay = _kept(obj, kind)
+                kept_part = _read_kept(lay)
+                assert kept_part is not None  # a settings item always reads
+                out.append(
+                    Message(
+                        "system", (kept_part,), meta={"responses": {"items": [lay]}}
+                    )
+                )
                 continue
-            group: Role = "assistant"
-        elif kind in _SETTINGS:
-            # The developer's: kept in place as a system message of its own.
-            flush()
-            role = None
-            lay = _kept(obj, kind)
-            kept_part = _read_kept(lay)
-            assert kept_part is not None  # a settings item always reads
-            out.append(
-                Message("system", (kept_part,), meta={"responses": {"items": [lay]}})
-            )
-            continue
-        else:
-            new_parts, lay, group = _read_item(obj, p, kind)
-        if group != role:
-            flush()
-            role = group
-        parts.extend(new_parts)
-        layout.append(_ordered(obj, lay))
+            else:
+                new_parts, lay, group = _read_item(obj, p, kind)
+            if group != role:
+                flush()
+                role = group
+            parts.extend(new_parts)
+            layout.append(_ordered(obj, lay))
     flush()
     return out
 
@@ -294,25 +308,70 @@ def to_responses(messages: Sequence[Message] | Iterable[Any]) -> list[dict[str, 
     """
     messages = as_neutral(messages)
     out: list[dict[str, Any]] = []
+    custom: set[str] = set()  # the custom calls so far: their outputs follow
     for i, m in enumerate(messages):
-        rm = provider_meta(m.meta, "responses")
-        recorded = rm.get("items")
-        items = cast("Sequence[Any]", recorded) if isinstance(recorded, list) else None
-        layout: Sequence[Any] = (
-            items
-            if items is not None and _fits(items, m.parts)
-            else _default_layout(m, i, items or ())
-        )
-        k = 0
-        for e in layout:
-            n = e["n"]
-            chunk = m.parts[k : k + n]
-            k += n
-            item = _write_item(m, e, chunk, f"messages[{i}].parts", k - n)
-            if item is not None:
-                item = put_extras(item, e.get("extra"))
-                out.append(_reordered(item, e.get("order")) if "order" in e else item)
+        with too_deep(f"messages[{i}]"):
+            custom |= custom_calls(m)
+            k = 0
+            for e in _layout(m, i, custom):
+                n = e["n"]
+                chunk = m.parts[k : k + n]
+                k += n
+                item = _write_item(m, e, chunk, f"messages[{i}].parts", k - n)
+                if item is not None:
+                    item = put_extras(item, e.get("extra"))
+                    out.append(
+                        _reordered(item, e.get("order")) if "order" in e else item
+                    )
     return out
+
+
+def thinking_sent(message: Message) -> frozenset[int]:
+    """The indices of the ``Thinking`` parts ``to_responses`` writes.
+
+    Those read from a ``reasoning`` item, while the items recorded still
+    describe the message's parts: a reasoning item needs its ``rs_`` id
+    (and its ``encrypted_content``). Another provider's reasoning is left
+    out. The token counter asks this too, so that what is not sent is not
+    counted.
+
+    Example:
+        >>> msg = from_responses([{"type": "reasoning", "id": "rs_1",
+        ...     "summary": [{"type": "summary_text", "text": "Plan."}]}])[0]
+        >>> thinking_sent(msg), thinking_sent(Message.assistant([Thinking("x")]))
+        (frozenset({0}), frozenset())
+    """
+    layout = _recorded(message)
+    if layout is None:
+        return frozenset()  # the default layout sends no reasoning
+    out: set[int] = set()
+    k = 0
+    for e in layout:
+        if e["type"] == "reasoning":
+            out.add(k)
+        k += e["n"]
+    return frozenset(out)
+
+
+def _recorded(m: Message) -> Sequence[Any] | None:
+    """The items ``m`` was read from, if they still describe its parts."""
+    recorded = provider_meta(m.meta, "responses").get("items")
+    if isinstance(recorded, list) and _fits(recorded, m.parts):
+        return cast("Sequence[Any]", recorded)
+    return None
+
+
+def _layout(m: Message, i: int, custom: Set[str] = frozenset()) -> Sequence[Any]:
+    """The items ``m`` is written as: those it was read from, or the default.
+
+    ``custom``: the ids of the custom calls written so far (and in ``m``).
+    """
+    found = _recorded(m)
+    if found is not None:
+        return found
+    recorded = provider_meta(m.meta, "responses").get("items")
+    kept = cast("Sequence[Any]", recorded) if isinstance(recorded, list) else ()
+    return _default_layout(m, i, kept, custom)
 
 
 # -- reading ---------------------------------------------------------------------
@@ -365,6 +424,8 @@ def _read_parts(
             url = expect_str(part, "image_url", pp)
             parts.append(image_from_url(url, opt_str(part, "detail", pp)))
             extra = extras(part, ("type", "image_url", "detail"), ("detail",))
+            if part.get("detail") is None:  # written back without one
+                ent["no_detail"] = True
         elif kind in _OPAQUE_PARTS or kind == "input_image":
             if not inline:
                 opaque.append([j, copy.deepcopy(dict(part))])
@@ -571,10 +632,11 @@ def _read_kept_call(obj: Mapping[str, Any], p: str, kind: str) -> ToolCall:
         args = expect_str(obj, args_key, p)
         check_json(args, f"{p}.{args_key}")
     else:
-        try:
-            args = _compact(value)
-        except (TypeError, ValueError):
-            raise InvalidMessageError(f"{p}.{args_key}", "not JSON") from None
+        with too_deep(f"{p}.{args_key}"):
+            try:
+                args = _compact(value)
+            except (TypeError, ValueError):
+                raise InvalidMessageError(f"{p}.{args_key}", "not JSON") from None
     return ToolCall(call_id, name, args)
 
 
@@ -605,10 +667,11 @@ def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
         except InvalidMessageError:  # parts of a kind not read here: their JSON
             content = _compact(value)
     else:
-        try:
-            content = "" if value is None else _compact(value)
-        except (TypeError, ValueError):
-            raise InvalidMessageError(f"{p}.{out_key}", "not JSON") from None
+        with too_deep(f"{p}.{out_key}"):
+            try:
+                content = "" if value is None else _compact(value)
+            except (TypeError, ValueError):
+                raise InvalidMessageError(f"{p}.{out_key}", "not JSON") from None
     return ToolResult(call_id, content)
 
 
@@ -681,7 +744,9 @@ _KEPT_PART: dict[str, type[Part]] = {
 """The part each item kept as it was read gives (``Text`` for the others)."""
 
 
-def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[Layout]:
+def _default_layout(
+    m: Message, i: int, recorded: Sequence[Any] = (), custom: Set[str] = frozenset()
+) -> list[Layout]:
     # Items kept as they were read go back as such where their part is still
     # there (a repair removed another call of the message, say).
     kept: dict[Part, Layout] = {}
@@ -709,9 +774,16 @@ def _default_layout(m: Message, i: int, recorded: Sequence[Any] = ()) -> list[La
         elif isinstance(part, Thinking) and m.role == "assistant":
             layout.append({"type": "skip", "n": 1})
         elif isinstance(part, ToolCall) and m.role == "assistant":
-            layout.append({"type": "function_call", "n": 1})
+            # A custom tool's call read from Chat: Responses' own custom form.
+            call = "custom_tool_call" if part.id in custom else "function_call"
+            layout.append({"type": call, "n": 1})
         elif isinstance(part, ToolResult) and m.role == "tool":
-            layout.append({"type": "function_call_output", "n": 1})
+            output = (
+                "custom_tool_call_output"
+                if part.call_id in custom
+                else "function_call_output"
+            )
+            layout.append({"type": output, "n": 1})
         else:
             raise InvalidMessageError(
                 f"messages[{i}].parts[{j}]",
@@ -732,6 +804,15 @@ def _write_item(
     part = chunk[0]
     if "item" in e:
         return _write_kept(e, part)
+    if isinstance(part, ToolCall) and kind == "custom_tool_call":
+        value = part.input  # the text, as the Chat writer writes it
+        text = value if isinstance(value, str) else part.arguments
+        return {
+            "type": "custom_tool_call",
+            "call_id": part.id,
+            "name": part.name,
+            "input": text,
+        }
     if isinstance(part, ToolCall):
         return {
             "type": "function_call",
@@ -740,7 +821,12 @@ def _write_item(
             "arguments": part.arguments,
         }
     if isinstance(part, ToolResult):
-        out: dict[str, Any] = {"type": "function_call_output", "call_id": part.call_id}
+        output = (
+            "custom_tool_call_output"
+            if kind == "custom_tool_call_output"
+            else "function_call_output"
+        )
+        out: dict[str, Any] = {"type": output, "call_id": part.call_id}
         if isinstance(part.content, str):
             out["output"] = part.content
         else:
@@ -920,6 +1006,10 @@ def _write_parts(
             d = {"type": "input_image", "image_url": part.url}
             if part.detail is not None:
                 d["detail"] = part.detail
+            elif not ent.get("no_detail"):
+                # Required by the API's type; an item read without one is
+                # written back as it came.
+                d["detail"] = "auto"
         items.append(put_extras(d, ent.get("extra")))
     return insert_opaque(items, e.get("opaque"))
 

@@ -22,6 +22,14 @@ Contract:
   Neutral fields LangChain has no place for (``agent``, ``pinned``, other
   ``meta``) travel in ``additional_kwargs["contextwindow"]``, which
   LangChain's chat models do not send.
+- A tool call whose arguments are JSON but not an object (a custom tool's
+  free text, an array) is written as ``args={"input": <the value>}``, as
+  ``to_anthropic`` writes it (LangChain's ``args`` takes an object alone);
+  its original arguments travel in ``additional_kwargs["contextwindow"]``,
+  so reading it back gives the call that was written while its ``args``
+  are unchanged.
+- JSON nested too deep for Python's stack is an ``InvalidMessageError``
+  naming the message (``nested too deeply``), never a ``RecursionError``.
 - The input is never mutated: kept values are deep copies.
 """
 
@@ -30,6 +38,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 from langchain_core.messages import (
@@ -48,6 +57,7 @@ from langchain_core.messages import (
 )
 
 from contextwindow.errors import ContextWindowError, InvalidMessageError
+from contextwindow.formats._common import too_deep
 from contextwindow.messages import (
     Image,
     Message,
@@ -136,7 +146,11 @@ def from_langchain(messages: Iterable[Any], *, name: str = "messages") -> list[M
         read = convert_to_messages(list(messages))
     except (ValueError, TypeError, NotImplementedError) as exc:
         raise InvalidMessageError(name, f"not a LangChain message: {exc}") from None
-    return [_read(m, f"{name}[{i}]") for i, m in enumerate(read)]
+    out: list[Message] = []
+    for i, m in enumerate(read):
+        with too_deep(f"{name}[{i}]"):
+            out.append(_read(m, f"{name}[{i}]"))
+    return out
 
 
 def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
@@ -159,7 +173,8 @@ def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
     """
     out: list[BaseMessage] = []
     for i, m in enumerate(messages):
-        out.extend(_write(m, f"messages[{i}]"))
+        with too_deep(f"messages[{i}]"):
+            out.extend(_write(m, f"messages[{i}]"))
     return out
 
 
@@ -198,7 +213,7 @@ def _read(msg: BaseMessage, path: str) -> Message:
         if _content(parts) != msg.content:
             kept["content"] = copy.deepcopy(msg.content)
         if isinstance(msg, AIMessage):
-            calls = _calls(msg, path)
+            calls = _unwrapped(_calls(msg, path), extra)
             parts += calls
             if _tool_calls(calls) != msg.tool_calls:
                 kept["tool_calls"] = copy.deepcopy(msg.tool_calls)
@@ -322,13 +337,41 @@ def _image(block: Mapping[str, Any]) -> Image | None:
     return None
 
 
+def _unwrapped(calls: tuple[ToolCall, ...], extra: Any) -> tuple[ToolCall, ...]:
+    """``calls``, those written wrapped given back their original arguments.
+
+    ``_tool_calls`` writes arguments that are not a JSON object as
+    ``{"input": <the value>}`` and keeps the originals in ``extra["args"]``
+    (by call id); a call whose ``args`` are still that wrapping is read as
+    the call written. One whose ``args`` changed is read as it is now.
+    """
+    raw = extra.get("args") if isinstance(extra, Mapping) else None
+    if not isinstance(raw, Mapping) or not raw:
+        return calls
+    out: list[ToolCall] = []
+    for call in calls:
+        original = raw.get(call.id)
+        if isinstance(original, str):
+            with suppress(ContextWindowError):
+                was = ToolCall(call.id, call.name, original)
+                if _args(was) == call.input:
+                    call = was
+        out.append(call)
+    return tuple(out)
+
+
 def _calls(msg: AIMessage, path: str) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for k, call in enumerate(msg.tool_calls):
         try:
             # As ToolCall serialises a mapping: compact, non-ASCII kept.
-            args = json.dumps(call["args"], ensure_ascii=False, separators=(",", ":"))
+            with too_deep(f"{path}.tool_calls[{k}].args"):
+                args = json.dumps(
+                    call["args"], ensure_ascii=False, separators=(",", ":")
+                )
             calls.append(ToolCall(call.get("id") or "", call["name"], args))
+        except InvalidMessageError:
+            raise
         except (ContextWindowError, TypeError, ValueError) as exc:
             raise InvalidMessageError(f"{path}.tool_calls[{k}]", str(exc)) from None
     return tuple(calls)
@@ -367,6 +410,9 @@ def _write(m: Message, path: str) -> list[BaseMessage]:
         extra["agent"] = m.agent
     if m.pinned:
         extra["pinned"] = True
+    wrapped = {c.id: c.arguments for c in m.tool_calls if not isinstance(c.input, dict)}
+    if wrapped and m.role == "assistant":
+        extra["args"] = wrapped  # read back as the calls they were
     if others:
         extra["meta"] = copy.deepcopy(others)
     if extra:
@@ -471,6 +517,17 @@ def _content(
 
 def _tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     return [
-        {"name": c.name, "args": c.input, "id": c.id, "type": "tool_call"}
+        {"name": c.name, "args": _args(c), "id": c.id, "type": "tool_call"}
         for c in calls
     ]
+
+
+def _args(call: ToolCall) -> Any:
+    """The call's ``args``: its arguments, or ``{"input": <them>}``.
+
+    LangChain's ``args`` takes an object alone; arguments that are another
+    JSON value (a custom tool's free text, an array) are wrapped as
+    ``to_anthropic`` wraps them for ``tool_use.input``.
+    """
+    value = call.input
+    return value if isinstance(value, dict) else {"input": value}

@@ -38,7 +38,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow._images import data_uri_bytes, image_size
@@ -51,6 +51,7 @@ from contextwindow.errors import (
     ContextWindowError,
 )
 from contextwindow.formats._coerce import coerce_messages, coerce_tools, neutral
+from contextwindow.formats._thinking import thinking_sent
 from contextwindow.messages import (
     Image,
     Message,
@@ -69,6 +70,10 @@ from contextwindow.tokens._opaque import opaque_tokens
 from contextwindow.tokens.base import Tokenizer
 
 __all__ = ["TokenCounter", "count_messages", "render_openai_tools"]
+
+
+_Key: TypeAlias = Message | tuple[Message, frozenset[int]]
+"""A message count's cache key (``TokenCounter._key``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +116,19 @@ _ANTHROPIC = _Framing(
     per_tool_result=3,
     reply=0,
 )
+# OpenAI Responses: no separate published rule; the same chat template, but
+# items carry no ``name`` (``to_responses`` drops it), so none is counted.
+_RESPONSES = _Framing(
+    per_message=3,
+    count_role=True,
+    per_name=0,
+    per_tool_call=3,
+    per_tool_result=0,
+    reply=3,
+)
 _FRAMING: dict[str, _Framing] = {
     "openai": _OPENAI,
-    "responses": _OPENAI,  # no separate published rule; the same chat template
+    "responses": _RESPONSES,
     "anthropic": _ANTHROPIC,
 }
 
@@ -204,7 +219,7 @@ class TokenCounter:
         self._count = _checked_count(self._tok)
         self._provider: Provider = provider
         self._framing = framing
-        self._cache: Generations[Message, int] = Generations(cache_size)
+        self._cache: Generations[_Key, int] = Generations(cache_size)
         self._texts: Generations[str, int] = Generations(cache_size)
         self._last: list[tuple[Sequence[Message], tuple[int, ...]]] = []
         self._memo = Memo()
@@ -266,7 +281,7 @@ class TokenCounter:
         if tokens.__class__ is not int or tokens < 0:
             check_int(tokens, "tokens", low=0)
         try:
-            self._cache.put(msg, tokens)
+            self._cache.put(self._key(msg), tokens)
         except TypeError:  # unhashable content: it is counted when asked
             return
 
@@ -287,9 +302,27 @@ class TokenCounter:
         except TypeError:  # a part holds something unhashable (a list)
             return sum(self.breakdown(msg).values())
         if n is None:
-            n = sum(self.breakdown(msg).values())
-            cache.put(msg, n)
+            _check_message(msg, "msg")  # before its parts are looked at
+            key = self._key(msg)
+            if key is not msg:
+                n = cache.get(key)
+            if n is None:
+                n = sum(self.breakdown(msg).values())
+                cache.put(key, n)
         return n
+
+    def _key(self, msg: Message) -> _Key:
+        """The cache key of ``msg``'s count.
+
+        The message itself, or, for one holding ``Thinking`` parts, the
+        message and which of them the provider's writer sends: that is read
+        from its ``meta``, which message equality does not compare, so two
+        equal messages read from different shapes must not share a count.
+        """
+        for part in msg.parts:
+            if part.__class__ is Thinking:
+                return (msg, thinking_sent(msg, self._provider))
+        return msg
 
     def messages(
         self, msgs: Iterable[Message | Any], *, tools: Iterable[ToolSpec | Any] = ()
@@ -327,7 +360,7 @@ class TokenCounter:
             tools = _specs(tools)
             if tools:
                 total += self.tools(tools)
-                if self._framing is _OPENAI:
+                if self._framing is not _ANTHROPIC:  # Chat and Responses
                     total += self._openai_system_adjustment(seq)
         return total
 
@@ -440,7 +473,7 @@ class TokenCounter:
         _check_message(msg, "msg")  # ``message`` comes here for what it has not seen
         f = self._framing
         out: dict[str, int] = {}
-        if msg.role == "tool" and f is _OPENAI:
+        if msg.role == "tool" and f is not _ANTHROPIC:  # Chat and Responses
             # One wire message per result, each with the full framing.
             results = msg.tool_results
             role = self._count("tool")
@@ -452,7 +485,15 @@ class TokenCounter:
             if msg.name and f.per_name:
                 framing += f.per_name + self._count(msg.name)
             out["framing"] = framing
-        for part in msg.parts:
+        sent: frozenset[int] | None = None
+        for j, part in enumerate(msg.parts):
+            if part.__class__ is Thinking:
+                # Reasoning the provider's writer leaves out (another
+                # provider's) is not sent, so not counted.
+                if sent is None:
+                    sent = thinking_sent(msg, self._provider)
+                if j not in sent:
+                    continue
             out[part.kind] = out.get(part.kind, 0) + self.part(part)
         return out
 
