@@ -89,7 +89,11 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _NAMED_SCHEME = re.compile(r"[A-Za-z]{1,16}(\+[A-Za-z0-9_]{1,16})?")
 """An unknown scheme shown: not a key that happens to hold ``://``."""
 _KEYWORD = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*=")
-_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")
+_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)"
+)
+"""A libpq ``keyword = value``, the keyword tried only where a word starts (tried
+inside words, a long word took quadratic time)."""
 _PIECE = 8
 
 
@@ -165,7 +169,7 @@ def _keywords(text: str) -> tuple[str, list[str]]:
 
 
 def _parse(text: str) -> tuple[str, list[str]]:
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # never raises, whatever it is given
         return UNPARSEABLE, []
     split = _split(text)
     if split is None:
@@ -229,7 +233,7 @@ def scrub_url(message: str, text: str) -> str:
         >>> scrub_url("failed to resolve host 'Passw0rdXYZ@db'", url)
         "failed to resolve host '***@db'"
     """
-    if not isinstance(text, str) or not isinstance(message, str):
+    if not isinstance(text, str) or not isinstance(message, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # never raises, whatever it is given
         return message
     if text and text in message:
         message = message.replace(text, display_url(text))

@@ -77,7 +77,9 @@ __all__ = [
 MIN_REPEATS = 3
 """Identical lines in a row that become one line and a count."""
 
-_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+_TRAILING = re.compile(r"(?<![ \t])[ \t]+$", re.MULTILINE)
+"""A line's trailing blanks, tried only where a run of blanks starts: tried at
+each blank, 40,000 spaces before a word took 11 s (each try ran to the word)."""
 _BLANKS = re.compile(r"\n(?:[ \t]*\n){2,}")
 
 
