@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from contextwindow import Message, ToolCall, units
+from contextwindow import Message, ToolCall, fit, units
 from contextwindow.errors import (
     ArgumentTypeError,
     ArgumentValueError,
@@ -12,9 +12,12 @@ from contextwindow.errors import (
     ContextWindowError,
     InvalidMessageError,
 )
+from contextwindow.fitting import reply_reserve
+from contextwindow.models import get_model
 from contextwindow.multiagent import (
     ACTIVITY_HEADING,
     NO_ANSWER,
+    NO_TASK,
     SUBJECT_LENGTH,
     SharedContext,
     fold_result,
@@ -128,14 +131,42 @@ class TestActivity:
         )
 
     def test_an_agent_without_tasks_shows_what_it_said(self) -> None:
-        """No user message: the subject of its latest text, or a note."""
+        """No user message: the subject of its latest reply, or a note."""
         ctx = SharedContext(tokenizer=FakeTokenizer())
         ctx.add(Message.assistant("Monitoring the queue"), agent="watcher")
         ctx.add(Message.assistant(tool_calls=[ToolCall("c", "ls")]), agent="silent")
         assert ctx.activity("x").splitlines()[1:] == [
             "- watcher: Monitoring the queue",
-            "- silent: (no messages with text)",
+            f"- silent: {NO_TASK}",
         ]
+
+    def test_system_prompts_and_tool_output_are_never_activity(self) -> None:
+        """Another agent's system prompt or tool output is not shown as its work."""
+        ctx = SharedContext(tokenizer=FakeTokenizer())
+        ctx.add(Message.system("Never reveal account 4417."), agent="billing")
+        ctx.add(Message.assistant(tool_calls=[ToolCall("c1", "env")]), agent="ops")
+        ctx.add(Message.tool("c1", "DB_PASSWORD=hunter2"), agent="ops")
+        ctx.add(Message.system("You watch the queue."), agent="watcher")
+        ctx.add(Message.assistant("Queue is empty"), agent="watcher")
+        view = ctx.slice_for("writer", "Write the reply", budget=1000)
+        shown = view.messages[0].text
+        assert shown.splitlines()[1:] == [
+            f"- billing: {NO_TASK}",
+            f"- ops: {NO_TASK}",
+            "- watcher: Queue is empty",
+        ]
+        assert "4417" not in shown
+        assert "hunter2" not in shown
+
+    def test_a_summarizer_is_not_given_system_prompts(self) -> None:
+        """Summaries are of what an agent did: its system prompt stays out."""
+        summarizer = FakeSummarizer()
+        ctx = SharedContext(tokenizer=FakeTokenizer(), summarizer=summarizer)
+        ctx.add(Message.system("Never reveal account 4417."), agent="billing")
+        ctx.add(Message.user("Refund order 9"), agent="billing")
+        assert ctx.activity("x").splitlines()[1] == (
+            "- billing: 1 messages, last: Refund order 9"
+        )
 
     def test_a_summarizer_rolls_each_agents_summary_forward(self) -> None:
         """Summaries of each agent's messages; later ones fold in only what is new."""
@@ -210,13 +241,26 @@ class TestSliceFor:
         """model= picks the counter, provider and default budget for that agent."""
         ctx = team()
         view = ctx.slice_for("booker", "Book it", model="claude-sonnet-4-5")
-        assert view.report.limit == 200_000
+        claude = get_model("claude-sonnet-4-5")
+        assert view.report.limit == 200_000 - reply_reserve(claude, 200_000)
         assert problems(view.messages, "anthropic") == ()
         again = ctx.slice_for("booker", "Book it", model="claude-sonnet-4-5")
         assert again.report == view.report
         with_model = SharedContext(model="gpt-4o")
         with_model.add(Message.user("hi"), agent="a")
-        assert with_model.slice_for("b", "go").report.limit == 128_000
+        assert with_model.slice_for("b", "go").report.limit == 128_000 - 16_384
+
+    def test_the_default_budget_leaves_room_for_the_reply(self) -> None:
+        """No budget: the window less the reply's room, as fit(model=...) leaves."""
+        ctx = SharedContext(model="gpt-4o")
+        for k in range(60):
+            ctx.add(Message.user(f"step {k}: " + "lorem ipsum dolor " * 700), agent="a")
+        view = ctx.slice_for("a", "go on")
+        alone = fit([*ctx.history("a"), Message.user("go on")], model="gpt-4o")
+        assert view.report.limit == alone.report.limit == 128_000 - 16_384
+        assert view.report.tokens_before > 128_000 - 16_384
+        assert view.report.tokens_after <= 128_000 - 16_384
+        assert ctx.slice_for("a", "go on", budget=1000).report.limit == 1000
 
     def test_budget_errors_and_missing_budgets(self) -> None:
         """Pinned content over the budget: BudgetError; no limit at all: an error."""

@@ -9,12 +9,16 @@ Contract:
 - ``slice_for(agent, task)`` is what that agent is sent, in order: its own
   system messages; one user message saying what the other agents have been
   doing (the first ``SUBJECT_LENGTH`` characters of each one's latest tasks,
-  or, with a ``Summarizer``, a summary of each one's messages, rolled forward
-  as they grow); its own past messages and the shared ones, in order; the
-  task, last. It goes through ``fit`` with the task as the query: within the
-  budget, valid for the provider (Anthropic's first user turn included),
-  what the other agents did and the task kept whole, the agent's own history
-  cut down to what the task needs (``SLICE_STRATEGY``) or ``BudgetError``.
+  or of its latest reply when it has no task; or, with a ``Summarizer``, a
+  summary of each one's messages, rolled forward as they grow); another
+  agent's system prompt is never shown, nor, without a summarizer, its tool
+  output; its own past messages and the shared ones, in order; the task,
+  last. It goes through ``fit`` with the task as the query: within the
+  budget (by default the window less ``reply_reserve``, the room ``fit``
+  leaves for the reply), valid for the provider (Anthropic's first user
+  turn included), what the other agents did and the task kept whole, the
+  agent's own history cut down to what the task needs (``SLICE_STRATEGY``)
+  or ``BudgetError``.
 - ``handoff(parent, task, limit=...)`` gives a sub-agent the part of a parent's
   history relevant to its task, within a budget: the units ``SelectRelevant``
   ranks highest and the parent's last exchanges, not all, not nothing.
@@ -45,7 +49,7 @@ from contextwindow.errors import (
     ContextWindowError,
     InvalidMessageError,
 )
-from contextwindow.fitting import fit, provider_of
+from contextwindow.fitting import fit, provider_of, reply_reserve
 from contextwindow.formats._coerce import NEUTRAL, Shape, coerce_messages
 from contextwindow.messages import (
     Message,
@@ -82,6 +86,8 @@ SUMMARY_TOKENS = 200
 """What a summary of another agent's work is asked to stay within."""
 ACTIVITY_HEADING = "What the other agents have been doing:"
 """The first line of the message listing the other agents' work."""
+NO_TASK = "(no task yet)"
+"""What another agent is shown doing when it has no task and wrote no reply."""
 NO_ANSWER = "(the sub-agent wrote no answer)"
 """The result folded in for a sub-agent run with no assistant text."""
 DELEGATE_TOOL = "delegate"
@@ -305,7 +311,8 @@ class SharedContext:
             task: What it is asked to do now (the final user message; not
                 blank).
             budget: Most tokens the slice may take (default: the model's
-                window).
+                window less the room left for the reply, ``reply_reserve``,
+                as ``fit(model=...)`` leaves it).
             model: The agent's model, when not the context's: its tokenizer,
                 provider and window apply.
 
@@ -325,10 +332,12 @@ class SharedContext:
         check_int(budget, "budget", low=0, none=True)
         info = as_model(model) or self._info
         counter = self._counter_for(model) if model is not None else self._counter
-        limit = (
-            budget if budget is not None else (info.context_window if info else None)
-        )
-        if limit is None:
+        if budget is not None:
+            limit, reserve = budget, 0
+        elif info is not None:
+            limit = info.context_window
+            reserve = reply_reserve(info, limit)
+        else:
             raise ContextWindowError("slice_for needs a budget or a model")
         log = self.full_history()
         own = [m for m in log if m.agent in (agent, None)]
@@ -338,7 +347,12 @@ class SharedContext:
         shown = [Message.user(others, pinned=True)] if others else []
         conv = [*system, *shown, *rest, Message.user(task, agent=agent)]
         fitted = fit(
-            conv, limit=limit, strategy=self._strategy, tokenizer=counter, query=task
+            conv,
+            limit=limit,
+            reserve=reserve,
+            strategy=self._strategy,
+            tokenizer=counter,
+            query=task,
         )
         return fitted if self._shape is NEUTRAL else replace(fitted, shape=self._shape)
 
@@ -354,8 +368,13 @@ class SharedContext:
         return counter
 
     def _work(self, agent: str) -> str:
-        """One line on what ``agent`` has done: task subjects, or a summary."""
-        mine = self.history(agent)
+        """One line on what ``agent`` has done: task subjects, or a summary.
+
+        Its system prompt is its own, not something it did: it is never
+        shown. Without a summarizer, an agent with no task is shown by its
+        latest reply, never by a tool's output (a file, a secret it read).
+        """
+        mine = [m for m in self.history(agent) if m.role != "system"]
         if self._summarizer is not None:
             done, text = self._summaries.get(agent, (0, ""))
             if done < len(mine):
@@ -369,8 +388,8 @@ class SharedContext:
             return " ".join(text.split())
         tasks = [m.text for m in mine if m.role == "user" and m.text.strip()]
         if not tasks:
-            said = [m.text for m in mine if m.text.strip()]
-            return subject(said[-1]) if said else "(no messages with text)"
+            said = [m.text for m in mine if m.role == "assistant" and m.text.strip()]
+            return subject(said[-1]) if said else NO_TASK
         shown = "; ".join(subject(t) for t in tasks[-SUBJECTS_SHOWN:])
         earlier = len(tasks) - SUBJECTS_SHOWN
         return f"{shown} (and {earlier} earlier)" if earlier > 0 else shown

@@ -369,12 +369,15 @@ class TestPrepare:
         assert m.messages[0].role == "system"
 
     def test_coroutine_handler_needs_the_async_manager(self) -> None:
+        """Refused at registration; one that returns a coroutine, at prepare."""
         m = manager(limit=100)
 
-        @m.on_threshold(10)
         async def handler(ctx: object) -> None:  # pragma: no cover  # never awaited
             pass
 
+        with pytest.raises(ContextWindowError, match="AsyncContextManager"):
+            m.on_threshold(10)(handler)
+        m.on_threshold(10)(lambda ctx: handler(ctx))  # not a coroutine function
         m.push(Message.user(words(50)))
         with pytest.raises(ContextWindowError, match="AsyncContextManager"):
             m.prepare()

@@ -10,9 +10,10 @@ Contract:
 - Threshold handlers (``@manager.on_threshold(80)``; 60, 80 and 90 are
   watched by default) run once when usage crosses their threshold upward,
   in increasing order and before automatic compaction, and are re-armed
-  when usage falls below it again. A handler (or a subscriber) may call
-  the manager's other methods, sync or awaited, which run inside the
-  ``prepare`` under way (it holds the lock); calling ``prepare`` itself
+  when usage falls below it again, whatever lowered it. A handler (or a
+  subscriber) may call the manager's other methods, sync or awaited, which
+  run inside the ``prepare`` under way (it holds the lock; a task an async
+  handler leaves running waits for it instead); calling ``prepare`` itself
   raises ``ContextWindowError``, never recurses nor deadlocks.
 - Automatic compaction follows the ``CompactionPolicy``: from ``at`` percent
   of the window down to ``to`` percent, never for less than ``min_saving``,
@@ -272,7 +273,9 @@ class ContextManager(Core):
             ContextWindowError: A handler is a coroutine function (use
                 ``AsyncContextManager``), or it called ``prepare`` (a
                 handler changes the view with its ``ctx``, or calls
-                ``force_compress``; ``on_threshold`` says what it may call).
+                ``force_compress``; ``on_threshold`` says what it may call),
+                or the handlers left a view that had a turn with none (no
+                message but the system prompt: nothing a provider takes).
             ArgumentError: ``query`` is not a ``str`` or ``None``, or
                 ``reserve`` is out of range (checked at once, whether or not
                 anything needs cutting).
@@ -391,8 +394,13 @@ class AsyncContextManager(Core):
 
     __doc__ = (__doc__ or "") + _ARGS
 
+    _awaits_handlers = True
+
     def _setup(self) -> None:
         self._alock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._hosting = False
+        """Whether ``prepare`` is awaiting a handler now: its calls, and
+        those of tasks it awaits, run inside that ``prepare``."""
 
     def _lock(self) -> asyncio.Lock:
         # One per event loop, made inside it (a manager may outlive a loop).
@@ -407,8 +415,11 @@ class AsyncContextManager(Core):
 
         An ``asyncio.Lock`` is not re-entrant: a handler awaiting
         ``update_system`` would wait forever for the ``prepare`` awaiting it.
+        Only while the handler runs, though: a task it started and left
+        running takes the lock, and waits for the ``prepare``, whose
+        strategy could not run while it changed the view.
         """
-        if self._inside():
+        if self._hosting and self._inside():
             yield
             return
         async with self._lock():
@@ -500,7 +511,7 @@ class AsyncContextManager(Core):
         """
         async with self._locked():
             with self._preparing():
-                return await _arun(self._prepare_steps(query, reserve))
+                return await _arun(self._prepare_steps(query, reserve), self)
 
     async def force_compress(
         self, fallback_window: int = 20, *, target: int | None = None
@@ -566,8 +577,14 @@ def _run(steps: Generator[Step, Any, T]) -> T:
             value = step.fn()
 
 
-async def _arun(steps: Generator[Step, Any, T]) -> T:
-    """Run every step, awaiting handlers and running strategies on a thread."""
+async def _arun(
+    steps: Generator[Step, Any, T], host: AsyncContextManager | None = None
+) -> T:
+    """Run every step, awaiting handlers and running strategies on a thread.
+
+    ``host`` is the manager whose ``prepare`` runs the steps: it hosts the
+    calls made while a handler runs.
+    """
     value: Any = None
     while True:
         try:
@@ -575,6 +592,8 @@ async def _arun(steps: Generator[Step, Any, T]) -> T:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the generator's return value
         if isinstance(step, Call):
+            if host is not None:
+                host._hosting = True  # pyright: ignore[reportPrivateUsage]  # its own runner
             try:
                 value = step.fn(step.arg)
                 if inspect.isawaitable(value):
@@ -582,6 +601,9 @@ async def _arun(steps: Generator[Step, Any, T]) -> T:
             except Exception as exc:
                 _note_handler_error(exc, step)
                 raise
+            finally:
+                if host is not None:
+                    host._hosting = False  # pyright: ignore[reportPrivateUsage]  # its own runner
         else:
             value = await asyncio.to_thread(step.fn)
 

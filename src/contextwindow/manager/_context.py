@@ -93,7 +93,7 @@ class _Context:
             >>> call_handler(lambda ctx: ctx.budget)  # no model: no reserve
             1000
         """
-        return self._m.budget
+        return self._m._limit()  # pyright: ignore[reportPrivateUsage]  # this prepare's, with its own reserve
 
     @property
     def context_limit(self) -> int:

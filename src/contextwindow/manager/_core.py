@@ -103,8 +103,6 @@ REENTERED = (
 class Core(State):
     """A manager's rules: compaction, repairs and the steps of ``prepare``."""
 
-    _mark: object | None = None
-    """The mark of this manager's ``prepare`` under way (``None``: none is)."""
     _under_way: list[Compaction] | None = None
     """What the ``prepare`` under way has done so far: a ``force_compress``
     called from one of its handlers is reported there."""
@@ -133,6 +131,7 @@ class Core(State):
         finally:
             self._mark = None
             self._under_way = None
+            self._usable = None
             _PREPARING.reset(token)
 
     # -- changing the view -----------------------------------------------------------
@@ -153,6 +152,8 @@ class Core(State):
         """
         old, new = self._view, list(fitted.messages)
         if given is not None:
+            if _changed(old, given):
+                return self._stale(trigger, reason)
             base = len(given)
             _restore_pending(new, old, given)
             if len(old) > base:
@@ -190,6 +191,8 @@ class Core(State):
         self._warn(fitted.report, trigger)
         out = list(fitted.messages)
         view = self._view
+        if _changed(view, given):
+            return self._stale(trigger, reason)
         _restore_pending(out, view, given)
         if len(out) == len(given) and all(
             a is b for a, b in zip(out, view, strict=False)
@@ -274,6 +277,17 @@ class Core(State):
             )
         self._refused_at = None
         return self._install(fitted, trigger, reason, given)
+
+    def _stale(self, trigger: Trigger, reason: str) -> Compaction:
+        """A strategy's output not kept: the view it was made from is gone.
+
+        A call run beside it (an async handler's, or a task's it awaits)
+        replaced or cut the view meanwhile; the output would undo that.
+        """
+        tokens = self._count()
+        why = f"{reason}: the view changed while the strategy ran; it is kept"
+        self._emit("compaction_refused", trigger=trigger, tokens=tokens, reason=why)
+        return Compaction(trigger, False, Report(tokens, tokens, self._window), 0, why)
 
     def _warn(self, report: Report, trigger: Trigger) -> None:
         """A warning event for each thing the strategy could not do.
@@ -373,7 +387,7 @@ class Core(State):
         check_str(query, "query", none=True)  # at entry, whether or not it is used
         hard = self._hard_limit(reserve)
         self._catch_up()
-        self._usable = hard
+        self._usable = hard  # this call's budget; ``budget`` reads the manager's
         self._applied = False
         done: list[Compaction] = []
         self._under_way = done
@@ -382,6 +396,7 @@ class Core(State):
         if repaired is not None:
             done.append(repaired)
         checked = self._edits
+        had_turn = not _no_turn(self._view)
         tokens = self._count()
         for t in sorted(self._handlers):
             if self._percent(tokens) < t:
@@ -398,14 +413,23 @@ class Core(State):
             )
             # A handler counts as run once it has returned: one that raises
             # (its error ends prepare, the generator is not resumed) runs
-            # again on the next prepare, and those before it do not.
-            handlers = self._handlers[t]
-            while self._ran.get(t, 0) < len(handlers):
-                yield Call(handlers[self._ran.get(t, 0)], self._context(t, done))
-                self._ran[t] = self._ran.get(t, 0) + 1
+            # again on the next prepare, and those before it do not. Where
+            # the crossing is stays here, as the handlers that returned: a
+            # handler restoring or clearing the conversation, or adding or
+            # removing a handler, cannot restart it.
+            returned = list(self._ran.get(t, ()))
+            while (handler := _next_handler(self._handlers[t], returned)) is not None:
+                yield Call(handler, self._context(t, done))
+                returned.append(handler)
+                self._ran[t] = list(returned)
             self._ran.pop(t, None)
             self._fired.add(t)
             tokens = self._count()
+        if fired and had_turn and _no_turn(self._view):
+            # The handlers left nothing to send of a view that had a turn
+            # (replace_messages([])): providers reject such a request. A view
+            # with none to begin with (a new or cleared manager) is sent empty.
+            raise ContextWindowError(_nothing_to_send(fired))
         plan = self._plan(tokens, hard)
         rounds = 0
         while plan is not None:
@@ -525,12 +549,7 @@ class Core(State):
             self._valid_upto = start + units(view[start:])[-1].start
         if tokens > hard:
             raise BudgetError(hard, tokens, ("the view after every compaction",))
-        for t in tuple(self._fired):
-            if self._percent(tokens) < t:
-                self._fired.discard(t)  # re-armed: it fires on the next crossing
-        for t in tuple(self._ran):
-            if self._percent(tokens) < t:
-                del self._ran[t]  # a crossing cut short: the next one starts over
+        self._rearm(tokens)
         # Stored before this request counts as the last one sent: when the
         # store fails, the next request is compared with the one before.
         self._save_state()
@@ -571,6 +590,38 @@ class Core(State):
         return _common_prefix(prev, sent, start=min(self._stable, kept, len(prev)))
 
 
+def _no_turn(messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` hold nothing but system messages."""
+    return all(m.role == "system" for m in messages)
+
+
+def _nothing_to_send(fired: Sequence[float]) -> str:
+    """Why ``prepare`` refuses a view its handlers left with no turn."""
+    at = ", ".join(f"{t:g}%" for t in fired)
+    return (
+        "prepare: the request would hold no message but the system prompt: "
+        f"the threshold handlers at {at} left none in the view; providers "
+        "reject such a request. A handler keeps the final message "
+        "(replace_messages); push a message, or restore the conversation with "
+        "set_messages (the history holds it)"
+    )
+
+
+def _changed(view: Sequence[Message], given: Sequence[Message]) -> bool:
+    """Whether ``view`` is no longer ``given`` grown by appends.
+
+    ``given`` is what a strategy was given. Pushes append to the view, and
+    the last message may grow in place (a Responses item joined it, keeping
+    its id); anything else replaced the view.
+    """
+    base = len(given)
+    if len(view) < base:
+        return True
+    if base and view[base - 1].id != given[-1].id:
+        return True
+    return any(view[i] is not given[i] for i in range(base - 1))
+
+
 def _restore_pending(
     out: list[Message], view: Sequence[Message], given: Sequence[Message]
 ) -> None:
@@ -600,6 +651,22 @@ def _restore_pending(
     ids = {m.id for m in pending}
     out[:] = [m for m in out if m.id not in ids]
     out.extend(pending)
+
+
+def _next_handler(
+    handlers: Sequence[Callable[[Any], Any]], returned: Sequence[Callable[[Any], Any]]
+) -> Callable[[Any], Any] | None:
+    """The first of ``handlers`` that has not returned yet in this crossing.
+
+    A handler registered twice runs twice: each one that returned covers one.
+    """
+    left = list(returned)
+    for handler in handlers:
+        k = next((i for i, h in enumerate(left) if h is handler), None)
+        if k is None:
+            return handler
+        del left[k]
+    return None
 
 
 def _checked_run(strategy: Strategy, view: list[Message], budget: Budget) -> Fitted:

@@ -107,6 +107,11 @@ class State:
 
     __signature__ = _InitSignature()
 
+    _mark: object | None = None
+    """The mark of this manager's ``prepare`` under way (``None``: none is)."""
+    _awaits_handlers = False
+    """Whether handlers may be coroutine functions (the async manager's)."""
+
     def __new__(cls: type[S], *args: Any, **kwargs: Any) -> S:
         # Python's own error for a bad call would name ``State.__init__``
         # and hint at nothing: the arguments are checked against the
@@ -171,9 +176,10 @@ class State:
             reserve = reply_reserve(info, token_limit)
         self._check_reserve(reserve)
         self._reserve = reserve
-        self._usable = token_limit - reserve
-        """What a request may take in the ``prepare`` under way (or the next):
-        the window less the reserve; usage percentages are of this."""
+        self._usable: int | None = None
+        """What a request may take in the ``prepare`` under way (its own
+        ``reserve``), ``None`` outside one: usage percentages are of this
+        during a ``prepare``, of ``budget`` otherwise."""
         self._max_messages = max_messages
         if provider is not None:
             check_provider(provider)
@@ -211,9 +217,9 @@ class State:
         for t in watched:
             self._handlers.setdefault(t, [])
         self._fired: set[float] = set()
-        self._ran: dict[float, int] = {}
+        self._ran: dict[float, list[Callable[[Any], Any]]] = {}
         """For a threshold whose handlers are part way through (one raised):
-        how many of them have returned."""
+        the handlers that have returned."""
         self._subscribers: list[Callable[[Event], None]] = []
         self._history: list[Message] = []
         self._view: list[Message] = []
@@ -297,18 +303,26 @@ class State:
 
     @property
     def budget(self) -> int:
-        """What a request may take: the window less the reserve.
+        """What a request may take: the window less the reserve, now.
 
         Thresholds and the compaction policy's watermarks are percentages of
         this, so a 90 % handler fires at 90 % of what may be sent, whatever
-        the reserve.
+        the reserve. With an approximate tokenizer it is in the tokens
+        counted here, as ``calibration`` scales it (``observe_usage``). A
+        ``prepare(reserve=...)`` takes its own budget for that request
+        (``Prepared.budget``); this one stays the manager's.
 
         Example:
-            >>> from contextwindow import ContextManager
-            >>> ContextManager("gpt-4o", token_limit=10_000).budget  # 10,000 - 2,500
+            >>> from contextwindow import ContextManager, Message
+            >>> m = ContextManager("gpt-4o", token_limit=10_000)
+            >>> m.budget  # 10,000 - 2,500
             7500
+            >>> m.push(Message.user("hi"))
+            >>> (m.prepare(reserve=0).budget, m.budget)
+            (10000, 7500)
         """
-        return self._usable
+        with self._held:
+            return self._hard_limit(None)
 
     @property
     def policy(self) -> CompactionPolicy:
@@ -556,9 +570,12 @@ class State:
         ``ContextWindowError`` says so. Its ``ctx`` has the tools to change
         the view.
 
+        A handler is registered for good: ``remove_handler`` takes it off.
+
         Raises:
             ArgumentError: A threshold outside (0, 100], or a handler that
-                is not callable.
+                is not callable; for ``ContextManager``, a coroutine function
+                (``AsyncContextManager`` awaits handlers; this one cannot).
 
         Example:
             >>> from contextwindow import ContextManager
@@ -573,11 +590,45 @@ class State:
 
         def register(handler: F) -> F:
             check_callable(handler, "handler", "a callable taking the handler context")
+            if not self._awaits_handlers and inspect.iscoroutinefunction(handler):
+                # Refused now: each prepare would fail on it, and raise again.
+                name = getattr(handler, "__qualname__", type(handler).__name__)
+                raise ArgumentTypeError(
+                    "handler",
+                    f"coroutine function {name!r}",
+                    "a plain function (ContextManager does not await handlers)",
+                    "use AsyncContextManager, or a def handler",
+                )
             with self._held:
                 self._handlers.setdefault(t, []).append(handler)
             return handler
 
         return register
+
+    def remove_handler(self, handler: Callable[[Any], Any]) -> bool:
+        """Take ``handler`` off every threshold it was registered for.
+
+        The thresholds stay watched (``thresholds``); a crossing under way
+        runs the handlers still registered.
+
+        Returns:
+            Whether it was registered.
+
+        Example:
+            >>> from contextwindow import ContextManager
+            >>> m = ContextManager(token_limit=100)
+            >>> note = m.on_threshold(50)(lambda ctx: None)
+            >>> (m.remove_handler(note), m.remove_handler(note))
+            (True, False)
+        """
+        with self._held:
+            found = False
+            for t, handlers in self._handlers.items():
+                kept = [h for h in handlers if h is not handler]
+                if len(kept) < len(handlers):
+                    found = True
+                    self._handlers[t] = kept
+            return found
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Send every event to ``callback``; returns a function that unsubscribes.
@@ -785,16 +836,14 @@ class State:
         log = view if history is None else self._checked(history, "history")
         self._history = list(log)
         self._set_view(view)
-        self._fired.clear()
-        self._ran.clear()
+        self._rearm_all()
         self._emit("restore", messages=len(view), history=len(log))
 
     def _clear(self) -> None:
         self._append_only("clear")
         self._history = []
         self._set_view([])
-        self._fired.clear()
-        self._ran.clear()
+        self._rearm_all()
         self._turn_compactions = 0
         self._refused_at = None
         self._emit("clear")
@@ -816,7 +865,12 @@ class State:
         self._emit("system", length=len(text))
 
     def _set_view(self, view: Sequence[Message]) -> None:
-        """Any change but appends: what was kept incrementally is computed again."""
+        """Any change but appends: what was kept incrementally is computed again.
+
+        Usage may have fallen (a forced compaction, a shorter system prompt,
+        another tokenizer): the thresholds above it are re-armed at once, and
+        the store told outside ``prepare`` (which tells it when it ends).
+        """
         self._edits += 1
         self._view = list(view)
         self._nonsystem = sum(1 for m in self._view if m.role != "system")
@@ -825,6 +879,36 @@ class State:
         self._valid_upto = 0
         self._stable = None
         self._writer.reset()
+        if self._rearm(self._count()) and self._mark is None:
+            self._save_state()
+
+    def _rearm(self, tokens: int) -> bool:
+        """Re-arm the thresholds above usage at ``tokens``; whether any was.
+
+        Each fires again on its next crossing; one whose handlers were cut
+        short (one raised) starts over then.
+        """
+        if not self._fired and not self._ran:
+            return False
+        usage = self._percent(tokens)
+        above = {t for t in (*self._fired, *self._ran) if usage < t}
+        if not above:
+            return False
+        self._fired -= above
+        for t in above:
+            self._ran.pop(t, None)
+        return True
+
+    def _rearm_all(self) -> None:
+        """Re-arm every threshold (a restored or cleared conversation).
+
+        Not inside ``prepare`` (a handler restoring the conversation): the
+        crossing under way goes on from where it is, and the thresholds
+        above the new usage are re-armed as any change re-arms them.
+        """
+        if self._mark is None:
+            self._fired.clear()
+            self._ran.clear()
 
     # -- the store ---------------------------------------------------------------------
 
@@ -908,8 +992,13 @@ class State:
     def _count(self) -> int:
         return self._running[-1] + self._overhead
 
+    def _limit(self) -> int:
+        """What a request may take: this ``prepare``'s budget, else ``budget``'s."""
+        return self._hard_limit(None) if self._usable is None else self._usable
+
     def _percent(self, tokens: int) -> float:
-        return 100.0 * tokens / self._usable if self._usable else 100.0
+        limit = self._limit()
+        return 100.0 * tokens / limit if limit else 100.0
 
     def _hard_limit(self, reserve: int | None) -> int:
         if reserve is not None:
