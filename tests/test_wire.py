@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -12,6 +12,7 @@ from contextwindow.errors import InvalidMessageError
 from contextwindow.messages import (
     Image,
     Message,
+    Provider,
     Text,
     Thinking,
     ToolCall,
@@ -333,3 +334,317 @@ class TestValidation:
             from_document(doc)
         assert exc.value.path == path
         assert reason in exc.value.reason
+
+
+# What contextwindow wrote before Opaque parts (575520e; 0b71215 inside tool
+# results): blocks the neutral model did not read kept in meta as [index,
+# block] pairs, which the writers put back. Written here as it stored them.
+_DOC = {
+    "type": "document",
+    "source": {"type": "text", "media_type": "text/plain", "data": "Fee: 4,200 EUR."},
+    "cache_control": {"type": "ephemeral"},
+}
+_B64 = "data:text/plain;base64,SGVsbG8="
+_FILE = {
+    "type": "file",
+    "file": {"filename": "a.txt", "file_data": _B64},
+}
+_SEARCH = {
+    "type": "search_result",
+    "source": "s",
+    "title": "T",
+    "content": [{"type": "text", "text": "found it"}],
+}
+_EARLIER: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    "anthropic": (
+        [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "read",
+                        "cache_control": {"type": "ephemeral"},
+                    },
+                    _DOC,
+                    {"type": "text", "text": "thanks"},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": "out",
+                                "cache_control": {"type": "ephemeral"},
+                            },
+                            _SEARCH,
+                        ],
+                    }
+                ],
+            },
+        ],
+        [
+            {
+                "role": "user",
+                "parts": [
+                    {"kind": "text", "text": "read"},
+                    {"kind": "text", "text": "thanks"},
+                ],
+                "id": "u1",
+                "meta": {
+                    "anthropic": {
+                        "parts": [
+                            {"extra": {"cache_control": {"type": "ephemeral"}}},
+                            None,
+                        ],
+                        "opaque": [[1, _DOC]],
+                    }
+                },
+            },
+            {
+                "role": "assistant",
+                "parts": [
+                    {"kind": "tool_call", "id": "t1", "name": "ls", "arguments": "{}"}
+                ],
+                "id": "a1",
+            },
+            {
+                "role": "tool",
+                "parts": [
+                    {
+                        "kind": "tool_result",
+                        "call_id": "t1",
+                        "content": [{"kind": "text", "text": "out"}],
+                    }
+                ],
+                "id": "t1",
+                "meta": {
+                    "anthropic": {
+                        "parts": [
+                            {
+                                "inner": [
+                                    {"extra": {"cache_control": {"type": "ephemeral"}}}
+                                ],
+                                "opaque": [[1, _SEARCH]],
+                            }
+                        ]
+                    }
+                },
+            },
+        ],
+    ),
+    "openai": (
+        [
+            {"role": "user", "content": [{"type": "text", "text": "see"}, _FILE]},
+            {
+                "role": "assistant",
+                "reasoning_content": "think",
+                "content": [
+                    {"type": "text", "text": "a"},
+                    {"type": "refusal", "refusal": "no"},
+                ],
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "ls", "arguments": "{}"},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "content": [_FILE, {"type": "text", "text": "r"}],
+            },
+        ],
+        [
+            {
+                "role": "user",
+                "parts": [{"kind": "text", "text": "see"}],
+                "id": "u1",
+                "meta": {"openai": {"opaque": [[1, _FILE]]}},
+            },
+            {
+                "role": "assistant",
+                "parts": [
+                    {"kind": "thinking", "text": "think"},
+                    {"kind": "text", "text": "a"},
+                    {"kind": "tool_call", "id": "c1", "name": "ls", "arguments": "{}"},
+                ],
+                "id": "a1",
+                "meta": {
+                    "openai": {
+                        "reasoning_content": True,
+                        "opaque": [[1, {"type": "refusal", "refusal": "no"}]],
+                    }
+                },
+            },
+            {
+                "role": "tool",
+                "parts": [
+                    {
+                        "kind": "tool_result",
+                        "call_id": "c1",
+                        "content": [{"kind": "text", "text": "r"}],
+                    }
+                ],
+                "id": "t1",
+                "meta": {"openai": {"opaque": [[0, _FILE]]}},
+            },
+        ],
+    ),
+    "responses": (
+        [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "x"},
+                    {"type": "input_file", "file_id": "file-1"},
+                ],
+            },
+            {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [
+                    {
+                        "type": "input_file",
+                        "filename": "b.txt",
+                        "file_data": _B64,
+                    },
+                    {"type": "input_text", "text": "ok"},
+                ],
+            },
+        ],
+        [
+            {
+                "role": "user",
+                "parts": [{"kind": "text", "text": "x"}],
+                "id": "u1",
+                "meta": {
+                    "responses": {
+                        "items": [
+                            {
+                                "type": "message",
+                                "n": 1,
+                                "content_form": "list",
+                                "opaque": [
+                                    [1, {"type": "input_file", "file_id": "file-1"}]
+                                ],
+                            }
+                        ]
+                    }
+                },
+            },
+            {
+                "role": "assistant",
+                "parts": [
+                    {"kind": "tool_call", "id": "c1", "name": "ls", "arguments": "{}"}
+                ],
+                "id": "a1",
+                "meta": {"responses": {"items": [{"type": "function_call", "n": 1}]}},
+            },
+            {
+                "role": "tool",
+                "parts": [
+                    {
+                        "kind": "tool_result",
+                        "call_id": "c1",
+                        "content": [{"kind": "text", "text": "ok"}],
+                    }
+                ],
+                "id": "t1",
+                "meta": {
+                    "responses": {
+                        "items": [
+                            {
+                                "type": "function_call_output",
+                                "n": 1,
+                                "opaque": [
+                                    [
+                                        0,
+                                        {
+                                            "type": "input_file",
+                                            "filename": "b.txt",
+                                            "file_data": _B64,
+                                        },
+                                    ]
+                                ],
+                            }
+                        ]
+                    }
+                },
+            },
+        ],
+    ),
+}
+
+
+class TestEarlierLayouts:
+    @pytest.mark.parametrize("provider", sorted(_EARLIER))
+    def test_kept_blocks_become_parts(self, provider: str) -> None:
+        """Blocks an earlier version kept in meta read as today's reader gives
+        them: Opaque parts in place (meta and extras as today), written once."""
+        from contextwindow.formats import from_provider, to_provider
+
+        given, stored = _EARLIER[provider]
+        read = [message_from_dict(via_json(d)) for d in stored]
+        today = from_provider(given, cast("Provider", provider))
+        assert read == today
+        assert [dict(m.meta) for m in read] == [dict(m.meta) for m in today]
+        written = to_provider(read, cast("Provider", provider))
+        assert (written[1] if provider == "anthropic" else written) == given
+
+    def test_a_kept_document_is_counted(self) -> None:
+        """A 72,000-character document stored in meta counts, as it is sent."""
+        from contextwindow.tokens import count_messages
+
+        doc = {
+            "type": "document",
+            "source": {
+                "type": "text",
+                "media_type": "text/plain",
+                "data": "quarterly numbers " * 4000,
+            },
+        }
+        stored = {
+            "role": "user",
+            "parts": [{"kind": "text", "text": "read this doc"}],
+            "id": "u1",
+            "meta": {"anthropic": {"opaque": [[1, doc]]}},
+        }
+        m = message_from_dict(stored)
+        assert "anthropic" not in m.meta
+        assert [p.kind for p in m.parts] == ["text", "opaque"]
+        assert count_messages([m], "claude-sonnet-4-5") > 8000
+        assert stored["meta"] == {"anthropic": {"opaque": [[1, doc]]}}  # not mutated
+
+    def test_a_chat_system_message_keeps_them(self) -> None:
+        """A Chat system message keeps its blocks in meta, as its reader does now."""
+        stored = msg(
+            {"kind": "text", "text": "sys"},
+            role="system",
+            meta={"openai": {"opaque": [[1, _FILE]]}},
+        )
+        m = message_from_dict(stored)
+        assert len(m.parts) == 1
+        assert m.meta == {"openai": {"opaque": [[1, _FILE]]}}
+
+    def test_malformed_pairs_are_left_alone(self) -> None:
+        """Pairs that are not [index, object] stay in meta, as the writers skip them."""
+        meta = {"anthropic": {"opaque": [[1, "not a block"]]}}
+        m = message_from_dict(msg({"kind": "text", "text": "x"}, meta=meta))
+        assert len(m.parts) == 1
+        assert m.meta == meta

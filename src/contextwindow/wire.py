@@ -18,6 +18,12 @@ Contract:
   the exact place (``messages[3].parts[1].call_id: missing``). Unknown fields
   are errors too, so nothing is dropped silently.
 - ``meta`` is copied shallowly; it is expected to hold JSON values.
+- Messages an earlier version stored read as today's readers give them: the
+  blocks it kept aside in ``meta`` (an Anthropic ``document``, a Chat
+  ``file``, a Responses ``input_file``: ``[index, block]`` pairs under
+  ``"opaque"``) become ``Opaque`` parts at the place they were read from,
+  and leave ``meta``, so they are counted and written once. A Chat system
+  message keeps them in ``meta``, as its reader still does.
 
 Example:
     >>> call = ToolCall("c1", "ls", "{}")
@@ -31,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
@@ -44,6 +51,7 @@ from contextwindow.messages import (
     Message,
     Opaque,
     Part,
+    Provider,
     ResultPart,
     Role,
     Text,
@@ -441,6 +449,9 @@ def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
         )
     else:
         meta = cast("Mapping[str, Any]", raw_meta)
+    meta = dict(meta)
+    if meta.keys() & _KEPT_ASIDE:
+        parts = _lift_kept(role, parts, meta)
     ident = opt_str(obj, "id", path)
     return Message(
         cast(Role, role),
@@ -449,7 +460,7 @@ def message_from_dict(d: object, *, path: str = "messages[0]") -> Message:
         agent=opt_str(obj, "agent", path),
         pinned=_opt_bool(obj, "pinned", path),
         id=new_id() if ident is None else ident,
-        meta=dict(meta),
+        meta=meta,
     )
 
 
@@ -493,3 +504,177 @@ def from_document(doc: object) -> list[Message]:
     if "messages" not in d:
         raise InvalidMessageError("messages", "missing")
     return from_dicts(d["messages"])
+
+
+# -- what earlier versions kept aside ----------------------------------------------
+#
+# Before Opaque parts (575520e; 0b71215 inside tool results), the readers kept
+# the blocks the neutral model did not interpret in ``meta`` as ``[index,
+# block]`` pairs, the index a place in the content list as read, and the
+# writers put them back there (``formats._common.insert_opaque``). Counting
+# reads parts, not meta: a document stored so counted 0 while the request
+# carried it. Read here, they become the parts today's readers give.
+
+_KEPT_ASIDE = frozenset(("anthropic", "openai", "responses"))
+_CONTENT = (Text, Image, Opaque)
+
+
+def _kept_pairs(provider: Provider, value: object) -> list[tuple[int, Opaque]] | None:
+    """The ``[index, block]`` pairs as parts; ``None`` unless all are well formed."""
+    given = _list(value)
+    if not given:
+        return None
+    out: list[tuple[int, Opaque]] = []
+    for item in given:
+        pair = _list(item)
+        if len(pair) != 2:
+            return None
+        index, block = pair
+        if type(index) is not int or index < 0 or not isinstance(block, Mapping):
+            return None
+        try:
+            out.append((index, Opaque.of(provider, cast("Mapping[str, Any]", block))))
+        except ArgumentError:
+            return None
+    return out
+
+
+def _place(
+    items: list[Any],
+    entries: object,
+    pairs: list[tuple[int, Opaque]],
+    content_only: bool = False,
+) -> None:
+    """Insert ``pairs`` where ``insert_opaque`` wrote them, in ascending order.
+
+    ``content_only``: an index counts a message's text, image and opaque
+    parts alone (Chat's content list). A per-part ``entries`` list that still
+    fits the parts gets a ``None`` for each part put in, so it keeps fitting.
+    """
+    count = sum(isinstance(q, _CONTENT) for q in items) if content_only else len(items)
+    kept = _list(entries)
+    aligned = isinstance(entries, list) and len(kept) == count
+    for index, part in pairs:
+        if aligned:
+            kept.insert(min(index, len(kept)), None)
+        at = _content_at(items, index) if content_only else min(index, len(items))
+        items.insert(at, part)
+
+
+def _content_at(items: list[Any], k: int) -> int:
+    """Where content place ``k`` is among a message's parts.
+
+    Chat's content is a message's text, image and opaque parts; its thinking
+    comes before them, its calls after.
+    """
+    places = [j for j, q in enumerate(items) if isinstance(q, _CONTENT)]
+    if k < len(places):
+        return places[k]
+    if places:
+        return places[-1] + 1
+    return next((j for j, q in enumerate(items) if isinstance(q, ToolCall)), len(items))
+
+
+def _in_result(
+    part: Part, entries: object, pairs: list[tuple[int, Opaque]] | None
+) -> Part:
+    """A tool result with ``pairs`` put into its content."""
+    if pairs is None or not isinstance(part, ToolResult):
+        return part
+    content = part.content
+    items: list[Any] = (
+        ([Text(content)] if content else [])
+        if isinstance(content, str)
+        else list(content)
+    )
+    _place(items, entries, pairs)
+    return ToolResult(
+        part.call_id, tuple(items), is_error=part.is_error, name=part.name
+    )
+
+
+def _lift_kept(
+    role: str, parts: tuple[Part, ...], meta: dict[str, Any]
+) -> tuple[Part, ...]:
+    """``parts`` with the blocks ``meta`` kept aside put in; ``meta`` updated."""
+    items = list(parts)
+    changed: list[str] = []  # the providers whose meta was copied to change
+    am = meta.get("anthropic")
+    if isinstance(am, Mapping) and _anthropic_kept(cast("Mapping[str, Any]", am)):
+        am = meta["anthropic"] = copy.deepcopy(dict(cast("Mapping[str, Any]", am)))
+        changed.append("anthropic")
+        pairs = _kept_pairs("anthropic", am.get("opaque"))
+        if pairs is not None and role in ("user", "assistant"):
+            _place(items, am.get("parts"), pairs)
+            del am["opaque"]
+        results = _list(am.get("parts"))
+        if role == "tool" and len(results) == len(items):
+            for j, raw in enumerate(results):
+                ent = _dict(raw)
+                if ent is not None and "opaque" in ent:
+                    found = _kept_pairs("anthropic", ent["opaque"])
+                    if found is not None:
+                        items[j] = _in_result(items[j], ent.get("inner"), found)
+                        del ent["opaque"]
+    om = meta.get("openai")
+    if isinstance(om, Mapping) and role != "system" and "opaque" in om:
+        om = meta["openai"] = copy.deepcopy(dict(cast("Mapping[str, Any]", om)))
+        changed.append("openai")
+        pairs = _kept_pairs("openai", om["opaque"])
+        if pairs is not None and role != "tool":
+            _place(items, om.get("parts"), pairs, content_only=True)
+            del om["opaque"]
+        elif pairs is not None and len(items) == 1:
+            items[0] = _in_result(items[0], om.get("parts"), pairs)
+            del om["opaque"]
+    rm = meta.get("responses")
+    if isinstance(rm, Mapping) and _responses_kept(cast("Mapping[str, Any]", rm)):
+        rm = meta["responses"] = copy.deepcopy(dict(cast("Mapping[str, Any]", rm)))
+        items = _responses_lift(items, rm["items"])
+    for provider in changed:
+        if not meta[provider]:  # it held the blocks alone
+            del meta[provider]
+    return tuple(items)
+
+
+def _anthropic_kept(am: Mapping[str, Any]) -> bool:
+    entries = _list(am.get("parts"))
+    return "opaque" in am or any("opaque" in (_dict(e) or ()) for e in entries)
+
+
+def _responses_kept(rm: Mapping[str, Any]) -> bool:
+    return any("opaque" in (_dict(e) or ()) for e in _list(rm.get("items")))
+
+
+def _responses_lift(items: list[Part], layout: list[Any]) -> list[Part]:
+    """Each item's kept-aside blocks put into its parts (``n`` counts them)."""
+    out: list[Part] = []
+    k = 0
+    for raw in layout:
+        e = _dict(raw) or {}
+        n = e.get("n")
+        if type(n) is not int or n < 0 or k + n > len(items):
+            break  # not a layout that fits: the rest is left as it is
+        chunk: list[Any] = items[k : k + n]
+        k += n
+        pairs = _kept_pairs("responses", e.get("opaque"))
+        if pairs is not None and e.get("type") == "message":
+            _place(chunk, e.get("parts"), pairs)
+            e["n"] = len(chunk)
+            del e["opaque"]
+        elif pairs is not None and n == 1 and e.get("type") == "function_call_output":
+            chunk[0] = _in_result(chunk[0], e.get("parts"), pairs)
+            del e["opaque"]
+        out.extend(chunk)
+    out.extend(items[k:])
+    return out
+
+
+def _list(value: object) -> list[Any]:
+    """``value`` if it is a list, else a new empty one."""
+    return cast(Any, value) if isinstance(value, list) else []
+
+
+def _dict(value: object) -> dict[str, Any] | None:
+    """``value`` if it is a dict, else ``None``."""
+    return cast(Any, value) if isinstance(value, dict) else None

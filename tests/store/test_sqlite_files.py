@@ -235,3 +235,31 @@ class TestInterruptedWrites:
             assert [m.id for m in store.load("c1").messages] == ["u1", "a1", "u2"]
         finally:
             store.close()
+
+
+class TestFailedOpen:
+    @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists /proc")
+    def test_a_newer_schema_leaves_no_file_open(self, tmp_path: Path) -> None:
+        """A constructor refusing the schema closes the connection it opened:
+        no descriptor of the file, its -wal or -shm is left behind."""
+        path = tmp_path / "future.db"
+        written(path)
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version = 99")
+        conn.close()
+
+        def held() -> list[str]:
+            out = []
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    target = os.readlink(f"/proc/self/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith(str(path)):
+                    out.append(target)
+            return out
+
+        for _ in range(5):
+            with pytest.raises(StoreError, match="upgrade contextwindow"):
+                SQLiteStore(path)
+        assert held() == []

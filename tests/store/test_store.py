@@ -205,6 +205,28 @@ class TestAppend:
 
 
 class TestLoad:
+    def test_blocks_an_earlier_version_kept_aside_are_parts(
+        self, store: RowStore
+    ) -> None:
+        """A row in the layout before Opaque parts (a document in
+        ``meta["anthropic"]["opaque"]``) loads with the document as a part, in
+        place, so it is counted; it is sent once."""
+        from contextwindow.formats import to_provider
+        from contextwindow.tokens import count_messages
+
+        doc = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "x " * 9000},
+        }
+        old = Message.user("read this", meta={"anthropic": {"opaque": [[1, doc]]}})
+        store.append("c", [old], expected_version=0)
+        got = store.load("c").messages[0]
+        assert [p.kind for p in got.parts] == ["text", "opaque"]
+        assert "anthropic" not in got.meta
+        assert count_messages([got], "claude-sonnet-4-5") > 4000
+        sent = to_provider([got], "anthropic")[1][0]["content"]
+        assert [b["type"] for b in sent] == ["text", "document"]
+
     def test_a_missing_conversation_is_an_error(self, store: RowStore) -> None:
         """Loading an unknown id raises StoreError, never an empty conversation."""
         with pytest.raises(StoreError, match="no conversation 'nope'"):

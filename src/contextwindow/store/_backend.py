@@ -88,10 +88,6 @@ def _count(value: object, name: str) -> int:
 class RowStore(ABC):
     """The shared implementation of ``Store``; subclasses move rows."""
 
-    _legacy_counts: bool = False
-    """Read with a schema older than digests covering counts (not upgraded:
-    a read-only database): counts no digest covers are left out."""
-
     # -- what a backend implements ---------------------------------------------
 
     @abstractmethod
@@ -228,7 +224,7 @@ class RowStore(ABC):
                 f"conversation {cid!r} is at version {info.version}, "
                 f"below since={start} (deleted and written again?)"
             )
-        entries = decode_log(cid, snap.log, start, info.version, self._legacy_counts)
+        entries = decode_log(cid, snap.log, start, info.version)
         stored = None
         if view and snap.view is not None:
             known = {
@@ -256,7 +252,7 @@ class RowStore(ABC):
         refs = {r[1] for r in rows if len(r) == 6 and r[1] is not None}
         missing = sorted(p for p in refs if isinstance(p, int) and p not in known)
         for row in self._rows_at(cid, missing) if missing else ():
-            entry = decode_row(cid, row, self._legacy_counts)
+            entry = decode_row(cid, row)
             known[entry.position] = (entry.message, str(row[5]))
         return decode_view(cid, head, rows, known.get)
 

@@ -340,16 +340,18 @@ def _counts(cid: str, where: str, text: object) -> Mapping[str, int]:
     return cast("dict[str, int]", counts)
 
 
-def decode_row(cid: str, row: Sequence[Any], legacy: bool = False) -> StoredMessage:
+def decode_row(cid: str, row: Sequence[Any]) -> StoredMessage:
     """One log row as a ``StoredMessage``, every field checked.
 
-    ``legacy``: the schema predates digests covering counts (a database read
-    without being upgraded); counts a digest does not cover are left out.
+    Counts a digest does not cover (one without its ``.`` part) are left out,
+    to be counted again: a release before digests covered counts wrote them
+    so, a worker of that release may still be appending during a rolling
+    upgrade, and an unread database (read-only) keeps them.
     """
     if len(row) != 7:
         raise StoreError(f"{_conv(cid)}: a log row has {len(row)} fields, not 7")
     position, ident, agent, when, counts, digest, body = row
-    if legacy and isinstance(digest, str) and "." not in digest:
+    if isinstance(digest, str) and "." not in digest:
         counts = "{}"
     where = f"message {_int(cid, 'a log row position', position)}"
     msg = _message(cid, where, body, digest, counts)
@@ -370,13 +372,12 @@ def decode_log(
     rows: Iterable[Sequence[Any]],
     since: int,
     version: int,
-    legacy: bool = False,
 ) -> tuple[StoredMessage, ...]:
     """Rows ``since`` to ``version - 1``, in order: all of them, nothing else."""
     out: list[StoredMessage] = []
     expect = since
     for row in rows:
-        entry = decode_row(cid, row, legacy)
+        entry = decode_row(cid, row)
         if entry.position != expect:
             what = "missing" if entry.position > expect else "repeated"
             raise StoreError(

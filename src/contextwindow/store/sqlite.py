@@ -43,7 +43,7 @@ from typing import Literal
 
 from contextwindow._args import check_bool, check_number, check_path, shown
 from contextwindow.errors import ArgumentValueError, StoreError
-from contextwindow.store._migrations import COUNTS_IN_DIGEST, TABLE, check_applied
+from contextwindow.store._migrations import TABLE, check_applied
 from contextwindow.store._sql import Cursor, SQLStore
 
 __all__ = ["SQLiteStore"]
@@ -130,7 +130,13 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self!r}: {exc}") from exc
         if not self._readonly:
-            self._migrate(user_version)
+            try:
+                self._migrate(user_version)
+            except BaseException:
+                # A newer schema, a read-only file, an interrupt: what was
+                # opened (the file, its -wal and -shm) is not left behind.
+                self._conn.close()
+                raise
 
     def _connect(self, timeout: float, synchronous: str, immutable: bool) -> int:
         """Open the connection; return the file's ``user_version``."""
@@ -176,7 +182,6 @@ class SQLiteStore(SQLStore):
             for r in self._conn.execute(f"SELECT name FROM {TABLE} ORDER BY name")
         ]
         check_applied(repr(self), names, user_version)
-        self._legacy_counts = COUNTS_IN_DIGEST not in names
 
     @property
     def path(self) -> str:
