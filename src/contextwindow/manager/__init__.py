@@ -371,9 +371,12 @@ class AsyncContextManager(Core):
     get an ``AsyncThresholdContext``. Strategies run on a worker thread.
 
     Warning:
-        A store is written on the event loop's thread (SQLite and Redis
-        answer in well under a millisecond; a remote PostgreSQL adds its
-        round trip to each push).
+        A store is written on the event loop's thread. Each write usually
+        takes a millisecond or less (a remote PostgreSQL adds its round
+        trip), but while another process holds SQLite's write lock a push
+        waits up to the store's ``timeout`` (30 s by default), and a stalled
+        PostgreSQL server up to its ``timeout`` and a second: the loop waits
+        with it.
 
     Example:
         >>> import asyncio
