@@ -1073,10 +1073,13 @@ def _scan(
                 i += 1
                 continue
             slots: list[str | None] = list(pending)
+            where: dict[str, list[int]] = {}
+            for k, cid in enumerate(pending):
+                where.setdefault(cid, []).append(k)
             left = len(slots)
             j = i + 1
             while j < n and left and messages[j].role == "tool":
-                taken = _take_results(messages[j], slots)
+                taken = _take_results(messages[j], slots, where)
                 if not taken:
                     break
                 left -= taken
@@ -1150,24 +1153,32 @@ def _keep(row: list[Unit | None], i: int, unit: Unit) -> None:
     row[i] = unit
 
 
-def _take_results(msg: Message, slots: list[str | None]) -> int:
+def _take_results(
+    msg: Message, slots: list[str | None], where: dict[str, list[int]]
+) -> int:
     """Match every result of ``msg`` to the earliest pending call with its id.
 
-    ``slots`` holds the call ids still pending (``None`` once answered). All or
-    nothing: when a result matches no pending call, ``slots`` is left as it
-    was and 0 is returned; else the number of results taken.
+    ``slots`` holds the call ids still pending (``None`` once answered),
+    ``where`` each id's pending positions in order: a result is matched in
+    constant time (looked for along ``slots``, an exchange of thousands of
+    parallel calls took the square of their number). All or nothing: when a
+    result matches no pending call, both are left as they were and 0 is
+    returned; else the number of results taken.
     """
     taken: list[int] = []
+    used: dict[str, int] = {}  # each id's pending positions this message takes
     for part in msg.parts:
         if not isinstance(part, ToolResult):
             continue
         cid = part.call_id
-        for k, pending in enumerate(slots):
-            if pending == cid and k not in taken:
-                taken.append(k)
-                break
-        else:
+        queue = where.get(cid)
+        u = used.get(cid, 0)
+        if queue is None or u >= len(queue):
             return 0
+        used[cid] = u + 1
+        taken.append(queue[u])
+    for cid, u in used.items():
+        del where[cid][:u]
     for k in taken:
         slots[k] = None
     return len(taken)

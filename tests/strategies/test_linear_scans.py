@@ -18,12 +18,18 @@ from contextlib import contextmanager
 from types import FrameType
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from contextwindow import ToolCall
+from contextwindow import Message, TokenCounter, ToolCall
 from contextwindow._redact import display_url
+from contextwindow.messages import units
+from contextwindow.strategies import Budget, ClearToolResults
+from contextwindow.strategies._rescan import CallNames, call_name
 from contextwindow.strategies.digest import is_listing, names
 from contextwindow.strategies.files import file_actions
 from contextwindow.strategies.lossless import squeeze_whitespace
+from contextwindow.testing import FakeTokenizer
 
 LONG = 200_000
 """Characters each adversarial text holds, about."""
@@ -91,3 +97,66 @@ def test_a_long_keyword_dsn_is_shown_masked() -> None:
     with within(30):
         shown = display_url(dsn)
     assert "hunter2" not in shown
+
+
+def parallel(n: int) -> list[Message]:
+    """One assistant message making ``n`` calls, then their ``n`` results."""
+    calls = [ToolCall(f"c{i}", f"tool{i % 3}", f'{{"i": {i}}}') for i in range(n)]
+    return [
+        Message.user("go"),
+        Message.assistant(tool_calls=calls),
+        *(Message.tool(f"c{i}", f"result {i} " * 5) for i in range(n)),
+        Message.user("done"),
+    ]
+
+
+def test_an_exchange_of_many_parallel_calls_is_grouped() -> None:
+    """Each result found its call along every pending one (minutes at this size)."""
+    conv = parallel(60_000)
+    with within(30):
+        found = units(conv)
+    assert [(u.kind, u.start, u.stop, u.unanswered) for u in found] == [
+        ("message", 0, 1, ()),
+        ("tool_exchange", 1, 60_002, ()),
+        ("message", 60_002, 60_003, ()),
+    ]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.lists(st.sampled_from("abcd"), max_size=4).map(
+                lambda ids: Message.assistant(
+                    tool_calls=[ToolCall(c, f"{c}{k}") for k, c in enumerate(ids)]
+                )
+            ),
+            st.sampled_from("abcde").map(lambda c: Message.tool(c, "out")),
+            st.just(Message.user("u")),
+        ),
+        max_size=30,
+    ),
+    st.lists(st.integers(0, 30), max_size=40),
+)
+def test_call_names_are_call_name(messages: list[Message], asked: list[int]) -> None:
+    """Asked in any order, ``CallNames`` answers as ``call_name`` does."""
+    names = CallNames(messages)
+    for i in asked:
+        i = min(i, len(messages))
+        for cid in "abcde":
+            assert names(i, cid) == call_name(messages, i, cid)
+
+
+def test_results_of_parallel_calls_are_named_in_their_markers() -> None:
+    conv = parallel(2_000)
+    counter = TokenCounter(FakeTokenizer())
+    fitted = ClearToolResults(keep_recent=0)(
+        conv, Budget(counter.messages(conv) // 3, counter)
+    )
+    cleared = [c for c in fitted.report.changes if c.kind == "cleared"]
+    assert cleared
+    assert [c.what for c in cleared[:4]] == [
+        "tool result: tool0",
+        "tool result: tool1",
+        "tool result: tool2",
+        "tool result: tool0",
+    ]

@@ -73,6 +73,7 @@ from contextwindow.tokens.counting import TokenCounter
 
 __all__ = [
     "Always",
+    "CallNames",
     "MessageRewrite",
     "Origin",
     "Policy",
@@ -437,7 +438,7 @@ def _aligned(
     """
     note_aligned(budget, out, messages)
     if type(out) is tuple:
-        same_units(out, messages)
+        same_units(cast("tuple[Message, ...]", out), messages)
 
 
 def _reuse(
@@ -512,7 +513,9 @@ def _resume(
     if plan is None:
         return None, None
     rewrite, since, kept = plan[0], plan[1], plan[2]
-    points = {where[p] for p in plan.points} if isinstance(plan, Resumed) else set()
+    points: set[int] = (
+        {where[p] for p in plan.points} if isinstance(plan, Resumed) else set()
+    )
     points.update(changed or ())
     start = min(shared, state.stop)
     if since < len(where):
@@ -805,6 +808,7 @@ def _scan(
     stop = rest = n  # where the budget was first met; what is left as it was
     alike = _alike(budget, stage)
     reach = _Reach(messages, budget, total)
+    names = CallNames(messages)
     beyond = False  # the budget met, and this message in the step it was met in
     for i in range(start, n):
         if total <= limit:
@@ -840,7 +844,7 @@ def _scan(
                 ):
                     named = part
                     if part.name is None:
-                        name = call_name(messages, i, part.call_id)
+                        name = names(i, part.call_id)
                         if name is not None:  # for {name}
                             named = replace(part, name=name)
                     if sizes is None:
@@ -933,6 +937,47 @@ def _alike(budget: Budget, stage: str) -> Sequence[Message]:
 def _size(counter: TokenCounter, result: ToolResult) -> int:
     """Tokens of a result's content (all its parts), as placeholders state them."""
     return counter.part(result) - counter.part(ToolResult(result.call_id))
+
+
+class CallNames:
+    """``call_name`` for the results of one scan, in constant time each.
+
+    The assistant message nearest before each result asked about is found
+    walking on from the last one asked about (or back, once), and its calls
+    are read into a table once: a message of thousands of parallel calls,
+    each result looked up alone, cost the square of their number.
+    """
+
+    __slots__ = ("_asked", "_at", "_calls", "_messages")
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self._messages = messages
+        self._at = -1  # the nearest assistant message before ``_asked``
+        self._asked = -1  # none yet
+        self._calls: dict[str, str] | None = None
+
+    def __call__(self, i: int, call_id: str) -> str | None:
+        """``call_name(messages, i, call_id)``."""
+        ms = self._messages
+        at = self._at
+        if 0 <= self._asked <= i:
+            for j in range(self._asked, i):
+                if ms[j].role == "assistant":
+                    at = j
+        else:
+            at = next(
+                (j for j in range(i - 1, -1, -1) if ms[j].role == "assistant"), -1
+            )
+        if at != self._at:
+            self._at, self._calls = at, None
+        self._asked = i
+        if at < 0:
+            return None
+        if self._calls is None:
+            # The last call with an id in a message wins, as in ``call_name``.
+            self._calls = {c.id: c.name for c in ms[at].tool_calls}
+        name = self._calls.get(call_id)
+        return name if name is not None else call_name(ms, at, call_id)
 
 
 def call_name(messages: Sequence[Message], i: int, call_id: str) -> str | None:

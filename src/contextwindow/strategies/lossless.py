@@ -52,8 +52,8 @@ from typing import Any
 from contextwindow.messages import Message, Part, Text, ToolCall, ToolResult
 from contextwindow.strategies._rescan import (
     Always,
+    CallNames,
     Rewrite,
-    call_name,
     rewrite_results,
     scan_messages,
 )
@@ -249,12 +249,6 @@ class CompactLossless:
         )
 
 
-def _named(messages: Sequence[Message], i: int, call_id: str) -> str:
-    """The name of the call ``call_id`` (up to ``messages[i]``), else the id."""
-    name = call_name(messages, i + 1, call_id)
-    return call_id if name is None else name
-
-
 def _no_rewrite(result: ToolResult, position: int, origin: object) -> None:
     return None
 
@@ -275,6 +269,12 @@ def _compact_scan(
 ) -> tuple[list[Message], list[Change], list[int], int]:
     """Compact from ``start`` while over budget (a ``_rescan.Scan``)."""
     counter = budget.counter
+    names = CallNames(messages)
+
+    def named(i: int, call_id: str) -> str:
+        """The name of the call ``call_id`` (up to ``messages[i]``), else the id."""
+        name = names(i + 1, call_id)
+        return call_id if name is None else name
 
     def compact(
         i: int, m: Message
@@ -292,7 +292,7 @@ def _compact_scan(
             shown = ", ".join(
                 dict.fromkeys(
                     [c.name for c in m.tool_calls]
-                    + [r.name or _named(messages, i, r.call_id) for r in m.tool_results]
+                    + [r.name or named(i, r.call_id) for r in m.tool_results]
                 )
             )
             gains = ", ".join(f"{k} {v:,}" for k, v in saved.items())
