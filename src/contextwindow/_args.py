@@ -212,12 +212,19 @@ def check_path(value: object, name: str, takes: str) -> str:
         ...     print(exc.takes)
         a path without NUL characters
     """
-    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    text = _fspath(value)
     if not isinstance(text, str):
         raise ArgumentTypeError(name, shown(value), takes)
     if "\0" in text:
         raise ArgumentValueError(name, shown(value), "a path without NUL characters")
     return text
+
+
+def _fspath(value: object) -> str | bytes | None:
+    """``os.fspath(value)`` for a ``str`` or a ``PathLike``, else ``None``."""
+    if not isinstance(value, (str, os.PathLike)):
+        return None
+    return os.fspath(cast("str | os.PathLike[str] | os.PathLike[bytes]", value))
 
 
 def check_bool(value: object, name: str) -> Any:

@@ -104,7 +104,7 @@ def image_size(data: bytes | bytearray | memoryview) -> tuple[int, int] | None:
         >>> image_size(b"not an image") is None
         True
     """
-    if not isinstance(data, bytes | bytearray | memoryview):
+    if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("data", shown(data), "bytes (an image's header)")
     if not isinstance(data, bytes):  # the readers below search it as bytes
         data = bytes(data)

@@ -301,8 +301,8 @@ def _read(
     Returns the messages read, and the last input with how many leading
     objects the two share (``None, 0`` when not used).
     """
-    if type(messages) is list or type(messages) is tuple:
-        seq = cast("Sequence[Any]", messages)
+    if type(messages) in (list, tuple):  # not narrowed: `messages` stays `object`
+        seq = cast("list[Any] | tuple[Any, ...]", messages)
         last = input_snapshot(counter.memo)
         if last is not None:
             k = identical_prefix(last, seq, COMPARED)

@@ -141,9 +141,10 @@ def with_origin(
     """
     record = _origin(old)
     if not record:
-        record = {"handle": content_handle(old)}
+        fresh: dict[str, Any] = {"handle": content_handle(old)}
         if sizes is not None:
-            record["tokens"] = list(sizes)
+            fresh["tokens"] = list(sizes)
+        record = fresh
     if _origin(new) == record:
         return new
     meta = {**new.meta, ORIGIN_KEY: dict(record)}

@@ -92,7 +92,7 @@ def inspect_cmd(
         results: list[Inspection] = []
         with working("counting", total=len(transcripts)) as w:
             for t in transcripts:
-                results.append(_inspect(t, model, provider, tokenizer, top))
+                results.append(inspect_transcript(t, model, provider, tokenizer, top))
                 w.advance()
     if as_json:
         payload = [
@@ -111,13 +111,14 @@ def inspect_cmd(
         emit(_render_many(shown_source(file), transcripts, results, top))
 
 
-def _inspect(
+def inspect_transcript(
     t: Transcript,
     model: str | None,
     provider: Provider | None,
     tokenizer: Tokenizer | None,
     top: int,
 ) -> Inspection:
+    """What ``t`` holds; ``report`` shares it, so both count alike."""
     meta: dict[str, Any] = {}
     live_from = None
     compactions: Sequence[Mapping[str, Any]] = t.meta.get("compactions") or []

@@ -31,7 +31,7 @@ from contextwindow.cli._common import (
     tokenizer_option,
     write_text,
 )
-from contextwindow.cli._inspect import _inspect
+from contextwindow.cli._inspect import inspect_transcript
 from contextwindow.cli._json import document, dumps
 from contextwindow.cli._term import working
 from contextwindow.cli._values import Amount, AmountType
@@ -122,7 +122,7 @@ def report_cmd(
             info = replace(info, name=asked)
         wire = provider or provider_of(t)
         tok = tokenizer_from(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
-        inspection = _inspect(t, asked, wire, tok, 0)
+        inspection = inspect_transcript(t, asked, wire, tok, 0)
         fitted: Fitted | None = None
         if budget is not None or strategy is not None:
             counter = TokenCounter(tok, wire)

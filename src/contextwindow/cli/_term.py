@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -289,7 +289,7 @@ class Working:
 
 
 @contextmanager
-def working(label: str, total: int | None = None) -> Iterator[Working]:
+def working(label: str, total: int | None = None) -> Generator[Working, None, None]:
     """Show a progress bar for the work in the block if it lasts (see ``Working``).
 
     Example:

@@ -463,6 +463,7 @@ def trim_messages(
         return to_langchain(_fit(conv, max_tokens, chosen, counter, provider))
     counter = TokenCounter(_MessagesTokenizer(theirs), provider)
     limit = max_tokens
+    got = 0  # set by the first pass (_REFITS > 0)
     for _ in range(_REFITS):
         fitted = _fit(conv, limit, chosen, counter, provider)
         out = to_langchain(fitted)
@@ -478,7 +479,7 @@ def trim_messages(
 
 def _at_most(conv: list[Message], n: int, provider: Provider) -> Sequence[Message]:
     """At most ``n`` messages of ``conv``: its system ones, then the newest units."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:  # pyright: ignore[reportUnnecessaryIsInstance]  # max_tokens: callers may pass anything
         raise ArgumentTypeError("max_tokens", shown(n), "an int >= 0")
     systems = sum(1 for m in conv if m.role == "system")
     budget = Budget(sys.maxsize, TokenCounter(HeuristicTokenizer(), provider))
@@ -495,7 +496,7 @@ def _fit(
     counter: TokenCounter,
     provider: Provider,
 ) -> Sequence[Message]:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:  # pyright: ignore[reportUnnecessaryIsInstance]  # max_tokens: callers may pass anything
         raise ArgumentTypeError("max_tokens", shown(limit), "an int >= 0")
     return fit(
         conv,

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 from contextwindow._args import as_strategy, as_tokenizer, shown
 from contextwindow.errors import (
@@ -71,9 +71,19 @@ def _shown_fallback(extra: object) -> str:
         "a dict with keys ['modle', 'api_key'] (values not shown)"
     """
     if isinstance(extra, Mapping):
-        keys = [str(k)[:40] for k in list(extra)[:10]]
+        given = cast("Mapping[object, object]", extra)
+        keys = [str(k)[:40] for k in list(given)[:10]]
         return f"a dict with keys {keys} (values not shown)"
     return shown(extra, secret=True)
+
+
+def _fallback_call(extra: object) -> Mapping[str, Any] | None:
+    """``extra`` as a fallback dict (one with a ``model`` name), else ``None``."""
+    if isinstance(extra, Mapping):
+        given = cast("Mapping[str, Any]", extra)
+        if isinstance(given.get("model"), str):
+            return given
+    return None
 
 
 class FittingCompletion:
@@ -98,7 +108,7 @@ class FittingCompletion:
         strategy: Strategy | str | None = None,
         tokenizer: Tokenizer | str | None = None,
     ) -> None:
-        if windows is not None and not isinstance(windows, Mapping):
+        if windows is not None and not isinstance(windows, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError(
                 "windows", shown(windows), "a mapping of model to int"
             )
@@ -157,7 +167,7 @@ class FittingCompletion:
 
     def _attempts(self, kwargs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         base = dict(kwargs)
-        fallbacks = base.pop("fallbacks", None) or ()
+        fallbacks: Iterable[object] = base.pop("fallbacks", None) or ()
         model = base.get("model")
         if not isinstance(model, str) or not model:
             raise ArgumentTypeError("model", shown(model), "a model name")
@@ -166,10 +176,11 @@ class FittingCompletion:
         # Every fallback is checked before the first call is made.
         attempts = [(model, base)]
         for k, extra in enumerate(fallbacks):
+            named = _fallback_call(extra)
             if isinstance(extra, str):
                 attempts.append((extra, {**base, "model": extra}))
-            elif isinstance(extra, Mapping) and isinstance(extra.get("model"), str):
-                attempts.append((extra["model"], {**base, **extra}))
+            elif named is not None:
+                attempts.append((named["model"], {**base, **named}))
             else:
                 raise ArgumentTypeError(
                     f"fallbacks[{k}]", _shown_fallback(extra), _FALLBACK
@@ -187,6 +198,7 @@ class FittingCompletion:
             return known or info.context_window, info, info.max_output_tokens
         if known is not None:
             return known, None, None
+        found: Mapping[str, Any] | None
         try:
             found = _litellm().get_model_info(model)
         except Exception:

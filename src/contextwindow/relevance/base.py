@@ -79,7 +79,7 @@ def when(meta: Mapping[str, Any]) -> str:
         >>> when({})
         ''
     """
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("meta", shown(meta), "a mapping (a message's meta)")
     text = meta.get("date_time")
     if isinstance(text, str):
@@ -123,7 +123,7 @@ def document(messages: Iterable[Message]) -> str:
         messages = check_messages(messages)  # a generator: read once
     lines: list[str] = []
     for i, m in enumerate(messages):
-        if m.__class__ is not Message and not isinstance(m, Message):
+        if m.__class__ is not Message and not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # a list or tuple given may hold anything
             raise InvalidMessageError(
                 f"messages[{i}]", f"expected a Message, got {type(m).__name__}"
             )

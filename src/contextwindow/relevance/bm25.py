@@ -47,7 +47,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice, repeat
-from operator import add, mul, sub, truediv
+from operator import add, mul, sub
 from types import ModuleType
 from typing import Any, cast
 
@@ -283,8 +283,10 @@ class BM25Index:
             lens = list(map(sub, prefix[1 : n + 1], prefix[:n]))
         average = sum(lens) / n or 1.0
         k1, b = self.scorer.k1, self.scorer.b
-        # k1 * (1 - b + b * length / average), at C speed, in that order.
-        scaled = map(truediv, map(mul, repeat(b), lens), repeat(average))
+        # k1 * (1 - b + b * length / average), at C speed, in that order
+        # (``average.__rtruediv__(x)`` is ``x / average``: typeshed leaves
+        # ``operator.truediv`` untyped).
+        scaled = map(average.__rtruediv__, map(mul, repeat(b), lens))
         norm = list(map(mul, repeat(k1), map(add, repeat(1 - b), scaled)))
         out = [0.0] * n
         for term, row in counts.items():

@@ -114,6 +114,10 @@ def _render(chart: Any) -> str:
     return str(chart.render(is_unicode=True))
 
 
+def _index(x: float) -> str:
+    return f"#{x:.0f}"
+
+
 def _fmt(n: float) -> str:
     return f"{n:,.0f}"
 
@@ -213,7 +217,7 @@ def usage_chart(page: Page) -> str:
                 "#805ad5",
             )
         )
-    chart = pygal.XY(
+    chart: Any = pygal.XY(  # pygal is untyped
         **_config(
             len(series),
             2,
@@ -224,7 +228,7 @@ def usage_chart(page: Page) -> str:
             xrange=(0, end),
             show_dots=False,
             value_formatter=_short,
-            x_value_formatter=lambda x: f"#{x:.0f}",
+            x_value_formatter=_index,
             x_title="message",
             y_title="tokens",
             dots_size=2.5,
@@ -252,7 +256,7 @@ def role_bars(page: Page) -> str:
     stats = list(ins.by_role)
     colours = [ROLE_COLOURS.get(s.role, "#718096") for s in stats]
     n = len(stats) + (1 if ins.tool_schema_tokens else 0)
-    chart = pygal.HorizontalBar(
+    chart: Any = pygal.HorizontalBar(  # pygal is untyped
         **_config(
             n,
             n,
@@ -277,7 +281,7 @@ def role_bars(page: Page) -> str:
 def tool_bars(page: Page) -> str:
     """Tokens by tool: what the calls cost and what their results cost."""
     stats = list(reversed(list(page.inspection.by_tool)[:15]))
-    chart = pygal.HorizontalStackedBar(
+    chart: Any = pygal.HorizontalStackedBar(  # pygal is untyped
         **_config(
             2,
             width=540,
@@ -318,7 +322,7 @@ def message_treemap(page: Page) -> str:
     """Every message as a tile sized by its tokens, by role; a tile links to it."""
     s = page.original
     roles = list(dict.fromkeys(s.roles))
-    chart = pygal.Treemap(
+    chart: Any = pygal.Treemap(  # pygal is untyped
         **_config(
             len(roles),
             width=1100,
@@ -329,7 +333,7 @@ def message_treemap(page: Page) -> str:
         style=_style([ROLE_COLOURS.get(r, "#718096") for r in roles]),
     )
     for role in roles:
-        chart.add(role, list(_tiles(s, lambda i, role=role: s.roles[i] == role)))
+        chart.add(role, list(_tiles(s, [r == role for r in s.roles])))
     return _render(chart)
 
 
@@ -338,7 +342,7 @@ def fate_treemap(page: Page) -> str:
     s = page.original
     fates = list(dict.fromkeys(r.fate for r in page.rows if r.before is not None))
     fate_of = {r.before: r.fate for r in page.rows if r.before is not None}
-    chart = pygal.Treemap(
+    chart: Any = pygal.Treemap(  # pygal is untyped
         **_config(
             len(fates),
             5,
@@ -350,13 +354,15 @@ def fate_treemap(page: Page) -> str:
         style=_style([FATE_COLOURS.get(f, "#718096") for f in fates]),
     )
     for fate in fates:
-        chart.add(fate, list(_tiles(s, lambda i, fate=fate: fate_of.get(i) == fate)))
+        keep = [fate_of.get(i) == fate for i in range(len(s.tokens))]
+        chart.add(fate, list(_tiles(s, keep)))
     return _render(chart)
 
 
-def _tiles(s: Side, keep: Any) -> Iterator[dict[str, Any]]:
+def _tiles(s: Side, keep: Sequence[bool]) -> Iterator[dict[str, Any]]:
+    """A tile for each message ``keep`` flags, of any tokens."""
     for i, n in enumerate(s.tokens):
-        if keep(i) and n > 0:
+        if keep[i] and n > 0:
             yield {
                 "value": n,
                 "label": f"#{i} {s.roles[i]}: {s.previews[i][:60]}",
@@ -377,7 +383,7 @@ def fit_bars(page: Page) -> str:
         saved["not in the view"] = max(page.original.total - after.total, 0)
     kinds = list(saved)
     colours = ["#4a9c6d", *(FATE_COLOURS.get(k, "#c53030") for k in kinds)]
-    chart = pygal.HorizontalStackedBar(
+    chart: Any = pygal.HorizontalStackedBar(  # pygal is untyped
         **_config(
             len(kinds) + 1,
             5,

@@ -19,7 +19,6 @@ from contextwindow.inspection import Inspection
 from contextwindow.messages import (
     Image,
     Message,
-    Opaque,
     Text,
     Thinking,
     ToolCall,
@@ -133,7 +132,7 @@ def message_text(
             out.append("[thinking, redacted]" if p.redacted else f"[thinking] {p.text}")
         elif isinstance(p, Image):
             out.append(f"[image {p.url[:60]}]")
-        elif isinstance(p, Opaque):
+        else:  # an Opaque part: Message takes only the six kinds
             out.append(opaque_text(p))
     text = "\n".join(out)
     if len(text) > limit:

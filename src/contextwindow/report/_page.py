@@ -146,7 +146,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _messages(side: Side, prefix: str, title: str) -> str:
-    items = []
+    items: list[str] = []
     for i, (role, n, prev, text) in enumerate(
         zip(side.roles, side.tokens, side.previews, side.texts, strict=True)
     ):
@@ -163,7 +163,7 @@ def _messages(side: Side, prefix: str, title: str) -> str:
 
 
 def _changes(page: Page) -> str:
-    rows = []
+    rows: list[str] = []
     for k, c in enumerate(page.changes):
         rows.append(
             f'<tr data-change="{k}"><td>{_badge(c.kind)}</td><td>{escape(c.stage)}</td>'
@@ -207,7 +207,7 @@ def _cell(side: Side, i: int | None, prefix: str) -> str:
 
 
 def _side_by_side(page: Page, rows: Sequence[Row], after: Side) -> str:
-    body = []
+    body: list[str] = []
     for r in rows:
         role = (
             page.original.roles[r.before]

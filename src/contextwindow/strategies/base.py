@@ -199,7 +199,7 @@ class Budget:
         check_str(self.query, "query", none=True)
         history = self.history
         if history is not None and (
-            not isinstance(history, Sequence)
+            not isinstance(history, Sequence)  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             or isinstance(history, str | bytes | bytearray)
         ):
             raise ArgumentTypeError(
@@ -293,14 +293,17 @@ def strategy_input(messages: object, budget: object, /) -> Sequence[Message]:
         contextwindow.errors.ArgumentTypeError: budget: expected a Budget, got 100
     """
     checked = check_budget(budget)
-    if type(messages) is tuple and known_valid(checked, messages):
-        return cast("tuple[Message, ...]", messages)
+    given: object = messages  # narrowed below, ``messages`` itself is not
+    if type(given) is tuple and known_valid(
+        checked, cast("tuple[Message, ...]", given)
+    ):
+        return cast("tuple[Message, ...]", given)
     return check_messages(messages)
 
 
 def check_budget(budget: object) -> Budget:
     """``budget`` if it is a ``Budget`` (``ArgumentTypeError`` naming it)."""
-    if budget.__class__ is not Budget and not isinstance(budget, Budget):
+    if type(budget) is not Budget and not isinstance(budget, Budget):
         raise ArgumentTypeError("budget", shown(budget), "a Budget")
     return budget
 
@@ -629,8 +632,11 @@ def pinned_flags(
     """
     # A budget's markers are a tuple of str already: the common case is free.
     markers: tuple[str, ...]
-    if type(protected) is tuple and all(type(k) is str for k in protected):
-        markers = protected
+    given: object = protected  # narrowed below, ``protected`` itself is not
+    if type(given) is tuple and all(
+        type(k) is str for k in cast("tuple[object, ...]", given)
+    ):
+        markers = cast("tuple[str, ...]", given)
     else:
         markers = check_strs(protected, "protected")
     if summaries is not True and summaries is not False:
@@ -853,7 +859,7 @@ class RunTally:
                 break
             if u.kind == "tool_exchange":
                 for part in messages[u.start].parts:
-                    if part.__class__ is ToolCall:
+                    if isinstance(part, ToolCall):
                         names[part.name] = None
 
     def copy(self) -> RunTally:
@@ -942,7 +948,7 @@ def finish(
         The valid output, with repairs added to the report.
     """
     # A tuple as it is: a valid one comes back as the very tuple (no copy).
-    shown = after if type(after) is tuple else tuple(after)
+    shown = cast("tuple[Message, ...]", after) if type(after) is tuple else tuple(after)
     valid = _validate(shown, before, budget, start, kept or after is before)
     out = valid.messages
     found = list(changes)
@@ -1194,9 +1200,11 @@ def shared_length(
     found = budget.memo.get(_SHARED_KEY)
     best: int | None = None
     if isinstance(found, list):
-        for n, o, j in found:  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
+        # Only ``note_shared`` puts it.
+        known = cast("list[tuple[Sequence[Message], Sequence[Message], int]]", found)
+        for n, o, j in known:
             if n is new and o is old and (best is None or j > best):
-                best = j  # pyright: ignore[reportUnknownVariableType]  # as above
+                best = j
     return best
 
 
@@ -1277,10 +1285,8 @@ def verify(
     given_changes = tuple(cast("Iterable[object]", report.changes))
     # What this stage reported last time (the same changes, mostly): only
     # the rest is checked and added up.
-    found = budget.memo.get(_VERIFIED_KEY)
-    verified: dict[str, tuple[tuple[Change, ...], int]] = (
-        found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
-    )
+    found = budget.memo.get(_VERIFIED_KEY)  # only this function puts it
+    verified: _Verified = cast("_Verified", found) if isinstance(found, dict) else {}
     budget.memo.put(_VERIFIED_KEY, verified)
     last = verified.get(name)
     k, saved = 0, 0
@@ -1324,6 +1330,8 @@ def verify(
 _VERIFIED_KEY = "contextwindow.verify"
 """The memo entry holding, per stage name, the changes ``verify`` last
 checked and what they save in all (one entry: the memo is small)."""
+_Verified = dict[str, tuple[tuple[Change, ...], int]]
+"""What that entry holds."""
 
 
 def _checked_output(name: str, messages: object) -> tuple[Message, ...]:

@@ -182,9 +182,13 @@ def _holds_items(m: Message) -> bool:
     into a collapsed line's text.
     """
     entry = m.meta.get("responses")
-    items = entry.get("items") if isinstance(entry, Mapping) else None
+    items = (
+        cast("Mapping[str, object]", entry).get("items")
+        if isinstance(entry, Mapping)
+        else None
+    )
     return isinstance(items, list) and any(
-        isinstance(e, Mapping) and "item" in e for e in items
+        isinstance(e, Mapping) and "item" in e for e in cast("list[object]", items)
     )
 
 
@@ -340,7 +344,11 @@ def line_of(message: Message) -> str | None:
     if not isinstance(last, Text):
         return None
     record = message.meta.get(ORIGIN_KEY)
-    handle = record.get("handle") if isinstance(record, Mapping) else None
+    handle = (
+        cast("Mapping[str, object]", record).get("handle")
+        if isinstance(record, Mapping)
+        else None
+    )
     if not isinstance(handle, str) or "+" not in handle:
         return None
     found = _LINE.search(last.text)
@@ -707,10 +715,8 @@ def collapse_runs(
     # The lines made last time, by their runs' first message and length
     # (wherever the run stands now: the oldest units dropped move it).
     key = ("contextwindow.collapse.lines", memo, budget.rules)
-    known = budget.memo.get(key)
-    lines: dict[tuple[int, int], _Line] = (
-        known if isinstance(known, dict) else {}  # pyright: ignore[reportUnknownVariableType]  # only this module puts it
-    )
+    known = budget.memo.get(key)  # only this module puts it
+    lines: _Lines = cast("_Lines", known) if isinstance(known, dict) else {}
     made: dict[tuple[int, int], _Line] = {}
     changes: list[Change] = []
     done: list[tuple[int, int, Message]] = []  # message span replaced, by its line
@@ -821,6 +827,8 @@ def _spliced(
 _Line = tuple[tuple[Message, ...], Change, Message, int]
 """A run's line as ``collapse_runs`` keeps it: the messages it stands for,
 its change, the line, and the tokens of its last line (what it counts as)."""
+_Lines = dict[tuple[int, int], _Line]
+"""The lines of a call, by their runs' first message and length."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -966,11 +974,14 @@ def _plainer(
     # The lines made shorter last call, and a new run's change with its line
     # made shorter: the same objects for the same line and change (a re-fit
     # redoes these each call). One memo entry: the memo is small.
-    known: dict[tuple[int, int], _Shorter]
-    moved: dict[tuple[int, int], tuple[Change, Change]]
-    known, moved = found if isinstance(found, tuple) else ({}, {})  # pyright: ignore[reportUnknownVariableType]  # only this function puts it
-    made: dict[tuple[int, int], _Shorter] = {}
-    kept: dict[tuple[int, int], tuple[Change, Change]] = {}
+    known: _Shorters
+    moved: _Moved
+    if isinstance(found, tuple):  # only this function puts it
+        known, moved = cast("tuple[_Shorters, _Moved]", found)
+    else:
+        known, moved = {}, {}
+    made: _Shorters = {}
+    kept: _Moved = {}
     budget.memo.put(key, (made, kept))
 
     def shorter(m: Message, keep: int) -> _Shorter:
@@ -1064,6 +1075,11 @@ def _part(
 _Shorter = tuple[Message, Message | None, int, int]
 """A line's message, it made shorter (``None``: it cannot be), the tokens
 its line lost and the shorter message's tokens."""
+_Shorters = dict[tuple[int, int], _Shorter]
+"""Lines made shorter, by their message's ``id`` and what they keep."""
+_Moved = dict[tuple[int, int], tuple[Change, Change]]
+"""A new run's change and it again for its line made shorter, by the change's
+``id`` and the shorter message's tokens."""
 
 
 BARE = -1

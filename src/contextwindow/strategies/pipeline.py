@@ -95,7 +95,9 @@ class Pipeline:
         # Its leading ``k`` messages are the very objects of the last input,
         # found to be messages then: only the new ones are looked at (none
         # in a conversation a stage returned, as a nested pipeline gets).
-        if not (type(messages) is tuple and known_valid(budget, messages)):
+        # ``__class__``, not ``type()``: pyright would narrow ``messages`` to a
+        # tuple of unknown items.
+        if not (messages.__class__ is tuple and known_valid(budget, messages)):
             check_messages(messages, start=k)
         # What the last input shares with this one was found valid there: only
         # the rest is checked (from the start of the unit holding its last
@@ -104,7 +106,7 @@ class Pipeline:
         counted = _grown_total(last, messages, k, budget)
         # One tuple of the input: a valid one is the first stage's input as
         # it is, counted and remembered without another copy.
-        entry = messages if type(messages) is tuple else tuple(messages)
+        entry = messages if messages.__class__ is tuple else tuple(messages)
         fitted = finish(
             "Pipeline", entry, entry, (), budget, start=start, counted=counted
         )

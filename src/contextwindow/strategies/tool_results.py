@@ -18,6 +18,7 @@ import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from contextwindow._args import check_bool, check_int, check_number, check_str
 from contextwindow._lru import LRU
@@ -196,9 +197,11 @@ class ClearToolResults:
         """Clear every old result."""
         messages = strategy_input(messages, budget)
         tok = _Cached(budget.counter)
-        found = budget.memo.get(_HELD_KEY)
+        found = budget.memo.get(_HELD_KEY)  # only this method puts it
         known: LRU[tuple[str, int], str] = (
-            found if isinstance(found, LRU) else LRU(HELD_ENTRIES)  # pyright: ignore[reportUnknownVariableType]  # only this method puts it
+            cast("LRU[tuple[str, int], str]", found)
+            if isinstance(found, LRU)
+            else LRU(HELD_ENTRIES)
         )
         budget.memo.put(_HELD_KEY, known)
 

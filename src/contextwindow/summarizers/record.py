@@ -121,7 +121,7 @@ def summary_message(
     """
     check_str(body, "body")
     sources = check_strs(sources, "sources", lone=False)
-    if not isinstance(facts, Facts):
+    if not isinstance(facts, Facts):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("facts", shown(facts), "a Facts")
     check_str(handle, "handle", none=True)
     n = len(sources)

@@ -38,7 +38,7 @@ import math
 import statistics
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from typing import Any, cast
 
 from contextwindow._args import check_int, check_items, check_number, shown
@@ -184,7 +184,7 @@ class Calibration:
         takes = "an iterable of (counted, reported) pairs"
         items: list[Any] = check_items(pairs, "pairs", takes=takes)
         for k, pair in enumerate(items):
-            if not isinstance(pair, tuple | list) or len(pair) != 2:
+            if not _is_pair(pair):
                 raise ArgumentTypeError(f"pairs[{k}]", shown(pair), "a pair")
         for counted, reported in items:
             self.observe(counted, reported)
@@ -304,3 +304,8 @@ def _read(usage: Any, where: str, depth: int) -> int | None:
             if n is not None:
                 return n
     return None
+
+
+def _is_pair(value: object) -> bool:
+    """Whether ``value`` is a pair: a tuple or a list of two items."""
+    return isinstance(value, tuple | list) and len(cast("Sized", value)) == 2

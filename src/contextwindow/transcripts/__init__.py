@@ -296,7 +296,9 @@ def _detect(kind: str, value: Any, name: str) -> str:
         recs = list(items)
     # Most items are messages, some are not (a key misspelt, a stray line):
     # the messages' shape, whose reader names the item that is wrong.
-    messages = [r for r in recs if isinstance(r, Mapping) and "role" in r]
+    messages: list[Mapping[str, Any]] = [
+        r for r in recs if isinstance(r, Mapping) and "role" in r
+    ]
     if 2 * len(messages) > len(recs):
         shape = _shape(messages)
         if shape is not None:
