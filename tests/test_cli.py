@@ -1,7 +1,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -372,3 +379,99 @@ def test_proxy_port_taken_is_a_usage_error() -> None:
     assert (code, out) == (2, "")
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in err
     assert "contextwindow proxy on" not in err
+
+
+class TestStreamSources:
+    """A FILE that is a pipe or a device is read once, as a file is."""
+
+    CHAT = json.dumps(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    )
+
+    @staticmethod
+    def _inspect(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "contextwindow", "inspect", *args, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            **kw,
+        )
+
+    def test_dev_stdin(self) -> None:
+        """/dev/stdin names standard input (a pipe here), not 'no such file'."""
+        done = self._inspect("/dev/stdin", input=self.CHAT)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["messages"] == 2
+
+    def test_a_named_pipe(self, tmp_path: Path) -> None:
+        """A FIFO is read to its end, once."""
+        fifo = tmp_path / "chat.json"
+        os.mkfifo(fifo)
+        writer = threading.Thread(
+            target=lambda: fifo.write_text(self.CHAT), daemon=True
+        )
+        writer.start()
+        done = self._inspect(str(fifo))
+        writer.join(timeout=10)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["messages"] == 2
+
+    @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+    def test_process_substitution(self, tmp_path: Path) -> None:
+        """bash's <(cmd) (a /dev/fd/N pipe) is read."""
+        chat = tmp_path / "chat.json"
+        chat.write_text(self.CHAT)
+        python, path = shlex.quote(sys.executable), shlex.quote(str(chat))
+        line = f"{python} -m contextwindow inspect <(cat {path}) --json"
+        done = subprocess.run(
+            ["bash", "-c", line], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["messages"] == 2
+
+    def test_a_directory_is_still_refused(self, tmp_path: Path) -> None:
+        """A directory is no source: a usage error saying so."""
+        code, _, err = run("inspect", str(tmp_path))
+        assert code == 2
+        assert "a directory, not a file" in err
+
+
+def test_nan_arguments_are_an_error_not_invalid_json(tmp_path: Path) -> None:
+    """A tool call's NaN arguments are refused, named; no output with NaN is written."""
+    chat = tmp_path / "nan.json"
+    chat.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": '{"a": NaN}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": "r"},
+            ]
+        )
+    )
+    out = tmp_path / "out.json"
+    code, _, err = run(
+        "fit",
+        str(chat),
+        "--model",
+        "claude-sonnet-4",
+        "--to",
+        "anthropic",
+        "-o",
+        str(out),
+    )
+    assert code == 1
+    assert (
+        "[1].tool_calls[0].function.arguments: not valid JSON: NaN is not JSON" in err
+    )
+    assert not out.exists()

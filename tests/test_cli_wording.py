@@ -51,6 +51,38 @@ class TestAmounts:
         """Negative, fractional or unknown amounts are refused."""
         assert parse_amount(text) is None
 
+    @pytest.mark.parametrize(
+        "text", ["9007199254740993", "9,007,199,254,740,993", "9_007_199_254_740_993"]
+    )
+    def test_integers_are_exact(self, text: str) -> None:
+        """A count past a float's exact integers (2**53) keeps every digit."""
+        assert parse_amount(text) == Amount(9_007_199_254_740_993)
+        assert str(parse_amount(text)) == "9,007,199,254,740,993"
+
+    def test_fit_reports_the_exact_budget(self) -> None:
+        """fit --budget 9007199254740993 reports that very budget."""
+        code, out, _ = run(
+            "fit",
+            str(EXAMPLE),
+            "--budget",
+            "9007199254740993",
+            "--json",
+            "-o",
+            "/dev/null",
+        )
+        assert code == 0
+        assert json.loads(out)["budget"] == 9_007_199_254_740_993
+
+    def test_scaled_amounts_are_exact(self) -> None:
+        """N.Nk and N.NM are exact too; a fraction of a token is still refused."""
+        assert parse_amount("9007199254740.993k") == Amount(9_007_199_254_740_993)
+        assert parse_amount("1.0000000000000001M") is None
+
+    @pytest.mark.parametrize("text", ["1" * 5000, "1" * 5000 + "%"], ids=["n", "n%"])
+    def test_too_many_digits_is_no_amount(self, text: str) -> None:
+        """A number past what Python reads, or a float holds: refused, no crash."""
+        assert parse_amount(text) is None
+
     def test_percent_only_where_allowed(self) -> None:
         """N% is a share where a share is meant, refused elsewhere."""
         assert parse_amount("25%") == Amount(25.0, percent=True)

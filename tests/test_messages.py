@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from contextwindow.errors import ArgumentError, ArgumentTypeError, ArgumentValue
 from contextwindow.messages import (
     Image,
     Message,
+    Opaque,
     Text,
     Thinking,
     ToolCall,
@@ -287,3 +289,100 @@ class TestWithParts:
         m = Message.user("hi", name="ada")
         copy = m.with_parts(p for p in [Text("bye")])
         assert (copy.text, copy.id, copy.name) == ("bye", m.id, "ada")
+
+
+def _deep_mapping(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(depth):
+        inner["a"] = {}
+        inner = inner["a"]
+    return top
+
+
+class TestToolCallJSON:
+    @pytest.mark.parametrize(
+        ("text", "constant"),
+        [
+            ('{"a": NaN}', "NaN"),
+            ('{"a": Infinity}', "Infinity"),
+            ("[-Infinity]", "-Infinity"),
+        ],
+    )
+    def test_nan_and_infinity_are_not_json(self, text: str, constant: str) -> None:
+        """Arguments holding NaN or Infinity are refused, the constant named."""
+        with pytest.raises(ArgumentValueError, match=f"{constant} is not JSON") as info:
+            ToolCall("c", "f", text)
+        assert info.value.argument == "arguments"
+
+    @pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+    def test_a_mapping_holding_nan_is_refused(self, number: float) -> None:
+        """A mapping with a float JSON cannot hold is refused, never written as NaN."""
+        with pytest.raises(ArgumentValueError) as info:
+            ToolCall("c", "f", {"a": [number]})  # type: ignore[arg-type]  # a mapping is taken
+        assert info.value.argument == "arguments"
+
+    def test_nested_too_deeply(self) -> None:
+        """JSON nested past the stack (text or mapping): an argument error."""
+        text = '{"a":' * 5000 + "1" + "}" * 5000
+        for value in (text, _deep_mapping(5000)):
+            with pytest.raises(ArgumentValueError, match="nested too deeply") as info:
+                ToolCall("c", "f", value)  # type: ignore[arg-type]  # a mapping is taken
+            assert info.value.argument == "arguments"
+
+    def test_json_is_still_taken(self) -> None:
+        """Plain JSON, and numbers that merely look large, are taken as before."""
+        assert ToolCall("c", "f", '{"a": 1e308, "b": "NaN"}').input == {
+            "a": 1e308,
+            "b": "NaN",
+        }
+        assert ToolCall("c", "f", {"x": 1.5}).arguments == '{"x":1.5}'  # type: ignore[arg-type]  # a mapping is taken
+
+
+class TestOpaqueJSON:
+    def test_nan_is_refused(self) -> None:
+        """An opaque block holding NaN (as text or as a float) is refused."""
+        with pytest.raises(ArgumentValueError, match="NaN is not JSON"):
+            Opaque("openai", '{"type": "file", "n": NaN}')
+        with pytest.raises(ArgumentValueError) as info:
+            Opaque.of("openai", {"type": "file", "n": float("nan")})
+        assert info.value.argument == "raw"
+
+    def test_nested_too_deeply(self) -> None:
+        """A block nested past the stack: an argument error, no RecursionError."""
+        text = '{"a":' * 5000 + "1" + "}" * 5000
+        for value in (text, _deep_mapping(5000)):
+            with pytest.raises(ArgumentValueError, match="nested too deeply"):
+                Opaque("anthropic", value)  # type: ignore[arg-type]  # a mapping is taken
+
+
+class TestRoleSubclasses:
+    def test_a_str_enum_role_is_its_plain_str(self) -> None:
+        """A str Enum's member naming a role is taken, as the plain str."""
+
+        class Role(str, enum.Enum):
+            USER = "user"
+            TOOL = "tool"
+
+        msg = M(Role.USER, (Text("hi"),))
+        assert msg.role == "user"
+        assert type(msg.role) is str
+        assert msg == Message.user("hi")
+
+    def test_a_str_subclass_role_is_its_plain_str(self) -> None:
+        """A str subclass naming a role is taken, as the plain str."""
+
+        class Named(str):
+            pass
+
+        msg = M(Named("system"), (Text("be brief"),))
+        assert (msg.role, type(msg.role)) == ("system", str)
+
+    def test_a_subclass_naming_no_role_is_refused(self) -> None:
+        """A str subclass that names no role is still a value error naming it."""
+
+        class Named(str):
+            pass
+
+        with pytest.raises(ArgumentValueError, match="got 'robot'"):
+            M(Named("robot"))

@@ -631,16 +631,20 @@ class TestEarlierLayouts:
         assert count_messages([m], "claude-sonnet-4-5") > 8000
         assert stored["meta"] == {"anthropic": {"opaque": [[1, doc]]}}  # not mutated
 
-    def test_a_chat_system_message_keeps_them(self) -> None:
-        """A Chat system message keeps its blocks in meta, as its reader does now."""
+    def test_a_chat_system_message_lifts_them_too(self) -> None:
+        """A Chat system message's blocks become parts, as its reader gives them now."""
+        from contextwindow.formats import from_openai, to_openai
+
         stored = msg(
             {"kind": "text", "text": "sys"},
             role="system",
             meta={"openai": {"opaque": [[1, _FILE]]}},
         )
         m = message_from_dict(stored)
-        assert len(m.parts) == 1
-        assert m.meta == {"openai": {"opaque": [[1, _FILE]]}}
+        given = {"role": "system", "content": [{"type": "text", "text": "sys"}, _FILE]}
+        assert m == from_openai([given])[0]
+        assert "openai" not in m.meta
+        assert to_openai([m]) == [given]
 
     def test_malformed_pairs_are_left_alone(self) -> None:
         """Pairs that are not [index, object] stay in meta, as the writers skip them."""
@@ -648,3 +652,11 @@ class TestEarlierLayouts:
         m = message_from_dict(msg({"kind": "text", "text": "x"}, meta=meta))
         assert len(m.parts) == 1
         assert m.meta == meta
+
+
+def test_nan_arguments_are_bad_input_named() -> None:
+    """Stored arguments holding NaN are refused as other non-JSON text, named."""
+    part = {"kind": "tool_call", "id": "c", "name": "f", "arguments": '{"a": NaN}'}
+    with pytest.raises(InvalidMessageError) as info:
+        message_from_dict({"role": "assistant", "parts": [part]})
+    assert info.value.path == "messages[0].parts[0].arguments"

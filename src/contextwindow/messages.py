@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import count
 from operator import attrgetter
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 from contextwindow._args import (
     check_bool,
@@ -101,6 +101,60 @@ def check_provider(provider: object, name: str = "provider") -> None:
         hint = "unknown provider" if isinstance(provider, str) else ""
         raise error(name, shown(provider), "openai, anthropic or responses", hint)
 
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def parse_json(text: str) -> Any:
+    """``text`` parsed as JSON, and JSON alone.
+
+    Python's ``json`` reads ``NaN``, ``Infinity`` and ``-Infinity``, which
+    are not JSON: a provider refuses a request holding one, and writing the
+    value back gives them again. Here they are a ``ValueError``.
+
+    Raises:
+        ValueError: ``text`` is not JSON (``NaN is not JSON`` for those).
+        RecursionError: It is nested deeper than Python's stack goes; the
+            caller names the field (``nested too deeply``).
+
+    Example:
+        >>> parse_json('{"a": [1, 2.5]}')
+        {'a': [1, 2.5]}
+        >>> parse_json('{"a": NaN}')
+        Traceback (most recent call last):
+        ...
+        ValueError: NaN is not JSON
+    """
+    return _DECODER.decode(text)
+
+
+def dump_json(value: object) -> str:
+    """``value`` as compact JSON text (UTF-8 kept); a NaN or an infinity refused.
+
+    Raises:
+        ValueError: A float that JSON cannot hold (NaN, an infinity).
+        TypeError: A value that is no JSON type.
+        RecursionError: Nested deeper than Python's stack goes.
+
+    Example:
+        >>> dump_json({"q": "café", "n": [1, 2]})
+        '{"q":"café","n":[1,2]}'
+        >>> try:
+        ...     dump_json({"a": float("inf")})
+        ... except ValueError:
+        ...     print("refused")
+        refused
+    """
+    return _ENCODER.encode(value)
+
+
+_DEEP = "nested too deeply"
+"""Why JSON deeper than Python's stack is refused (as ``formats`` words it)."""
 
 COMPARED = count()
 """Advanced by every ``Message.__eq__`` call: with it, ``_prefix.same_objects``
@@ -192,7 +246,10 @@ class ToolCall:
     compactly), so counting and round trips see the same bytes. A mapping is
     taken too, and serialised compactly as Anthropic's ``input`` is. Text that
     is not JSON is refused (``""`` is taken: some servers send it for a call
-    without arguments).
+    without arguments), and so are ``NaN`` and ``Infinity``, which Python's
+    ``json`` would read (and a mapping holding such a float): no provider
+    takes them (``parse_json``). So is JSON nested deeper than Python's stack
+    goes (``nested too deeply``).
 
     Example:
         >>> ToolCall("call_1", "search", '{"q": "tides"}').input
@@ -224,10 +281,14 @@ class ToolCall:
             return
         if isinstance(args, Mapping):
             try:
-                text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+                text = dump_json(args)
             except (TypeError, ValueError) as exc:
                 raise ArgumentValueError(
                     "arguments", shown(args), "a mapping JSON can hold", str(exc)
+                ) from None
+            except RecursionError:
+                raise ArgumentValueError(
+                    "arguments", shown(args), "a mapping JSON can hold", _DEEP
                 ) from None
             object.__setattr__(self, "arguments", text)
             return
@@ -235,17 +296,34 @@ class ToolCall:
         if not isinstance(args, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("arguments", shown(args), takes)
         try:
-            json.loads(args)
-        except ValueError:
-            raise ArgumentValueError("arguments", shown(args), takes) from None
+            parse_json(args)
+        except ValueError as exc:
+            hint = "" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise ArgumentValueError("arguments", shown(args), takes, hint) from None
+        except RecursionError:
+            raise ArgumentValueError("arguments", shown(args), takes, _DEEP) from None
 
     @property
     def input(self) -> Any:
-        """The arguments parsed from JSON (``{}`` when they are not valid JSON)."""
+        """The arguments parsed from JSON (``{}`` when empty or not JSON).
+
+        Not JSON: only a part that skipped the constructor (unpickled) can
+        hold such arguments.
+
+        Raises:
+            ArgumentValueError: They are nested too deeply to parse here
+                (the constructor parsed them with less of the stack in use).
+        """
+        if not self.arguments:
+            return {}
         try:
-            return json.loads(self.arguments) if self.arguments else {}
+            return parse_json(self.arguments)
         except ValueError:
             return {}
+        except RecursionError:
+            raise ArgumentValueError(
+                "arguments", shown(self.arguments), "JSON text", _DEEP
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,9 +482,12 @@ class Opaque(_OpaqueKept):
         takes = "a JSON object (text or a mapping)"
         if isinstance(raw, str):
             try:
-                value: object = json.loads(raw)
-            except ValueError:
-                raise ArgumentValueError("raw", shown(raw), takes) from None
+                value: object = parse_json(raw)
+            except ValueError as exc:
+                hint = "" if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise ArgumentValueError("raw", shown(raw), takes, hint) from None
+            except RecursionError:
+                raise ArgumentValueError("raw", shown(raw), takes, _DEEP) from None
             if not isinstance(value, dict):
                 raise ArgumentValueError("raw", shown(raw), takes)
         elif isinstance(raw, Mapping):
@@ -414,9 +495,11 @@ class Opaque(_OpaqueKept):
         else:
             raise ArgumentTypeError("raw", shown(raw), takes)
         try:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            text = dump_json(value)
         except (TypeError, ValueError) as exc:
             raise ArgumentValueError("raw", shown(self.raw), takes, str(exc)) from None
+        except RecursionError:
+            raise ArgumentValueError("raw", shown(self.raw), takes, _DEEP) from None
         object.__setattr__(self, "raw", text)
         kind = cast("Mapping[str, Any]", value).get("type")
         object.__setattr__(self, "_type", kind if isinstance(kind, str) else "")
@@ -434,7 +517,7 @@ class Opaque(_OpaqueKept):
     @property
     def block(self) -> dict[str, Any]:
         """``raw`` parsed: a new dict each time (the caller may change it)."""
-        value: dict[str, Any] = json.loads(self.raw)
+        value: dict[str, Any] = parse_json(self.raw)
         return value
 
     @property
@@ -545,8 +628,14 @@ class Message(_HashKept):
         # checks; the helpers that word an error run only on a bad value.
         role: object = self.role
         if type(role) is not str or role not in ROLES:
-            error = ArgumentValueError if isinstance(role, str) else ArgumentTypeError  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
-            raise error("role", shown(role), "system, user, assistant or tool")
+            # A str subclass naming a role (a ``str`` Enum's member): its
+            # plain str, so that the role compares, hashes, prints and
+            # serialises as the role does.
+            plain = str.__str__(role) if isinstance(role, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            if plain not in ROLES:
+                error = ArgumentValueError if plain is not None else ArgumentTypeError
+                raise error("role", shown(role), "system, user, assistant or tool")
+            object.__setattr__(self, "role", plain)
         parts: object = self.parts
         if type(parts) is not tuple:
             items: list[Any] = check_items(parts, "parts", takes="an iterable of parts")
@@ -667,7 +756,8 @@ class Message(_HashKept):
                 a ``Message``, ``None``), or an item is not a part.
         """
         takes = "an iterable of parts"
-        return replace(self, parts=tuple(check_items(parts, "parts", takes=takes)))
+        given: list[Part] = check_items(parts, "parts", takes=takes)
+        return replace(self, parts=tuple(given))
 
 
 def _as_parts(content: str | Iterable[Part]) -> tuple[Part, ...]:
@@ -747,8 +837,9 @@ def units(messages: Iterable[Any]) -> tuple[Unit, ...]:
         [('tool_exchange', 0, 3), ('orphan_results', 3, 4)]
     """
     seq: list[Any] | tuple[Any, ...]
-    if type(messages) is list or type(messages) is tuple:
-        seq = messages  # a tuple cannot change: taken, and kept, as it is
+    if type(messages) in (list, tuple):  # not narrowed: hence the cast
+        # A tuple cannot change: taken, and kept, as it is.
+        seq = cast("list[Any] | tuple[Any, ...]", messages)
     elif isinstance(messages, (list, tuple)):
         seq = list(messages)
     else:  # a body, a generator: read at the edge
@@ -841,6 +932,7 @@ def _longest_shared(
 ) -> tuple[int, Sequence[Message], tuple[Unit, ...]]:
     """The remembered sequence sharing the longest prefix with ``seq``."""
     which, k = longest_prefix(seq, [last for last, _ in recent])
+    best: tuple[int, Sequence[Message], tuple[Unit, ...]]
     best = (k, *recent[which]) if k else (0, [], ())
     if best[0] >= _MIN_SHARED or (best[0] and len(best[1]) == len(seq)):
         return best
@@ -1018,7 +1110,7 @@ def same_units(new: tuple[Message, ...], old: Sequence[Message]) -> None:
     if new is old:
         return
     # A snapshot: a caller's list may change before the units are asked for.
-    was = old if type(old) is tuple else tuple(old)
+    was = cast("tuple[Message, ...]", old) if type(old) is tuple else tuple(old)
     with _recent_lock:  # found when asked for: a later stage may never ask
         _alike.insert(0, (new, was))
         del _alike[_RECENT:]

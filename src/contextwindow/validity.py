@@ -38,7 +38,10 @@ rejects a reasoning item with nothing after it). (*) A user turn whose
 parts are all opaque ones the writer leaves out would be written as an
 empty list, which OpenAI rejects: it is dropped for every provider.
 Anthropic merges consecutive turns of one role, so once the first turn is the
-user's, roles alternate after merging.
+user's, roles alternate after merging. Tool-call arguments need no rule: a
+``ToolCall`` holds JSON alone (no ``NaN``), and Anthropic's writer sends
+arguments that are not a JSON object (an array, a number, a freeform tool's
+string) as ``{"input": <the value>}``, so every call can be written.
 
 One more Anthropic rule is kept, not checked: with thinking enabled, the
 assistant turn that opens the tool loop a conversation ends in must open

@@ -22,8 +22,8 @@ Contract:
   blocks it kept aside in ``meta`` (an Anthropic ``document``, a Chat
   ``file``, a Responses ``input_file``: ``[index, block]`` pairs under
   ``"opaque"``) become ``Opaque`` parts at the place they were read from,
-  and leave ``meta``, so they are counted and written once. A Chat system
-  message keeps them in ``meta``, as its reader still does.
+  and leave ``meta``, so they are counted and written once (a Chat system
+  message's too, as its reader gives them now).
 
 Example:
     >>> call = ToolCall("c1", "ls", "{}")
@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
@@ -59,6 +58,7 @@ from contextwindow.messages import (
     ToolCall,
     ToolResult,
     new_id,
+    parse_json,
 )
 
 __all__ = [
@@ -368,7 +368,7 @@ def _part_from_dict(value: object, path: str) -> Part:
         arguments = "{}" if d.get("arguments") is None else _str(d, "arguments", path)
         if arguments:  # as the readers do: ``""`` is a call without arguments
             try:
-                json.loads(arguments)
+                parse_json(arguments)  # no NaN: ``ToolCall`` takes JSON alone
             except ValueError:
                 raise InvalidMessageError(
                     f"{path}.arguments", "not valid JSON"
@@ -617,7 +617,7 @@ def _lift_kept(
                         items[j] = _in_result(items[j], ent.get("inner"), found)
                         del ent["opaque"]
     om = meta.get("openai")
-    if isinstance(om, Mapping) and role != "system" and "opaque" in om:
+    if isinstance(om, Mapping) and "opaque" in om:
         om = meta["openai"] = copy.deepcopy(dict(cast("Mapping[str, Any]", om)))
         changed.append("openai")
         pairs = _kept_pairs("openai", om["opaque"])

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from contextwindow import fit, problems
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats import (
     AnthropicRequest,
@@ -270,11 +271,6 @@ class TestToAnthropic:
     @pytest.mark.parametrize(
         ("msg", "where", "reason"),
         [
-            (
-                Message.assistant(tool_calls=[ToolCall("c", "f", "[1]")]),
-                "messages[1].parts[0].arguments",
-                "expected a JSON object, got array",
-            ),
             (
                 Message("system", (Image("https://a/b"),)),
                 "messages[1].parts[0]",
@@ -610,3 +606,55 @@ class TestCallIds:
             Message.tool("toolu_01A", "1"),
         ]
         assert [i for _, i in self._ids(msgs)] == ["toolu_01A", "toolu_01A"]
+
+
+class TestToolInput:
+    @pytest.mark.parametrize(
+        ("args", "value"),
+        [("[1,2]", [1, 2]), ("5", 5), ("null", None), ('"str"', "str")],
+    )
+    def test_any_json_value_is_written_after_a_fit(
+        self, args: str, value: object
+    ) -> None:
+        """No problem found; the writer sends {"input": value}: no error after a fit."""
+        conv = [
+            Message.user("q"),
+            Message.assistant(tool_calls=[ToolCall("c1", "f", args)]),
+            Message.tool("c1", "r"),
+            Message.user("z"),
+        ]
+        assert problems(conv, "anthropic") == ()
+        fitted = fit(conv, model="claude-sonnet-4", limit=100_000)
+        turn = to_anthropic(fitted.messages).messages[1]
+        assert turn["content"][0]["input"] == {"input": value}
+
+    def test_an_object_is_written_as_it_is(self) -> None:
+        """Arguments that are a JSON object are the input itself."""
+        msg = Message.assistant(tool_calls=[ToolCall("c1", "f", '{"a": [1]}')])
+        turn = to_anthropic([Message.user("q"), msg]).messages[1]
+        assert turn["content"][0]["input"] == {"a": [1]}
+
+    @pytest.mark.parametrize("number", [float("nan"), float("inf")])
+    def test_nan_input_is_refused_naming_it(self, number: float) -> None:
+        """A tool_use input holding NaN or an infinity is bad input, named."""
+        turn = {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t", "name": "f", "input": {"a": number}}
+            ],
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            from_anthropic([turn])
+        assert info.value.path == "messages[0].content[0].input"
+        assert info.value.reason.startswith("not JSON")
+
+    def test_nan_in_a_kept_block_is_refused_naming_it(self) -> None:
+        """A document block holding NaN is bad input named at the block."""
+        doc = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "x"},
+            "n": float("nan"),
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            from_anthropic([{"role": "user", "content": [doc]}])
+        assert info.value.path == "messages[0].content[0]"

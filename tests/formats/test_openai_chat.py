@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import enum
 import json
 from dataclasses import replace
 from typing import Any
@@ -20,6 +21,7 @@ from contextwindow.messages import (
     ToolResult,
     units,
 )
+from contextwindow.tokens import count_messages
 
 PNG_2X3 = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAC0lEQVR4"
@@ -603,4 +605,121 @@ class TestOpenAIExtras:
         )
         assert to_openai([msg]) == [
             {"role": "assistant", "content": "", "reasoning_content": "ab"}
+        ]
+
+
+PDF_PART: dict[str, Any] = {
+    "type": "file",
+    "file": {
+        "filename": "terms.pdf",
+        "file_data": "data:application/pdf;base64,JVBERi0xLjQK",
+    },
+}
+
+
+class TestNotJSONArguments:
+    @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+    def test_nan_arguments_are_refused_naming_the_field(self, constant: str) -> None:
+        """NaN is not JSON: refused as other non-JSON text is, the field named."""
+        msg = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("c1", "f", f'{{"a": {constant}}}')],
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            from_openai([{"role": "user", "content": "q"}, msg])
+        assert info.value.path == "messages[1].tool_calls[0].function.arguments"
+        assert info.value.reason == f"not valid JSON: {constant} is not JSON"
+
+    def test_nan_in_legacy_arguments(self) -> None:
+        """The legacy function_call's arguments too."""
+        msg = {
+            "role": "assistant",
+            "content": None,
+            "function_call": {"name": "f", "arguments": "[NaN]"},
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            from_openai([msg])
+        assert info.value.path == "messages[0].function_call.arguments"
+
+
+class TestRoleSubclasses:
+    def test_str_enum_roles_read_as_roles(self) -> None:
+        """A str Enum's members name roles in every role, read as plain strs."""
+
+        class Role(str, enum.Enum):
+            SYSTEM = "system"
+            DEVELOPER = "developer"
+            USER = "user"
+            ASSISTANT = "assistant"
+            TOOL = "tool"
+
+        msgs = from_openai(
+            [
+                {"role": Role.SYSTEM, "content": "S"},
+                {"role": Role.DEVELOPER, "content": "D"},
+                {"role": Role.USER, "content": "q"},
+                {"role": Role.ASSISTANT, "content": None, "tool_calls": [call("c1")]},
+                {"role": Role.TOOL, "tool_call_id": "c1", "content": "r"},
+            ]
+        )
+        assert [m.role for m in msgs] == [
+            "system",
+            "system",
+            "user",
+            "assistant",
+            "tool",
+        ]
+        assert all(type(m.role) is str for m in msgs)
+        assert type(msgs[1].meta["openai"]["role"]) is str
+        assert to_openai(msgs)[1]["role"] == "developer"
+
+    def test_a_mixed_list_counts(self) -> None:
+        """A list mixing plain and subclassed roles counts as the plain one does."""
+
+        class Named(str):
+            pass
+
+        plain = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}]
+        mixed = [
+            {"role": Named("system"), "content": "S"},
+            {"role": Named("user"), "content": "q"},
+        ]
+        assert count_messages(mixed, "gpt-4o") == count_messages(plain, "gpt-4o")
+
+
+class TestSystemOpaqueParts:
+    def test_a_system_file_part_is_an_opaque_part_in_place(self) -> None:
+        """A system message's file part is an Opaque part in place, as a user's is."""
+        system = {
+            "role": "system",
+            "content": [{"type": "text", "text": "Rules:"}, PDF_PART],
+        }
+        msgs = from_openai([system, {"role": "user", "content": "hi"}])
+        assert msgs[0].parts[0] == Text("Rules:")
+        assert isinstance(msgs[0].parts[1], Opaque)
+        assert msgs[0].parts[1].block == PDF_PART
+        assert "opaque" not in msgs[0].meta.get("openai", {})
+        assert to_openai(msgs)[0] == system
+
+    def test_a_developer_file_part_round_trips(self) -> None:
+        """A developer message's too, written back as it came."""
+        dev = {
+            "role": "developer",
+            "content": [PDF_PART, {"type": "text", "text": "Use it."}],
+        }
+        msgs = from_openai([dev])
+        assert isinstance(msgs[0].parts[0], Opaque)
+        assert to_openai(msgs) == [dev]
+
+    def test_a_stored_meta_part_is_still_written(self) -> None:
+        """A message stored by an earlier version (the part in meta) is written."""
+        stored = Message(
+            "system",
+            (Text("Rules:"),),
+            meta={"openai": {"opaque": [[1, PDF_PART]]}},
+        )
+        assert to_openai([stored])[0]["content"] == [
+            {"type": "text", "text": "Rules:"},
+            PDF_PART,
         ]

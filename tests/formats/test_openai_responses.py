@@ -515,3 +515,14 @@ class TestImageDetail:
         )
         adapter = pydantic.TypeAdapter(responses.ResponseInputParam)
         adapter.validate_python(to_responses(conv))
+
+
+def test_nan_arguments_are_refused_naming_the_field() -> None:
+    """A function_call's NaN arguments are not JSON: refused, the field named."""
+    item = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "[NaN]"}
+    with pytest.raises(InvalidMessageError) as info:
+        from_responses([item])
+    assert (info.value.path, info.value.reason) == (
+        "input[0].arguments",
+        "not valid JSON: NaN is not JSON",
+    )

@@ -485,15 +485,17 @@ class TestFreeformCallsForAnthropic:
         assert turn["content"][0]["input"] == {"input": "1 + 1"}
 
     @pytest.mark.parametrize(
-        ("args", "why"), [("[1]", "got array"), ("2", "got number")]
+        ("args", "value"), [("[1]", [1]), ("2", 2), ("null", None), ("true", True)]
     )
-    def test_other_arguments_are_still_refused(self, args: str, why: str) -> None:
-        """Arguments that are JSON but no object or string stay an error."""
+    def test_other_arguments_are_written_as_input_too(
+        self, args: str, value: object
+    ) -> None:
+        """Any JSON value but an object is written as {"input": value}, as text is."""
         from contextwindow.messages import ToolCall
 
         msg = Message.assistant(tool_calls=[ToolCall("c1", "f", args)])
-        with pytest.raises(InvalidMessageError, match=why):
-            to_anthropic([Message.user("q"), msg])
+        turn = to_anthropic([Message.user("q"), msg]).messages[1]
+        assert turn["content"][0]["input"] == {"input": value}
 
 
 class TestImagesInChatToolMessages:

@@ -503,3 +503,29 @@ class TestContainerUpload:
         part = Opaque.of("anthropic", block)
         assert counter.part(part) == BPETokenizer("o200k_base").count(part.raw)
         assert counter.part(part) < PDF_PAGE_TOKENS
+
+
+class TestSystemDocuments:
+    def test_a_chat_system_document_counts_as_a_user_one(self) -> None:
+        """A file part in a Chat system message adds what it adds to a user message."""
+        pdf = {
+            "type": "file",
+            "file": {
+                "filename": "terms.pdf",
+                "file_data": "data:application/pdf;base64," + _pdf(3),
+            },
+        }
+        text = [{"type": "text", "text": "Rules:"}]
+
+        def added(role: str) -> int:
+            def conv(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                return [
+                    {"role": role, "content": content},
+                    {"role": "user", "content": "q"},
+                ]
+
+            return count_messages(conv([*text, pdf]), "gpt-4o") - count_messages(
+                conv(text), "gpt-4o"
+            )
+
+        assert added("system") == added("user") > 0

@@ -72,8 +72,13 @@ def cli_errors() -> Generator[None, None, None]:
 
 
 def _check_source(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    """``value`` itself: ``-``, a store URL, or the name of an existing file."""
-    if value != "-" and not is_store_url(value) and not Path(value).is_file():
+    """``value`` itself: ``-``, a store URL, or the name of something to read.
+
+    Not only a regular file: ``/dev/stdin``, a named pipe, a shell's
+    process substitution (``<(cmd)``, ``/dev/fd/63``) are read too, once,
+    from start to end (``read_transcripts`` reads the bytes in one go).
+    """
+    if value != "-" and not is_store_url(value) and not _readable(value):
         if not value:
             what = "an empty name"
         elif Path(value).is_dir():
@@ -85,6 +90,21 @@ def _check_source(_ctx: click.Context, _param: click.Parameter, value: str) -> s
             "standard input, or a store URL such as sqlite:///chats.db#ID"
         )
     return value
+
+
+def _readable(name: str) -> bool:
+    """Whether ``name`` is something that exists and is no directory.
+
+    ``os.stat``, not ``Path.is_file``: that is false for a pipe or a
+    device, which are read as a file is. Nothing is opened here: a pipe
+    gives its bytes once, to the reader.
+    """
+    if not name:
+        return False
+    try:
+        return not stat.S_ISDIR(os.stat(name).st_mode)
+    except (OSError, ValueError):  # no such file; a NUL in the name
+        return False
 
 
 def shown_source(source: str) -> str:

@@ -6,8 +6,10 @@ and what is accepted; nothing here prints.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 import click
 
@@ -49,6 +51,8 @@ def parse_amount(text: str, *, percent: bool = True) -> Amount | None:
 Amount(value=25.0, percent=True))
         >>> parse_amount("1.5") is None, parse_amount("-5") is None
         (True, True)
+        >>> parse_amount("9007199254740993")  # past a float's exact integers
+        Amount(value=9007199254740993, percent=False)
     """
     cleaned = text.strip().replace(",", "").replace("_", "")
     m = _AMOUNT.fullmatch(cleaned)
@@ -56,11 +60,17 @@ Amount(value=25.0, percent=True))
         return None
     number, suffix, pct = m.groups()
     if pct:
-        if not percent or suffix:
+        share = float(number)
+        if not percent or suffix or share == math.inf:
             return None
-        return Amount(float(number), percent=True)
-    tokens = float(number) * _SCALE[suffix.lower()]
-    if tokens != int(tokens):
+        return Amount(share, percent=True)
+    # Exact: a float holds integers to 2**53 alone (9007199254740993 would
+    # read as ...992), so a count is never read through one.
+    try:
+        tokens = Fraction(number) * _SCALE[suffix.lower()]
+    except ValueError:  # past Python's 4,300 digits for an int
+        return None
+    if tokens.denominator != 1:
         return None
     return Amount(int(tokens))
 

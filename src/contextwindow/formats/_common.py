@@ -22,8 +22,16 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from contextwindow._images import decode_base64, image_size, parse_data_uri
-from contextwindow.errors import InvalidMessageError
-from contextwindow.messages import Image, Message, ToolCall
+from contextwindow.errors import ArgumentValueError, InvalidMessageError
+from contextwindow.messages import (
+    Image,
+    Message,
+    Opaque,
+    Provider,
+    ToolCall,
+    dump_json,
+    parse_json,
+)
 
 __all__ = [
     "as_neutral",
@@ -33,6 +41,7 @@ __all__ = [
     "extras",
     "image_from_url",
     "insert_opaque",
+    "opaque_part",
     "part_extras",
     "provider_meta",
     "put_extras",
@@ -64,6 +73,8 @@ def check_json(text: str, path: str) -> None:
 
     Empty arguments are accepted because several OpenAI-compatible servers send
     ``""`` for a call without arguments; ``ToolCall.input`` reads it as ``{}``.
+    ``NaN`` and ``Infinity`` are not JSON, though Python's ``json`` reads
+    them (``messages.parse_json``): no provider takes them.
 
     Example:
         >>> check_json('{"a": 1}', "x")
@@ -71,14 +82,48 @@ def check_json(text: str, path: str) -> None:
         Traceback (most recent call last):
         ...
         contextwindow.errors.InvalidMessageError: x: not valid JSON
+        >>> check_json('{"a": NaN}', "x")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: x: not valid JSON: NaN is not JSON
     """
     if not text:
         return
     with too_deep(path):
         try:
-            json.loads(text)
-        except ValueError:
+            parse_json(text)
+        except json.JSONDecodeError:
             raise InvalidMessageError(path, "not valid JSON") from None
+        except ValueError as exc:  # NaN; a number too long to read
+            raise InvalidMessageError(path, f"not valid JSON: {exc}") from None
+
+
+def opaque_part(provider: Provider, block: Mapping[str, Any], path: str) -> Opaque:
+    """``Opaque.of(provider, block)``, or ``InvalidMessageError`` naming ``path``.
+
+    A block a reader keeps as it is must be JSON: a ``NaN`` (which
+    Python's ``json`` reads from a file), a value of no JSON type, or
+    nesting past the stack is reported at the block, as other bad input is.
+
+    Example:
+        >>> opaque_part("openai", {"type": "refusal", "refusal": "No."}, "x").type
+        'refusal'
+        >>> try:
+        ...     opaque_part("openai", {"type": "file", "n": float("nan")}, "m[0]")
+        ... except InvalidMessageError as exc:
+        ...     print(exc.path, exc.reason[:8])
+        m[0] not JSON
+    """
+    try:
+        return Opaque.of(provider, block)
+    except ArgumentValueError:
+        # Only on failure: the block's own error, found again for its reason.
+        with too_deep(path):
+            try:
+                dump_json(block)
+            except (TypeError, ValueError) as exc:
+                raise InvalidMessageError(path, f"not JSON: {exc}") from None
+        raise
 
 
 @contextmanager

@@ -23,12 +23,13 @@ Contract:
   ``user`` message become one user turn, results first. No other repair is
   made (role alternation, first turn): that is ``ensure_valid``'s job.
 - ``tool_use.input`` becomes ``ToolCall.arguments`` as compact JSON text
-  (``json.dumps(input, ensure_ascii=False, separators=(",", ":"))``) and is
-  parsed back on writing; it must be a JSON object then, or a JSON string:
-  a freeform tool's input (a Responses ``custom_tool_call``, a Chat
-  ``custom`` call) is written as ``{"input": <the string>}``, since
-  ``tool_use.input`` takes an object alone. Arguments that are not JSON, or
-  another JSON value, are an error.
+  (``messages.dump_json``: no ``NaN``, which no provider takes) and is
+  parsed back on writing. Arguments that are a JSON object are written as
+  they are; any other JSON value (a freeform tool's input, a Responses
+  ``custom_tool_call`` or a Chat ``custom`` call, is a JSON string) as
+  ``{"input": <the value>}``, since ``tool_use.input`` takes an object alone
+  (``_tool_input``). A ``ToolCall`` holds JSON alone (no ``NaN``), so every
+  call can be written.
 - Images: a ``base64`` source becomes a ``data:`` URI (its size read from the
   header), a ``url`` source the URL; other sources are kept as they are.
 - ``thinking`` / ``redacted_thinking`` become ``Thinking`` parts. Writing drops
@@ -61,7 +62,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, NamedTuple, cast
@@ -81,6 +81,7 @@ from contextwindow.formats._common import (
     extras,
     image_from_url,
     insert_opaque,
+    opaque_part,
     part_extras,
     provider_meta,
     put_extras,
@@ -98,6 +99,8 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
+    dump_json,
+    parse_json,
 )
 
 __all__ = [
@@ -264,8 +267,7 @@ def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicReques
 
     Raises:
         InvalidMessageError: A part cannot be written where it is (an image in a
-            system message, a tool call in a user message), or a tool call's
-            arguments are not a JSON object; the error names
+            system message, a tool call in a user message); the error names
             ``messages[i].parts[j]``.
 
     Example:
@@ -465,7 +467,7 @@ def _read_blocks(content: Sequence[Any], role: str, p: str) -> tuple[_Blocks, _B
             # and kept like any content.
             read = None if kind in _OPAQUE_BLOCKS else _read_block(block, kind, bp)
             if read is None:
-                read = (Opaque.of("anthropic", dict(block)), None)
+                read = (opaque_part("anthropic", block, bp), None)
             rest.parts.append(read[0])
             rest.entries.append(read[1])
     return results, rest
@@ -518,8 +520,8 @@ def _dumps(block: Mapping[str, Any], bp: str) -> str:
         raise InvalidMessageError(f"{bp}.input", "missing")
     value = expect_mapping(block["input"], f"{bp}.input")
     with too_deep(f"{bp}.input"):
-        try:
-            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:  # a NaN refused: no provider takes it (``ToolCall`` neither)
+            return dump_json(value)
         except (TypeError, ValueError) as exc:
             raise InvalidMessageError(f"{bp}.input", f"not JSON: {exc}") from None
 
@@ -589,7 +591,7 @@ def _read_inner(content: Sequence[Any], p: str) -> _Blocks:
             raise InvalidMessageError(
                 f"{bp}.type", f"unknown block type {kind!r} in a tool result"
             )
-        out.parts.append(Opaque.of("anthropic", dict(block)))
+        out.parts.append(opaque_part("anthropic", block, bp))
         out.entries.append(None)
     return out
 
@@ -665,7 +667,7 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
             "type": "tool_use",
             "id": part.id,
             "name": part.name,
-            "input": _loads(part, where),
+            "input": _tool_input(part, where),
         }
     if isinstance(part, Thinking):
         if part.redacted:
@@ -679,20 +681,38 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
     return _write_result(part, ent, where)
 
 
-def _loads(call: ToolCall, where: str) -> dict[str, Any]:
+def _tool_input(call: ToolCall, where: str) -> dict[str, Any]:
+    """The ``tool_use.input`` a call is written with: an object, always.
+
+    Its arguments when they are a JSON object (``{}`` when empty); any other
+    JSON value ``v`` as ``{"input": v}``, since ``input`` takes an object
+    alone: a freeform tool's text (a Responses ``custom_tool_call``, a Chat
+    ``custom`` call, whose arguments are a JSON string), or an array, a
+    number or ``null`` another shape's call carried. So every call a
+    ``ToolCall`` holds can be written, and ``validity`` needs no rule for it.
+
+    Raises:
+        InvalidMessageError: The arguments are nested too deeply to parse
+            here, or (a part that skipped the constructor) not JSON; the
+            error names ``where.arguments``.
+
+    Example:
+        >>> _tool_input(ToolCall("c1", "patch", '"+x"'), "messages[1].parts[0]")
+        {'input': '+x'}
+        >>> _tool_input(ToolCall("c2", "f", ""), "messages[1].parts[1]")
+        {}
+        >>> _tool_input(ToolCall("c3", "sum", "[1, 2]"), "messages[1].parts[2]")
+        {'input': [1, 2]}
+    """
     if not call.arguments:
         return {}
     with too_deep(f"{where}.arguments"):
         try:
-            value = json.loads(call.arguments)
+            value = parse_json(call.arguments)
         except ValueError:
             raise InvalidMessageError(f"{where}.arguments", "not valid JSON") from None
-    if isinstance(value, str):  # a freeform (custom) tool's input
-        return {"input": value}
     if not isinstance(value, dict):
-        raise InvalidMessageError(
-            f"{where}.arguments", f"expected a JSON object, got {type_name(value)}"
-        )
+        return {"input": value}
     return cast("dict[str, Any]", value)
 
 

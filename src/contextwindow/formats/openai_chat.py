@@ -13,9 +13,8 @@ Contract:
   paired with the earliest pending call of the same name.
 - Content parts: ``text`` and ``image_url`` are modelled; ``input_audio``,
   ``file``, ``audio`` and ``refusal`` parts become ``Opaque`` parts in their
-  place (counted and kept like other content; in a system message, whose
-  neutral form has no place for them, they are kept in
-  ``meta["openai"]["opaque"]``); any other type is an error. An assistant's
+  place, in every role (counted and kept like other content, as the
+  Responses reader keeps them); any other type is an error. An assistant's
   ``refusal`` and ``audio`` fields become ``Opaque`` parts too (a refusal
   part's shape; ``{"type": "audio", "audio": ...}``) and are written back to
   those fields. Another provider's ``Opaque`` part is written as its Chat
@@ -59,7 +58,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
@@ -80,6 +78,7 @@ from contextwindow.formats._common import (
     extras,
     image_from_url,
     insert_opaque,
+    opaque_part,
     part_extras,
     provider_meta,
     put_extras,
@@ -113,7 +112,6 @@ _FORMS = frozenset(("absent", "null", "str", "list"))
 class _Content(NamedTuple):
     parts: tuple[Text | Image | Opaque, ...]
     entries: list[Any] | None
-    opaque: list[Any]
     form: str
 
 
@@ -225,19 +223,20 @@ def thinking_sent(message: Message) -> frozenset[int]:
 # -- reading ---------------------------------------------------------------------
 
 
-def _read_content(obj: Mapping[str, Any], p: str, inline: bool = False) -> _Content:
-    """Read ``content``; parts kept as they are become ``Opaque`` where ``inline``.
+def _read_content(obj: Mapping[str, Any], p: str) -> _Content:
+    """Read ``content``; parts kept as they are become ``Opaque`` parts in place.
 
-    Elsewhere (a system message, whose neutral form holds text alone) they
-    are kept in ``meta`` and written back in place.
+    A system message's too: what the model reads there is counted and cut
+    like the rest. (Messages stored by earlier versions kept them in
+    ``meta["openai"]["opaque"]``: the writer still puts those back.)
     """
     if "content" not in obj:
-        return _Content((), None, [], "absent")
+        return _Content((), None, "absent")
     content = obj["content"]
     if content is None:
-        return _Content((), None, [], "null")
+        return _Content((), None, "null")
     if isinstance(content, str):
-        return _Content((Text(content),) if content else (), None, [], "str")
+        return _Content((Text(content),) if content else (), None, "str")
     if not isinstance(content, list):
         raise InvalidMessageError(
             f"{p}.content",
@@ -245,7 +244,6 @@ def _read_content(obj: Mapping[str, Any], p: str, inline: bool = False) -> _Cont
         )
     parts: list[Text | Image | Opaque] = []
     entries: list[dict[str, Any] | None] = []
-    opaque: list[Any] = []
     for j, raw in enumerate(cast("Sequence[Any]", content)):
         pp = f"{p}.content[{j}]"
         part = expect_mapping(raw, pp)
@@ -265,17 +263,14 @@ def _read_content(obj: Mapping[str, Any], p: str, inline: bool = False) -> _Cont
             if inner:
                 ent["image_url"] = inner
         elif kind in _OPAQUE_PARTS:
-            if not inline:
-                opaque.append([j, copy.deepcopy(dict(part))])
-                continue
-            parts.append(Opaque.of("openai", dict(part)))
+            parts.append(opaque_part("openai", part, pp))
             extra = {}
         else:
             raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")
         if extra:
             ent["extra"] = extra
         entries.append(ent or None)
-    return _Content(tuple(parts), part_extras(entries), opaque, "list")
+    return _Content(tuple(parts), part_extras(entries), "list")
 
 
 def _default_form(
@@ -295,9 +290,7 @@ def _content_meta(c: _Content, empty: str) -> dict[str, Any]:
     om: dict[str, Any] = {}
     if c.entries:
         om["parts"] = c.entries
-    if c.opaque:
-        om["opaque"] = c.opaque
-    if c.form != _default_form(c.parts, c.entries, c.opaque, empty):
+    if c.form != _default_form(c.parts, c.entries, None, empty):
         om["content_form"] = c.form
     return om
 
@@ -309,10 +302,10 @@ def _message(
 
 
 def _read_plain(obj: Mapping[str, Any], role: str, p: str) -> Message:
-    c = _read_content(obj, p, inline=role == "user")
+    c = _read_content(obj, p)
     om = _content_meta(c, "str")
     if role == "developer":
-        om["role"] = role
+        om["role"] = "developer"  # a str, whatever subclass of one ``role`` is
     extra = extras(obj, ("role", "content", "name"), ("name",))
     if extra:
         om["extra"] = extra
@@ -321,7 +314,7 @@ def _read_plain(obj: Mapping[str, Any], role: str, p: str) -> Message:
 
 
 def _read_assistant(obj: Mapping[str, Any], p: str, index: int) -> Message:
-    c = _read_content(obj, p, inline=True)
+    c = _read_content(obj, p)
     parts: list[Part] = []
     om: dict[str, Any] = {}
     reasoning = opt_str(obj, "reasoning_content", p)
@@ -337,7 +330,9 @@ def _read_assistant(obj: Mapping[str, Any], p: str, index: int) -> Message:
         om["refusal"] = "field"
     audio = obj.get("audio")
     if isinstance(audio, Mapping):
-        parts.append(Opaque.of("openai", {"type": "audio", "audio": dict(audio)}))
+        kept = dict(cast("Mapping[str, Any]", audio))
+        audio_block: dict[str, Any] = {"type": "audio", "audio": kept}
+        parts.append(opaque_part("openai", audio_block, f"{p}.audio"))
     calls, call_entries = _read_calls(obj, p)
     if "function_call" in obj and obj["function_call"] is not None:
         if calls:
@@ -427,7 +422,7 @@ def _read_custom(call: Mapping[str, Any], p: str) -> ToolCall:
 
 
 def _read_result(obj: Mapping[str, Any], p: str, call_id: str) -> Message:
-    c = _read_content(obj, p, inline=True)
+    c = _read_content(obj, p)
     content: str | tuple[ResultPart, ...]
     if c.form == "list":
         content = c.parts

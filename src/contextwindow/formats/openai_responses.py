@@ -107,6 +107,7 @@ from contextwindow.formats._common import (
     extras,
     image_from_url,
     insert_opaque,
+    opaque_part,
     part_extras,
     provider_meta,
     put_extras,
@@ -124,6 +125,7 @@ from contextwindow.messages import (
     Thinking,
     ToolCall,
     ToolResult,
+    dump_json,
 )
 
 __all__ = ["ITEM_TYPES", "from_responses", "result_takes_text", "to_responses"]
@@ -430,7 +432,7 @@ def _read_parts(
             if not inline:
                 opaque.append([j, copy.deepcopy(dict(part))])
                 continue
-            parts.append(Opaque.of("responses", dict(part)))
+            parts.append(opaque_part("responses", part, pp))
             extra = {}
         else:
             raise InvalidMessageError(f"{pp}.type", f"unknown part type {kind!r}")
@@ -463,7 +465,7 @@ def _read_message(
         )
         lay = {"type": "message", "n": len(parts), "content_form": "list", **extra_lay}
     if role == "developer":
-        lay["role"] = role
+        lay["role"] = "developer"  # a str, whatever subclass of one ``role`` is
     if "type" not in obj:
         lay["no_type"] = True
     extra = extras(obj, ("type", "role", "content"))
@@ -602,7 +604,7 @@ def _read_item(
         return (Text(_shown(obj)),), _kept(obj, kind), "assistant"
     if kind == "compaction":
         expect_str(obj, "encrypted_content", p)
-        return (Opaque.of("responses", dict(obj)),), _kept(obj, kind), "assistant"
+        return (opaque_part("responses", obj, p),), _kept(obj, kind), "assistant"
     return (*_read_reasoning(obj, p), "assistant")
 
 
@@ -633,8 +635,8 @@ def _read_kept_call(obj: Mapping[str, Any], p: str, kind: str) -> ToolCall:
         check_json(args, f"{p}.{args_key}")
     else:
         with too_deep(f"{p}.{args_key}"):
-            try:
-                args = _compact(value)
+            try:  # no NaN: ``ToolCall`` takes JSON alone
+                args = dump_json(value)
             except (TypeError, ValueError):
                 raise InvalidMessageError(f"{p}.{args_key}", "not JSON") from None
     return ToolCall(call_id, name, args)
