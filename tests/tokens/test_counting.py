@@ -329,6 +329,36 @@ class TestWhatIsSent:
         else:
             assert counted < thinking
 
+    @pytest.mark.parametrize("shift", [0, 5])
+    def test_equal_messages_read_otherwise_are_counted_otherwise(
+        self, shift: int
+    ) -> None:
+        """A counter that counted a conversation read from Chat (its reasoning
+        not sent to Anthropic) counts the same messages made by hand (their
+        thinking sent) anew, not with the running totals it kept by equality:
+        a shared counter made fit's pinned content 43 tokens more than a
+        fresh count of it. ``shift``: the second conversation starts with
+        other messages, so only runs of it match (``best_spans``)."""
+        turns = []
+        for i in range(40):
+            turns += [
+                {"role": "user", "content": f"Step {i}?"},
+                {
+                    "role": "assistant",
+                    "content": f"Done {i}.",
+                    "reasoning_content": f"Think about step {i} carefully. " * 4,
+                },
+            ]
+        read = from_openai(turns)
+        made = [Message.user("A new start.") for _ in range(shift)] + [
+            Message(m.role, m.parts, id=m.id) for m in read
+        ]
+        assert made[shift:] == read  # equal: meta is not compared
+        counter = TokenCounter(O200K, "anthropic")
+        counter.messages(read)
+        assert counter.messages(made) == TokenCounter(O200K, "anthropic").messages(made)
+        assert counter.running(made) == TokenCounter(O200K, "anthropic").running(made)
+
     def test_fit_takes_what_is_sent(self) -> None:
         """fit() for OpenAI no longer refuses a request whose written form fits."""
         conv = from_anthropic(SIGNED)[:2]

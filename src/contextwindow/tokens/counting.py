@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, TypeAlias, cast
 
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
@@ -404,6 +406,10 @@ class TokenCounter:
         for last, last_sums in self._last:
             k = len(last)
             if k and n >= k and seq[k - 1] is last[-1] and _starts_with(seq, last):
+                d = self._sent_alike(seq, last, 0, k)
+                if d < k:  # equal, but some thinking is sent otherwise
+                    base, k = last_sums[: d + 1], d
+                    break
                 if n == k:
                     return last_sums
                 base = last_sums
@@ -416,12 +422,18 @@ class TokenCounter:
             # of the last few seen that it holds elsewhere (its oldest
             # messages dropped, runs of them made one line), the counts are
             # moved (``best_spans``).
-            k, found = _longest_prefix(seq, self._last)
+            k, found, like = _longest_prefix(seq, self._last)
+            if k:
+                k = self._sent_alike(seq, like, 0, k)
             base = found[: k + 1] if k else (0,)
             if n - k >= MIN_SHARED:
                 tried = self._last[:TRIED]
                 at, shared = best_spans([last for last, _ in tried], seq, k)
-                spans = [(*s, tried[at][1]) for s in shared]
+                spans = [
+                    (first, end, d, tried[at][1])
+                    for first, end, d in shared
+                    if self._sent_alike(seq, tried[at][0], first, end, d) == end
+                ]
         total = base[-1]
         tail: list[int] = []
         append = tail.append
@@ -447,6 +459,37 @@ class TokenCounter:
             self._last.insert(0, (kept, done))
             del self._last[_RECENT:]
         return done
+
+    def _sent_alike(
+        self,
+        seq: Sequence[Message],
+        other: Sequence[Message],
+        start: int,
+        stop: int,
+        shift: int = 0,
+    ) -> int:
+        """Where equal messages first differ in the thinking a writer sends.
+
+        ``seq[start:stop]`` equals ``other[start - shift:stop - shift]``; the
+        first index whose message's thinking is sent otherwise, else ``stop``.
+
+        Equal messages count alike but for their ``Thinking`` parts, which a
+        writer sends or not by the message's ``meta`` (``thinking_sent``), a
+        field equality does not compare: only the messages that are not the
+        very same objects and hold thinking are looked at.
+        """
+        if stop <= start:
+            return stop
+        theirs = other[start - shift : stop - shift]
+        for i in compress(
+            range(start, stop), map(operator.is_not, seq[start:stop], theirs)
+        ):
+            m = seq[i]
+            if any(p.__class__ is Thinking for p in m.parts) and self._key(
+                m
+            ) != self._key(other[i - shift]):
+                return i
+        return stop
 
     def _openai_system_adjustment(self, seq: Sequence[Message]) -> int:
         # With tools, OpenAI pads the first system message with a newline and
@@ -669,10 +712,15 @@ def _starts_with(seq: Sequence[Any], last: Sequence[Any]) -> bool:
 def _longest_prefix(
     seq: Sequence[Message],
     recent: Sequence[tuple[Sequence[Message], tuple[int, ...]]],
-) -> tuple[int, tuple[int, ...]]:
-    """The longest prefix ``seq`` shares with a remembered sequence, and its sums."""
+) -> tuple[int, tuple[int, ...], Sequence[Message]]:
+    """The longest prefix ``seq`` shares with a remembered sequence.
+
+    Its length, the sequence's running sums, and the sequence.
+    """
     which, best = longest_prefix(seq, [last for last, _ in recent])
-    return (best, recent[which][1]) if best >= MIN_SHARED else (0, ())
+    if best < MIN_SHARED:
+        return 0, (), ()
+    return best, recent[which][1], recent[which][0]
 
 
 def _listed(msgs: Iterable[Any], provider: Provider) -> Sequence[Any]:
