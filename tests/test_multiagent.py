@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -18,13 +19,16 @@ from contextwindow.multiagent import (
     ACTIVITY_HEADING,
     NO_ANSWER,
     NO_TASK,
+    SLICE_STRATEGY,
     SUBJECT_LENGTH,
     SharedContext,
     fold_result,
     handoff,
     subject,
 )
-from contextwindow.strategies import DropOldest
+from contextwindow.relevance import BM25Scorer
+from contextwindow.relevance import bm25 as bm25_module
+from contextwindow.strategies import DropOldest, Pipeline, SelectRelevant
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens import TokenCounter
 from contextwindow.validity import problems
@@ -289,6 +293,30 @@ class TestSliceFor:
         view = ctx.slice_for("a", "note 0 again?", budget=30)
         assert view.report.stages[0] == "DropOldest"
         assert [m.text for m in view.messages][-2] == "note 5 about the hotel"
+
+    def test_the_shared_slice_strategy_holds_bounded_memory(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """SLICE_STRATEGY lives as long as the process, and every context's
+        slices share its term cache: the copies of unit texts it keeps are
+        bounded in memory, not kept for every context ever sliced."""
+        assert isinstance(SLICE_STRATEGY, Pipeline)
+        select = SLICE_STRATEGY.stages[-1]
+        assert isinstance(select, SelectRelevant)
+        assert isinstance(select.scorer, BM25Scorer)
+        cache = select.scorer.cache
+        assert cache.max_bytes == bm25_module.DEFAULT_CACHE_BYTES
+        monkeypatch.setattr(cache, "_max_bytes", 100_000)  # a bound this test reaches
+        rng = random.Random(0)
+        for k in range(3):
+            ctx = SharedContext(tokenizer=FakeTokenizer())
+            for i in range(60):
+                words = " ".join(f"w{rng.randrange(10**9)}" for _ in range(100))
+                ctx.add(Message.user(f"task {k}-{i} {words}"), agent="coder")
+                ctx.add(Message.assistant("ok"), agent="coder")
+            ctx.slice_for("coder", "find w123", budget=500)
+        assert 0 < cache.held <= 100_000
+        assert 0 < len(cache) < 60
 
 
 PARENT = [

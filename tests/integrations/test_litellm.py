@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from tests.llama import LlamaServer, free_port
 
 from contextwindow import get_tokenizer, problems
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ArgumentError, ContextWindowError, InvalidMessageError
 from contextwindow.formats import from_openai
 from contextwindow.integrations.litellm import (
     FittingCompletion,
@@ -198,3 +199,160 @@ class TestLlama:
         second = calls.completion(**args)  # fitted to the calibrated budget
         assert calls.calibration("openai/smollm2").observed == 2
         assert second.usage.prompt_tokens <= 1_200 - 16
+
+
+SCHEMA: dict[str, Any] = {
+    "name": "lookup",
+    "description": "Look things up. " * 400,
+    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+}
+
+
+def long_history() -> list[dict[str, Any]]:
+    turns = [
+        {"role": "user", "content": f"turn {i} " + "alpha beta " * 100}
+        for i in range(60)
+    ]
+    return [*turns, {"role": "user", "content": "go"}]
+
+
+class TestSchemasCounted:
+    def sent_size(self, sent: Sent, **extra: Any) -> int:
+        calls = FittingCompletion(windows={"openai/local": 8_000})
+        calls.completion(
+            model="openai/local",
+            messages=long_history(),
+            max_tokens=1_000,
+            mock_response="ok",
+            **extra,
+        )
+        return COUNTER.messages(from_openai(sent.calls[-1][1]))
+
+    def test_legacy_functions_cost_what_tools_cost(self, sent: Sent) -> None:
+        """functions= leaves the messages the room tools= leaves them."""
+        with_tools = self.sent_size(
+            sent, tools=[{"type": "function", "function": SCHEMA}]
+        )
+        alone = self.sent_size(sent)
+        assert with_tools < alone - 1_000  # the schema is some 1,600 tokens
+        assert self.sent_size(sent, functions=[SCHEMA]) == with_tools
+
+    def test_a_response_format_schema_is_counted_as_its_tool(self, sent: Sent) -> None:
+        """A json_schema response_format takes the room of the same schema as a
+        tool (what LiteLLM sends Anthropic); json_object alone costs nothing."""
+        fmt = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": SCHEMA["name"],
+                "description": SCHEMA["description"],
+                "schema": SCHEMA["parameters"],
+            },
+        }
+        with_tools = self.sent_size(
+            sent, tools=[{"type": "function", "function": SCHEMA}]
+        )
+        assert self.sent_size(sent, response_format=fmt) == with_tools
+        alone = self.sent_size(sent)
+        assert self.sent_size(sent, response_format={"type": "json_object"}) == alone
+
+    def test_bad_schemas_are_named(self) -> None:
+        """A malformed function or response schema names where it is."""
+        calls = FittingCompletion(windows={"openai/local": 8_000})
+        bad: dict[str, Any] = {"name": "f", "parameters": {"properties": []}}
+        with pytest.raises(
+            InvalidMessageError, match=r"^functions\[0\]\.parameters\.properties"
+        ):
+            calls.completion(
+                model="openai/local",
+                messages=[{"role": "user", "content": "hi"}],
+                functions=[bad],
+                mock_response="ok",
+            )
+        fmt = {"type": "json_schema", "json_schema": {"name": "A", "schema": [1]}}
+        with pytest.raises(
+            InvalidMessageError, match=r"^response_format\.json_schema\.schema: "
+        ):
+            calls.completion(
+                model="openai/local",
+                messages=[{"role": "user", "content": "hi"}],
+                response_format=fmt,
+                mock_response="ok",
+            )
+
+
+class TestProviderRules:
+    HISTORY: ClassVar[list[dict[str, Any]]] = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": "Hello, how can I help?"},
+        {"role": "user", "content": "hi"},
+    ]
+
+    @pytest.mark.parametrize(
+        ("model", "given"),
+        [
+            ("bedrock/meta.llama3-8b-instruct-v1:0", None),
+            ("bedrock/converse/mistral.mistral-large-2407-v1:0", None),
+            ("gemini/gemini-2.0-flash", None),
+            ("vertex_ai/gemini-2.0-flash", None),
+            ("my-local-llama", "bedrock"),
+        ],
+    )
+    def test_user_first_providers_get_a_user_turn_first(
+        self, sent: Sent, model: str, given: str | None
+    ) -> None:
+        """Bedrock (every model), Gemini and Vertex AI open on a user turn."""
+        calls = FittingCompletion(windows={model: 8_000})
+        extra = {} if given is None else {"custom_llm_provider": given}
+        calls.completion(
+            model=model, messages=self.HISTORY, mock_response="ok", **extra
+        )
+        ms = sent.calls[-1][1]
+        assert [m["role"] for m in ms][:3] == ["system", "user", "assistant"]
+        assert problems(from_openai(ms), "anthropic") == ()
+
+    def test_openai_keeps_an_assistant_turn_first(self, sent: Sent) -> None:
+        """OpenAI's rules allow an assistant turn first: nothing is added."""
+        calls = FittingCompletion(windows={"openai/local": 8_000})
+        calls.completion(
+            model="openai/local", messages=self.HISTORY, mock_response="ok"
+        )
+        assert [m["role"] for m in sent.calls[-1][1]] == ["system", "assistant", "user"]
+
+
+class TestWindows:
+    @pytest.mark.parametrize("bad", ["big", -5, 0, True, 1.5, None])
+    def test_a_bad_window_is_named(self, bad: object) -> None:
+        """Each value of windows= is an int >= 1, named by its model."""
+        with pytest.raises(
+            ArgumentError, match=r"^windows\['m'\]: expected an int >= 1"
+        ):
+            FittingCompletion(windows={"m": bad})  # type: ignore[dict-item]  # the wrong type on purpose
+
+    def test_a_window_overrides_the_registry(self) -> None:
+        """windows= wins over the registry for a model it knows."""
+        assert FittingCompletion(windows={"gpt-4o": 1_000}).window("gpt-4o") == 1_000
+
+
+class TestQuiet:
+    def test_an_unknown_model_prints_nothing(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """LiteLLM's 'Provider List' banner is not printed; its setting is kept."""
+        litellm = _litellm()
+        before = litellm.suppress_debug_info
+        with pytest.raises(ContextWindowError, match="windows="):
+            FittingCompletion().window("unknown-model-xyz")
+        assert capsys.readouterr().out == ""
+        assert litellm.suppress_debug_info == before
+
+    def test_a_mocked_reply_teaches_calibration_nothing(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """mock_response usage is LiteLLM's estimate: not observed, no warning."""
+        calls = FittingCompletion()
+        with caplog.at_level(logging.DEBUG, logger="contextwindow"):
+            calls.completion(
+                model="gpt-4o", messages=agent_history(3), mock_response="ok"
+            )
+        assert calls.calibration("gpt-4o").observed == 0
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import gc
 import math
 import random
+import tracemalloc
 from typing import Any
 
 import numpy
@@ -9,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ArgumentError, ArgumentTypeError, ContextWindowError
 from contextwindow.relevance import BM25Scorer, TermCache, terms
 from contextwindow.relevance import bm25 as bm25_module
+from contextwindow.relevance._text import _term
 from contextwindow.relevance.bm25 import (
     _spread,
     _spread_dense,
@@ -156,6 +159,66 @@ class TestIncrementalIndex:
         assert cache.get("alpha") == a
         with pytest.raises(ContextWindowError):
             TermCache(0)
+
+
+class TestTermCacheMemory:
+    def test_the_cache_is_bounded_by_memory(self) -> None:
+        """Oldest out until what the entries hold fits max_bytes."""
+        cache = TermCache(max_bytes=20_000)
+        docs = [
+            f"doc {i} " + " ".join(f"w{i}x{j}" for j in range(50)) for i in range(40)
+        ]
+        for d in docs:
+            cache.get(d)
+        assert 0 < cache.held <= cache.max_bytes == 20_000
+        assert 1 < len(cache) < len(docs)
+        assert cache.get(docs[-1]) is cache.get(docs[-1])  # the newest is kept
+
+    def test_what_it_charges_is_what_it_holds(self) -> None:
+        """The charge covers the memory the entries really keep (tracemalloc)."""
+        rng = random.Random(0)
+        docs = [
+            " ".join(f"w{rng.randrange(10**9)}" for _ in range(300)) for _ in range(60)
+        ]
+        gc.collect()
+        tracemalloc.start()
+        try:
+            cache = TermCache(max_bytes=400_000)
+            for text in docs:
+                cache.get(text)
+            docs.clear()  # only the cache holds the texts now (``text`` is the last)
+            _term.cache_clear()  # and the terms in its tables
+            gc.collect()
+            with_entries = tracemalloc.get_traced_memory()[0]
+            held = cache.held
+            cache = TermCache()
+            gc.collect()
+            freed = with_entries - tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert held <= 400_000
+        assert freed <= held * 1.25, (freed, held)
+
+    def test_a_document_over_the_bound_is_counted_not_kept(self) -> None:
+        """One text larger than max_bytes is scored, and nothing is evicted for it."""
+        cache = TermCache(max_bytes=2_000)
+        small = cache.get("a small note")
+        big = cache.get("word " * 1_000)
+        assert big == ({"word": 1_000}, 1_000)
+        assert len(cache) == 1
+        assert cache.get("a small note") is small
+
+    @pytest.mark.parametrize("bad", [0, -1, 1.5, "1000", True, None])
+    def test_bad_bounds_are_named(self, bad: object) -> None:
+        """size and max_bytes: ints >= 1, named."""
+        with pytest.raises(ArgumentError, match=r"^max_bytes: expected an int >= 1"):
+            TermCache(max_bytes=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", ["nope", {}, None, 5])
+    def test_a_scorer_cache_that_is_no_term_cache_is_named(self, bad: object) -> None:
+        """BM25Scorer(cache=...) is checked when built, not an AttributeError later."""
+        with pytest.raises(ArgumentTypeError, match=r"^cache: expected a TermCache"):
+            BM25Scorer(cache=bad)  # type: ignore[arg-type]  # the wrong type on purpose
 
 
 def test_window_sums() -> None:

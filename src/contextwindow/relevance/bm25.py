@@ -14,7 +14,10 @@ Contract:
   documents given, the conversation itself; nothing is trained.
 - Term counts are cached per document text (bounded, least recently used first out), so
   scoring a conversation again after one new message tokenises that one
-  message. The cache never changes a result.
+  message. The cache never changes a result. It holds copies of
+  conversation texts and outlives them (a scorer is often built once per
+  process), so it is bounded by the memory its entries hold
+  (``DEFAULT_CACHE_BYTES``), not only by their number.
 - ``index()`` gives a ``BM25Index``: the documents' term statistics as an
   inverted index (each term's documents and counts) that grows and shrinks at
   its end. ``index.scores(query, n)`` equals ``scorer(documents[:n], query)``
@@ -41,6 +44,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import sys
 import threading
 from bisect import bisect_left
 from collections import Counter, OrderedDict, deque
@@ -52,14 +56,16 @@ from types import ModuleType
 from typing import Any, cast
 
 from contextwindow._args import check_int, check_items, check_number, shown
-from contextwindow._lru import LRU
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.relevance._text import terms
 
 __all__ = ["BM25Index", "BM25Scorer", "TermCache"]
 
 DEFAULT_CACHE_SIZE = 100_000
-"""Documents whose term counts a ``TermCache`` keeps."""
+"""Documents whose term counts a ``TermCache`` keeps, at most."""
+
+DEFAULT_CACHE_BYTES = 32 * 2**20
+"""Memory a ``TermCache``'s entries hold, at most (32 MiB)."""
 
 Stats = tuple[dict[str, int], int]
 """A document's term counts and its length in terms."""
@@ -77,6 +83,18 @@ is installed (below, building the arrays costs more than the loops)."""
 class TermCache:
     """Term counts per document text, bounded (least recently used out first).
 
+    Args:
+        size: The most documents kept.
+        max_bytes: The most memory the entries hold: each is charged the
+            ``sys.getsizeof`` of its text, of its table of counts and of
+            each term in it (a term shared with other tables is charged to
+            each: the bound errs on the safe side; the counts are small
+            ints, shared), and the oldest go until the rest fit. A document
+            charged more than that on its own is counted, not kept.
+
+    Raises:
+        ArgumentError: ``size`` or ``max_bytes`` not an int of at least 1.
+
     Example:
         >>> cache = TermCache()
         >>> cache.get("Dogs chase cats; cats run.")
@@ -84,27 +102,65 @@ class TermCache:
         >>> len(cache), cache.get("Dogs chase cats; cats run.") is cache.get(
         ...     "Dogs chase cats; cats run.")
         (1, True)
+        >>> small = TermCache(max_bytes=800)
+        >>> for text in ("a long text " * 20, "another one " * 20):
+        ...     _ = small.get(text)
+        >>> len(small), small.held <= 800
+        (1, True)
     """
 
-    __slots__ = ("_entries", "_lock")
+    __slots__ = ("_entries", "_held", "_lock", "_max_bytes", "_size")
 
-    def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
-        self._entries: LRU[str, Stats] = LRU(check_int(size, "size", low=1))
+    def __init__(
+        self, size: int = DEFAULT_CACHE_SIZE, *, max_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> None:
+        self._size: int = check_int(size, "size", low=1)
+        self._max_bytes: int = check_int(max_bytes, "max_bytes", low=1)
+        # An OrderedDict, as ``_lru.LRU`` keeps one (O(1) at both ends), with
+        # each entry's charge beside it: eviction must know what it frees.
+        self._entries: OrderedDict[str, tuple[Stats, int]] = OrderedDict()
+        self._held = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def held(self) -> int:
+        """The memory charged to the entries now (see ``max_bytes``)."""
+        return self._held
+
+    @property
+    def max_bytes(self) -> int:
+        """The most memory the entries may hold."""
+        return self._max_bytes
+
     def get(self, text: str) -> Stats:
         """The term counts and length of ``text``, computed once."""
+        entries = self._entries
         with self._lock:
-            found = self._entries.get(text)
-        if found is not None:
-            return found
+            found = entries.get(text)
+            if found is not None:
+                entries.move_to_end(text)
+                return found[0]
         words = terms(text)
         stats: Stats = (dict(Counter(words)), len(words))
+        counts = stats[0]
+        cost = (
+            sys.getsizeof(text)
+            + sys.getsizeof(counts)
+            + sum(map(sys.getsizeof, counts))
+        )
+        if cost > self._max_bytes:
+            return stats
         with self._lock:
-            self._entries.put(text, stats)
+            old = entries.pop(text, None)
+            if old is not None:  # stored by another thread meanwhile
+                self._held -= old[1]
+            entries[text] = (stats, cost)
+            self._held += cost
+            while len(entries) > self._size or self._held > self._max_bytes:
+                self._held -= entries.popitem(last=False)[1][1]
         return stats
 
 
@@ -120,8 +176,9 @@ class BM25Scorer:
             document's own (which counts 1). ``()``: plain BM25.
 
     Raises:
-        ContextWindowError: ``k1`` or ``b`` out of range, or a width below 1
-            or a negative weight in ``context``.
+        ContextWindowError: ``k1`` or ``b`` out of range, a width below 1
+            or a negative weight in ``context``, or a ``cache`` that is not a
+            ``TermCache``.
 
     Example:
         >>> docs = ["We adopted a puppy!", "Congrats! What is her name?",
@@ -152,6 +209,8 @@ class BM25Scorer:
         check_number(self.b, "b", low=0, high=1)
         pairs = check_items(self.context, "context", _context_pair)
         object.__setattr__(self, "context", tuple(pairs))
+        if not isinstance(self.cache, TermCache):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError("cache", shown(self.cache), "a TermCache")
 
     def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
         """One score per document (0: no query term in it or around it)."""

