@@ -5,10 +5,13 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from contextwindow import ContextManager, Message, Opaque, Text, Thinking, ToolCall, fit
 from contextwindow.formats import from_anthropic, to_openai
 from contextwindow.handles import find_handles
 from contextwindow.recalling import (
+    MIN_RECALL_TOKENS,
     RECALL_TOOL,
     answer_recall,
     context_recall,
@@ -23,6 +26,7 @@ from contextwindow.summarizers import (
     summary_sources,
 )
 from contextwindow.testing import FakeTokenizer
+from contextwindow.tokens import HeuristicTokenizer
 
 FILE = "\n".join(f"def handler_{i}(): return {1000 + i}" for i in range(200))
 
@@ -116,6 +120,70 @@ class TestRecallThroughFit:
         assert bad.tool_results[0].is_error
         assert "start_line must be a positive integer" in bad.text
 
+    def test_a_line_longer_than_a_page_is_read_a_piece_at_a_time(self) -> None:
+        """One line of minified JSON (and lines around it): following the notes
+        from the first answer on, piece after piece, gives back every character."""
+        one = json.dumps(
+            [{"sku": f"SKU-{i:05d}", "price": i * 1.5} for i in range(3000)]
+        )
+        for text in (
+            one,
+            f"first line\n{one}\n" + "\n".join(f"row {i}" for i in range(300)),
+        ):
+            history = [Message.tool("c1", text)]
+            h = history[0].id
+            answer = answer_recall(history, recall_call(h, max_tokens=500)).text
+            at = re.search(
+                r"recall with start_line=(\d+)(?:, start_char=(\d+))?", answer
+            )
+            assert at is not None
+            line, char = int(at.group(1)), int(at.group(2) or 1)
+            got = answer.split("\n[... ")[0]
+            pages = 0
+            while True:
+                call = recall_call(h, max_tokens=500, start_line=line, start_char=char)
+                page = answer_recall(history, call).text
+                assert HeuristicTokenizer().count(page) <= 500
+                lines = page.split("\n")
+                more = re.fullmatch(
+                    r"\[.*(?:follow|goes on): recall with start_line=(\d+)"
+                    r"(?:, start_char=(\d+))?\]",
+                    lines[-1],
+                )
+                ended = more is None and lines[-1] != "[the end of the original]"
+                body = lines[1:] if ended else lines[1:-1]
+                got += ("\n" if char == 1 else "") + "\n".join(body)
+                pages += 1
+                if more is None:
+                    break
+                line, char = int(more.group(1)), int(more.group(2) or 1)
+            assert got == text
+            assert pages > 10
+        past = recall_call(h, start_line=2, start_char=10**6)
+        assert answer_recall(history, past).text.startswith("[line 2 has ")
+        bad = answer_recall(history, recall_call(h, start_char=0))
+        assert bad.tool_results[0].is_error
+        assert "start_char must be a positive integer" in bad.text
+
+    @pytest.mark.parametrize("cap", [1, 5, 50, 100, 500, 4000])
+    def test_the_notes_fit_the_cap(self, cap: int) -> None:
+        """What comes back, the notes included, takes at most ``max_tokens``
+        (raised to MIN_RECALL_TOKENS below it)."""
+        tok = HeuristicTokenizer()
+        one = json.dumps(
+            {"rows": [{"id": i, "sku": f"SKU-{i:06d}"} for i in range(3000)]}
+        )
+        lines = "\n".join(f"line {i}: value {10_000 + i}" for i in range(3000))
+        for text in (one, lines):
+            history = [Message.tool("c1", text)]
+            h = history[0].id
+            for extra in ({}, {"start_line": 2}, {"start_char": 40}):
+                got = answer_recall(history, recall_call(h, max_tokens=cap, **extra))
+                assert tok.count(got.text) <= max(cap, MIN_RECALL_TOKENS), (
+                    extra,
+                    got.text,
+                )
+
     def test_a_summary_names_a_handle_that_recalls_what_it_replaced(self) -> None:
         """Its header's handle, in the conversation sent, brings the messages back;
         the same messages in another shape (new ids) show the same handle."""
@@ -135,6 +203,39 @@ class TestRecallThroughFit:
         (again,) = [m for m in dicts.messages if is_summary(m)]
         assert summary_handle(again) == handle
         assert again.text == summary.text
+
+    def test_a_summary_recalls_from_provider_dicts_converted_again(self) -> None:
+        """Provider dicts carry no ids (each conversion makes new ones): the
+        summary's handle still brings back what it replaced, by content, also
+        after it was rolled forward into a later summary."""
+        hist: list[dict[str, str]] = [{"role": "system", "content": "agent"}]
+        for i in range(10):
+            hist += [
+                {"role": "user", "content": f"Edit src/h_{i}.py " + "pad " * 60},
+                {"role": "assistant", "content": f"done {i}"},
+            ]
+        hist.append({"role": "user", "content": "next"})
+        fitted = fit(hist, limit=500, strategy=Summarize(keep_recent=2))
+        (summary,) = [m for m in fitted.messages if is_summary(m)]
+        call = recall_call(str(summary_handle(summary)), max_tokens=32000)
+        got = answer_recall(hist, call, view=fitted.messages)  # type: ignore[arg-type]  # provider dicts, as users hold them
+        assert not got.tool_results[0].is_error, got.text
+        assert got.text.startswith("user: Edit src/h_0.py pad")
+        assert "assistant: done 0" in got.text
+        n = len(summary_sources(summary))
+        assert got.text.count("\n") + 1 == n  # one line per message replaced
+        # Rolled forward: the later summary names the earlier one's messages too.
+        grown = [*fitted.messages, Message.assistant("ok " + "pad " * 80)]
+        grown += [Message.user(f"more {i} " + "pad " * 80) for i in range(4)]
+        later = fit(grown, limit=500, strategy=Summarize(keep_recent=1))
+        (rolled,) = [m for m in later.messages if is_summary(m)]
+        assert len(summary_sources(rolled)) > n
+        full = [*hist, *to_openai(grown[len(fitted.messages) :])]
+        call = recall_call(str(summary_handle(rolled)), max_tokens=32000)
+        got = answer_recall(full, call, view=later.messages)  # type: ignore[arg-type]  # provider dicts, as users hold them
+        assert not got.tool_results[0].is_error, got.text
+        assert got.text.startswith("user: Edit src/h_0.py pad")
+        assert "user: more 0 pad" in got.text
 
     def test_schemas(self) -> None:
         """One tool, in each provider's shape."""

@@ -315,7 +315,11 @@ def _read(
 def _fitting(chosen: Strategy) -> Strategy:
     """``_with_fallback(chosen)``, built once per strategy.
 
-    The last few built are kept (``FITTINGS_KEPT``), by the strategy.
+    The last few built are kept (``FITTINGS_KEPT``), by the strategy: by
+    equality, so a strategy made again with the same settings finds its
+    pipeline (and its memo). Whatever holds state or a connection of its own
+    compares by identity (``LLMSummarizer``): a strategy holding one is never
+    taken for one holding another.
     """
     if chosen is DEFAULT_STRATEGY:
         return _DEFAULT_FITTING

@@ -11,8 +11,11 @@ Contract:
   the strategies never change: the originals' text, within a token cap
   (head and tail beyond it, with a marker saying which lines were cut and
   how to read them). With ``start_line`` it reads on from that line of the
-  text, as much as the cap holds, and says where the rest starts: so every
-  line of an original of any size can be read, page by page.
+  text, as much as the cap holds, and says where the rest starts; a line
+  longer than a page is read a piece at a time (``start_char``): so every
+  line of an original of any size, even one line of minified JSON, can be
+  read, page by page. The notes saying so fit within the cap, which is at
+  least ``MIN_RECALL_TOKENS``.
 - ``recall_tool(provider)`` is the tool's schema in the shape of OpenAI Chat
   Completions, Anthropic Messages or OpenAI Responses; ``RECALL_SPEC`` is the
   neutral ``ToolSpec`` (its tokens count like any tool's).
@@ -60,18 +63,18 @@ from contextwindow.messages import (
     ToolSpec,
     check_provider,
 )
-from contextwindow.strategies.tool_results import head_and_tail, truncate
+from contextwindow.strategies.tool_results import head_and_tail
 from contextwindow.summarizers.record import (
     is_summary,
-    recall,
     summary_handle,
-    summary_sources,
+    summary_originals,
 )
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
 
 __all__ = [
     "DEFAULT_RECALL_TOKENS",
+    "MIN_RECALL_TOKENS",
     "RECALL_SPEC",
     "RECALL_TOOL",
     "answer_recall",
@@ -112,6 +115,11 @@ RECALL_SPEC = ToolSpec(
                 "type": "integer",
                 "description": "Read on from this line of the original (1 is "
                 "the first): the lines a cut left out.",
+            },
+            "start_char": {
+                "type": "integer",
+                "description": "Read line start_line on from this character "
+                "(1 is the first): the rest of a line too long for one page.",
             },
         },
         "required": ["handle"],
@@ -198,64 +206,100 @@ def context_recall(
     tokenizer: Tokenizer | None = None,
     view: Sequence[Message] = (),
     start_line: int | None = None,
+    start_char: int | None = None,
 ) -> str | None:
     r"""The original text a handle names, within ``max_tokens``; ``None`` if unknown.
 
     Args:
         history: The full history (what ``fit`` was given, a manager's log).
         handle: A marker's handle, a message id, or a summary's id.
-        max_tokens: The most tokens returned (head and tail beyond it).
+        max_tokens: The most tokens returned, the notes saying what was cut
+            included (head and tail beyond it); at least
+            ``MIN_RECALL_TOKENS`` (a smaller cap is raised to it: the notes
+            alone take a few dozen), at most ``MAX_RECALL_TOKENS``.
         tokenizer: Counts them (default: the heuristic).
         view: The conversation sent (where summaries live), for a summary's id.
         start_line: Read from this line (1 is the first) on, as many lines
             as ``max_tokens`` holds, saying where the rest starts.
+        start_char: Read line ``start_line`` (default 1) from this character
+            on (1 is the first): a line too long for one page (a minified
+            JSON reply) is read a piece at a time, each saying where the
+            next starts.
 
     Example:
         >>> from contextwindow.testing import FakeTokenizer
-        >>> history = [Message.tool("c1", "\n".join(f"line {i}" for i in range(1, 9)))]
-        >>> h = history[0].id
-        >>> print(context_recall(history, h, max_tokens=8, tokenizer=FakeTokenizer()))
-        line 1
-        line 2
-        [... 8 tokens cut: lines 3-6 of 8; recall with start_line=3 to read them ...]
-        line 7
-        line 8
-        >>> print(context_recall(history, h, max_tokens=6, tokenizer=FakeTokenizer(),
-        ...                      start_line=3))
-        [lines 3-5 of 8]
-        line 3
-        line 4
-        line 5
-        [lines 6-8 follow: recall with start_line=6]
-    """
+        >>> lines = "\n".join(f"line {i}" for i in range(1, 201))
+        >>> history = [Message.tool("c1", lines)]
+        >>> h, tok = history[0].id, FakeTokenizer()
+        >>> cut = context_recall(history, h, max_tokens=100, tokenizer=tok)
+        >>> [note for note in cut.splitlines() if note.startswith("[")]
+        ['[... 320 tokens cut: lines 22-181 of 200; recall with start_line=22 to read them ...]']
+        >>> page = context_recall(history, h, max_tokens=100, tokenizer=tok,
+        ...                       start_line=22).splitlines()
+        >>> page[0], page[1], page[-2], page[-1]
+        ('[lines 22-63 of 200]', 'line 22', 'line 63', '[lines 64-200 follow: recall with start_line=64]')
+
+        One line of minified JSON, longer than a page, is read a piece at a time:
+
+        >>> sku = ",".join(f"SKU-{i:05d}" for i in range(3000))
+        >>> one = [Message.tool("c1", sku)]
+        >>> context_recall(one, one[0].id, max_tokens=200).splitlines()[1]
+        '[... 17,180 tokens cut: lines 1-1 of 1; recall with start_line=1, start_char=121 to read them ...]'
+        >>> piece = context_recall(one, one[0].id, max_tokens=200, start_char=121)
+        >>> print(piece.replace(sku[140:330], " ... "))
+        [line 1 of 1, characters 121-340 of 29,999]
+        SKU-00012,SKU-00013, ... SKU-00033,
+        [line 1 goes on: recall with start_line=1, start_char=341]
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
     history = neutral(history, name="history")
     view = neutral(view, name="view")
     check_str(handle, "handle")
     check_int(max_tokens, "max_tokens", low=1)
     if start_line is not None:
         check_int(start_line, "start_line", low=1)
+    if start_char is not None:
+        check_int(start_char, "start_char", low=1)
     tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
     found = originals(history, handle)
     if not found:
         wanted = handle.strip()
         for m in view:
             if is_summary(m) and wanted in (m.id, summary_handle(m)):
-                found = recall(history, summary_sources(m))
+                found = summary_originals(history, m)
                 break
     if not found:
         return None
     text = render(found)
     tok = tokenizer or HeuristicTokenizer()
-    cap = max(1, min(max_tokens, MAX_RECALL_TOKENS))
-    if start_line is not None and start_line > 1:
-        return _page(text, start_line, cap, tok)
+    cap = max(MIN_RECALL_TOKENS, min(max_tokens, MAX_RECALL_TOKENS))
+    line, char = start_line or 1, start_char or 1
+    if line > 1 or char > 1:
+        return _page(text, line, char, cap, tok)
     return _whole(text, cap, tok)
+
+
+MIN_RECALL_TOKENS = 100
+"""The least ``max_tokens`` a recall takes (a smaller one is raised to it):
+the notes saying what was cut and where to read on take up to about 40."""
+
+_WHOLE_NOTE = (
+    "\n[... 99,999,999 tokens cut: lines 9,999,999-9,999,999 of 9,999,999; recall "
+    "with start_line=9999999, start_char=99999999 to read them ...]\n"
+)
+_PAGE_NOTES = (
+    "[line 9,999,999 of 9,999,999, characters 99,999,999-99,999,999 of "
+    "99,999,999]\n\n[line 9,999,999 goes on: recall with start_line=9999999, "
+    "start_char=99999999]"
+)
+"""The longest notes a recall adds: their tokens come out of the cap."""
 
 
 def _whole(text: str, cap: int, tok: Tokenizer) -> str:
     """``text``, or its head and tail and which lines lie between (to page on)."""
-    found = head_and_tail(text, cap, tok)
-    if found is None:
+    if tok.count(text) <= cap:
+        return text
+    found = head_and_tail(text, max(1, cap - tok.count(_WHOLE_NOTE)), tok)
+    if found is None:  # pragma: no cover -- it was over the cap, and is over less
         return text
     head, middle, tail, cut = found
     nl = "\n"
@@ -268,35 +312,89 @@ def _whole(text: str, cap: int, tok: Tokenizer) -> str:
     what = f"{cut:,} tokens cut"
     if middle.strip(nl) and first <= last:
         n = text.count(nl) + 1
-        what += (
-            f": lines {first:,}-{last:,} of {n:,}; "
-            f"recall with start_line={first} to read them"
-        )
+        # The middle may start inside a line (a line longer than the head):
+        # then reading on starts at its character, not again at the line.
+        char = start - (text.rfind(nl, 0, start) + 1) + 1
+        at = f"start_line={first}" + (f", start_char={char}" if char > 1 else "")
+        what += f": lines {first:,}-{last:,} of {n:,}; recall with {at} to read them"
     return f"{head.rstrip(nl)}{nl}[... {what} ...]{nl}{tail.lstrip(nl)}"
 
 
-def _page(text: str, start: int, cap: int, tok: Tokenizer) -> str:
-    """``text`` from line ``start`` on, as many whole lines as ``cap`` holds."""
+def _page(text: str, start: int, char: int, cap: int, tok: Tokenizer) -> str:
+    """``text`` from line ``start`` (its character ``char``) on, within ``cap``.
+
+    As many whole lines as the cap holds; when not even the first does, as
+    much of it as does, saying where the rest of it starts.
+    """
     lines = text.split("\n")
     n = len(lines)
     if start > n:
         return f"[the original has {n:,} lines; start_line {start:,} is past its end]"
-    rest = lines[start - 1 :]
-    # The most lines within the cap (at least one, cut if it alone is over).
+    whole = lines[start - 1]
+    if char > max(1, len(whole)):
+        return (
+            f"[line {start:,} has {len(whole):,} characters; "
+            f"start_char {char:,} is past its end]"
+        )
+    rest = [whole[char - 1 :], *lines[start:]]
+    room = max(1, cap - tok.count(_PAGE_NOTES))
+    if tok.count(rest[0]) > room:
+        return _piece(whole, start, n, char, _longest(rest[0], room, tok))
+    # The most lines within the room (the first fits).
     lo, hi = 1, len(rest)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if tok.count("\n".join(rest[:mid])) <= cap:
+        if tok.count("\n".join(rest[:mid])) <= room:
             lo = mid
         else:
             hi = mid - 1
-    shown = "\n".join(rest[:lo])
-    one = truncate(shown, cap, tok) if lo == 1 else None
     end = start + lo - 1
-    page = f"[lines {start:,}-{end:,} of {n:,}]\n{shown if one is None else one}"
+    where = f", line {start:,} from character {char:,}" if char > 1 else ""
+    page = f"[lines {start:,}-{end:,} of {n:,}{where}]\n" + "\n".join(rest[:lo])
     if end < n:
         page += f"\n[lines {end + 1:,}-{n:,} follow: recall with start_line={end + 1}]"
     return page
+
+
+def _piece(line: str, at: int, n: int, char: int, size: int) -> str:
+    """Characters ``char`` on of line ``at``, ``size`` of them, and where on."""
+    last = char - 1 + size
+    page = (
+        f"[line {at:,} of {n:,}, characters {char:,}-{last:,} of {len(line):,}]\n"
+        f"{line[char - 1 : last]}\n"
+    )
+    if last < len(line):
+        return page + (
+            f"[line {at:,} goes on: recall with start_line={at}, start_char={last + 1}]"
+        )
+    if at < n:
+        return (
+            page + f"[lines {at + 1:,}-{n:,} follow: recall with start_line={at + 1}]"
+        )
+    return page + "[the end of the original]"
+
+
+def _longest(text: str, room: int, tok: Tokenizer) -> int:
+    """How many leading characters of ``text`` fit ``room`` tokens (at least 1).
+
+    A cut in a word is moved back to the word's start when one is near, so
+    a name is not split between two pieces.
+    """
+    hi = min(len(text), max(64, room * 4))
+    while hi < len(text) and tok.count(text[:hi]) <= room:
+        hi = min(len(text), hi * 2)
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tok.count(text[:mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo < len(text) and not text[lo].isspace():
+        space = max(text.rfind(" ", 0, lo), text.rfind(",", 0, lo))
+        if space >= lo * 3 // 4:
+            lo = space + 1
+    return lo
 
 
 def answer_recall(
@@ -308,9 +406,9 @@ def answer_recall(
 ) -> Message:
     """The tool message answering one ``context_recall`` call.
 
-    A call without a string ``handle``, with a bad ``max_tokens`` or
-    ``start_line``, or naming nothing the history holds gets an error result
-    saying so.
+    A call without a string ``handle``, with a bad ``max_tokens``,
+    ``start_line`` or ``start_char``, or naming nothing the history holds
+    gets an error result saying so.
     """
     if not isinstance(call, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("call", shown(call), "a ToolCall")
@@ -322,6 +420,7 @@ def answer_recall(
     handle = given.get("handle")
     limit = given.get("max_tokens", DEFAULT_RECALL_TOKENS)
     start = given.get("start_line")
+    char = given.get("start_char")
     if not isinstance(handle, str) or not handle.strip():
         return _error(call, "context_recall needs a 'handle' (a string)")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -330,6 +429,10 @@ def answer_recall(
         not isinstance(start, int) or isinstance(start, bool) or start < 1
     ):
         return _error(call, "start_line must be a positive integer (1 is the first)")
+    if char is not None and (
+        not isinstance(char, int) or isinstance(char, bool) or char < 1
+    ):
+        return _error(call, "start_char must be a positive integer (1 is the first)")
     text = context_recall(
         history,
         handle,
@@ -337,6 +440,7 @@ def answer_recall(
         tokenizer=tokenizer,
         view=view,
         start_line=start,
+        start_char=char,
     )
     if text is None:
         return _error(call, f"no original for handle {handle.strip()[:40]!r}")

@@ -344,6 +344,63 @@ class TestSummarize:
         assert Summarize(ExtractiveSummarizer()) == Summarize(ExtractiveSummarizer())
 
 
+class TestWhatTheReportSays:
+    def test_facts_the_record_cannot_list_are_counted(self) -> None:
+        """A record cut to its room: the header says how many facts it does not
+        list, beside the handle that reads them back; the change counts them."""
+        conv = [Message.system("agent")]
+        for i in range(60):
+            conv += [
+                Message.user(
+                    f"Edit services/svc_{i}/handler.py; ticket JIRA-{4000 + i}. "
+                    + "ctx " * 20
+                ),
+                Message.assistant(f"done {i}"),
+            ]
+        conv.append(Message.user("next"))
+        fitted = fit(
+            conv, limit=1500, strategy=Summarize(keep_recent=2, max_tokens=300)
+        )
+        summary = the_summary(fitted.messages)
+        replaced = recall(conv, summary_sources(summary))
+        lost = extract_facts(replaced).missing_from(summary.text)
+        assert len(lost) > 50
+        handle = summary_handle(summary)
+        n = len(summary_sources(summary))
+        assert summary.text.splitlines()[0] == (
+            f"[Summary of {n} earlier messages (+{len(lost)} facts not listed); "
+            f"recall {handle}]"
+        )
+        (change,) = [c for c in fitted.report.changes if c.kind == "summarized"]
+        assert change.what.endswith(f", {len(lost)} facts not listed in it")
+        # Rolled forward, the old count goes with the old header.
+        grown = [*fitted.messages] + [
+            Message.user(f"more {i} " + "ctx " * 40) for i in range(6)
+        ]
+        later = the_summary(
+            fit(
+                grown, limit=1500, strategy=Summarize(keep_recent=1, max_tokens=300)
+            ).messages
+        )
+        assert later.text.count("facts not listed") == 1
+        assert "facts not listed" in later.text.splitlines()[0]
+
+    def test_names_the_summary_invents_are_reported(self) -> None:
+        """Paths and ids in the summary's text that nothing it replaced holds
+        are named in the change, and the summary is used all the same."""
+        conv = session(6)
+        invent = Echo("The fix went into src/app/client.py, commit 1a2b3c4d.")
+        fitted = Summarize(invent, keep_recent=2)(conv, budget(0))
+        (change,) = fitted.report.changes
+        assert change.kind == "summarized"
+        assert change.what.endswith(
+            "; its text names 2 paths, URLs or identifiers not in what it "
+            "replaced (src/app/client.py, 1a2b3c4d)"
+        )
+        honest = Summarize(Echo("The billing module in src/billing.py."), keep_recent=2)
+        assert honest(conv, budget(0)).report.changes[0].what.endswith("one summary")
+
+
 class TestKeepFirstAndEmpty:
     def test_keep_first_spares_the_task(self) -> None:
         """The first units after the system prompt stay; the summary follows them."""

@@ -36,8 +36,14 @@ Contract:
 - Facts: the record of what is replaced (``extract_facts``, no LLM) is
   checked against the summary, and what the summary dropped is re-attached
   (``check_facts``); the summary's ``meta`` keeps the facts it holds and the
-  ids of every message it replaces, for ``recall``, and its header shows a
-  handle of them by content (``summary_handle``), for ``context_recall``.
+  ids of every message it replaces and their handles by content, for
+  ``recall`` (``summary_originals``: the same messages converted again
+  from provider dicts have new ids), and its header shows a handle of
+  them by content (``summary_handle``), for ``context_recall``. Facts the
+  record has no room for are counted in the header (``(+97 facts not
+  listed)``: the handle reads them back) and in the report's change, as
+  are the paths, URLs and identifiers the summarizer's text names that
+  nothing it read holds (``facts.invented``: reported, not refused).
 - Originals: with ``read_originals``, what earlier stages rewrote is read
   as it was (``handles.originals_of`` over ``Budget.history``: a cleared
   result's original, the messages a run's line stands for), so the summary
@@ -108,8 +114,8 @@ from contextwindow._args import (
     check_summarizer,
 )
 from contextwindow._prefix import identical_prefix, same_objects
-from contextwindow.handles import originals_of, span_handle
-from contextwindow.messages import COMPARED, Message, Unit, units
+from contextwindow.handles import handle_of, originals_of, span_handle
+from contextwindow.messages import COMPARED, Message, ToolCall, Unit, units
 from contextwindow.strategies.base import (
     Budget,
     Change,
@@ -125,13 +131,21 @@ from contextwindow.strategies.base import (
 )
 from contextwindow.summarizers.base import Summarizer, summary_text
 from contextwindow.summarizers.extractive import ExtractiveSummarizer
-from contextwindow.summarizers.facts import Facts, check_facts, extract_facts
+from contextwindow.summarizers.facts import (
+    FACTS_HEADER,
+    Facts,
+    check_facts,
+    extract_facts,
+    invented,
+)
 from contextwindow.summarizers.record import (
     is_summary,
     summary_body,
     summary_facts,
+    summary_handles,
     summary_message,
     summary_sources,
+    unlisted_words,
 )
 from contextwindow.validity import CONTINUED_ID, thinking_turn
 
@@ -157,6 +171,9 @@ ROOM_MARGIN = 0.9
 the rest of the conversation leaves it (the summarizer may count with
 another tokenizer)."""
 
+INVENTED_SHOWN = 3
+"""Names a change shows of those a summary's text holds and its messages do not."""
+
 _DEFAULT = ExtractiveSummarizer()
 
 
@@ -176,6 +193,9 @@ class _Made(NamedTuple):
     forward, then the originals of what it replaced): what it is made of."""
     refused: str = ""
     """Why the summary was refused as too large: a warning for the report."""
+    noted: str = ""
+    """What the report's change adds about it: facts its record does not
+    list, names its text holds that what it replaced does not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,12 +531,14 @@ class Summarize:
             )
             read = [*previous, *evicted] if original else None
             reused = self._made_of(read, kept, target, before, budget)
-            why = ""
+            why = noted = ""
             if reused is not None:
-                summary = reused.summary
+                summary, noted = reused.summary, reused.noted
             else:
-                summary, why = self._summary(previous, evicted, budget, before, target)
-            made.append(_Made(gone_messages, target, summary, [], read, why))
+                summary, why, noted = self._summary(
+                    previous, evicted, budget, before, target
+                )
+            made.append(_Made(gone_messages, target, summary, [], read, why, noted))
         if summary is None:
             return None  # not materially smaller: refused (no compaction loop)
         after = budget.counter.message(summary)
@@ -547,7 +569,7 @@ class Summarize:
             first,
             before,
             after,
-            f"{describe_run(messages, run)} into one summary",
+            f"{describe_run(messages, run)} into one summary{made[-1].noted}",
             len(run),
         )
         known[:] = [change]
@@ -612,57 +634,98 @@ class Summarize:
         budget: Budget,
         before: int,
         target: int,
-    ) -> tuple[Message | None, str]:
+    ) -> tuple[Message | None, str, str]:
         """The summary of ``previous`` summaries and ``evicted`` messages.
 
         Of ``target`` tokens; what it replaces took ``before`` (``_reading``
         says what it reads). ``None`` when it is refused: empty, or not
-        materially smaller (then with a warning saying so).
+        materially smaller (then with a warning saying so). Third, what the
+        report's change says of it (``_Made.noted``).
         """
         tok = budget.counter.tokenizer
-        carried = Facts()
+        every = Facts()
         sources: list[str] = []
+        handles: list[str] = []
         for p in previous:
-            carried = carried.merged(summary_facts(p))
+            every = every.merged(summary_facts(p))
             sources += summary_sources(p) or (p.id,)
+            handles += summary_handles(p)
         # An earlier summary's facts are kept whole, up to half the summary.
-        carried = carried.limited(int(self.max_tokens * CARRIED_SHARE), tok)
+        carried = every.limited(int(self.max_tokens * CARRIED_SHARE), tok)
         # Not the placeholder turn a repair put first: no history holds it.
-        sources += [m.id for m in evicted if m.id != CONTINUED_ID]
-        facts = carried.merged(extract_facts(evicted))
+        kept_out = [m for m in evicted if m.id != CONTINUED_ID]
+        sources += [m.id for m in kept_out]
+        # By content too: a history converted again from provider dicts
+        # gives its messages new ids (``summary_originals``).
+        handles += [handle_of(m) for m in kept_out]
+        extracted = extract_facts(evicted)
+        facts = carried.merged(extracted)
+        every = every.merged(extracted)
         summarizer = self.summarizer or _DEFAULT
+        previous_text = "\n\n".join(summary_body(p) for p in previous)
         text = summary_text(
             summarizer,
             summarizer.summarize(
-                evicted,
-                previous="\n\n".join(summary_body(p) for p in previous) or None,
-                max_tokens=target,
+                evicted, previous=previous_text or None, max_tokens=target
             ),
         )
+        # Shown in its header for ``context_recall``: what it replaced, by
+        # content (an earlier summary by its own text), so the same messages
+        # in any shape give the same summary.
+        handle = span_handle([*previous, *evicted])
         # What the summarizer left of the target: the facts it dropped go there.
         room = max(0, target - tok.count(text))
         body = check_facts(
             text, facts, max_tokens=room, tokenizer=tok, keep=carried
         ).text
+        unlisted = len(every.missing_from(body))
+        if unlisted:
+            # Said in its header, beside the handle that reads them back. The
+            # words take their room from the record, made again from
+            # ``facts`` (which hold what a record of the summarizer's own
+            # may list: ``check_facts``), within the target.
+            at = text.find(FACTS_HEADER)
+            prose = (text if at < 0 else text[:at]).rstrip()
+            cost = tok.count(unlisted_words(unlisted))
+            room = max(0, target - tok.count(prose) - cost)
+            body = check_facts(
+                prose, facts, max_tokens=room, tokenizer=tok, keep=carried
+            ).text
+            unlisted = len(every.missing_from(body))
         held = facts.missing_from(body).keys()
         kept = Facts(tuple(f for f in facts if (f.kind, f.text) not in held))
         if not body.strip():
-            return None, ""  # says nothing: dropping says as much, for nothing
-        # Shown in its header for ``context_recall``: what it replaced, by
-        # content (an earlier summary by its own text), so the same messages
-        # in any shape give the same summary.
-        handle = span_handle([*previous, *evicted])
+            return None, "", ""  # says nothing: dropping says as much, for nothing
         summary = summary_message(
-            body, list(dict.fromkeys(sources)), kept, handle=handle
+            body,
+            list(dict.fromkeys(sources)),
+            kept,
+            handle=handle,
+            handles=handles,
+            unlisted=unlisted,
         )
         size = budget.counter.message(summary)
         if size > self.max_share * before:
-            return None, (
+            return (
+                None,
                 f"Summarize: a summary of {len(previous) + len(evicted)} messages "
                 f"was not used: it took {size} tokens (asked for {target}) of "
-                f"the {before} it would replace, over max_share={self.max_share:g}"
+                f"the {before} it would replace, over max_share={self.max_share:g}",
+                "",
             )
-        return summary, ""
+        noted = f", {unlisted:,} facts not listed in it" if unlisted else ""
+        # Names the summarizer's text holds that nothing it read does: said,
+        # not refused (a model may rephrase; the record is checked apart).
+        made_up = invented(text, "\n".join([previous_text, *map(_said, evicted)]))
+        if made_up:
+            names = ", ".join(f.text for f in made_up.items[:INVENTED_SHOWN])
+            more = ", ..." if len(made_up) > INVENTED_SHOWN else ""
+            noted += (
+                f"; its text names {len(made_up):,} paths, URLs or identifiers "
+                "not in what it replaced "
+                f"({names}{more})"
+            )
+        return summary, "", noted
 
 
 class _Cut(NamedTuple):
@@ -877,6 +940,14 @@ class _Layout:
             self.floor + floor,
             self.floor_units + _ints(floor_units),
         )
+
+
+def _said(message: Message) -> str:
+    """What a message said, its tool calls' names and arguments too."""
+    calls = [
+        f"{p.name} {p.arguments}" for p in message.parts if isinstance(p, ToolCall)
+    ]
+    return "\n".join([message.text, *calls]) if calls else message.text
 
 
 def _ints(values: Iterable[int]) -> array[int]:

@@ -8,11 +8,14 @@ Contract:
   they stay in the conversation), a generation cap, and the fact record of
   what is summarised; ``conclude`` checks the model's answer against that
   record and re-attaches what it dropped.
-- ``post``/``apost`` send JSON with ``httpx``: a timeout per attempt, retries
-  with exponential backoff (or the server's ``Retry-After``) on connection
-  errors, timeouts, 429 and 5xx; any other 4xx fails at once, and so do a
-  redirect (not followed: the error says where it points) and an answer
-  whose body cannot be read (bad gzip). Every failure is a
+- ``post``/``apost`` send JSON with ``httpx``: a timeout per attempt (for
+  the whole attempt, not for each read: an answer trickled a byte at a time
+  fails at it; only the status line and headers of a sync call are bounded
+  per read, as ``httpx`` reads them), retries with exponential backoff (or
+  the server's ``Retry-After``) on connection errors, timeouts, 429 and
+  5xx; any other 4xx fails at once, and so do a redirect (not followed: the
+  error says where it points), an answer whose body cannot be read (bad
+  gzip) and one that holds no text (``empty_answer``). Every failure is a
   ``SummarizerError`` naming the endpoint and the HTTP status, with none of
   the HTTP stack's exceptions chained to it.
 - The API key is read at each call and checked before use
@@ -51,9 +54,9 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -77,6 +80,7 @@ from contextwindow.summarizers.facts import (
     Facts,
     check_facts,
     extract_facts,
+    invented,
 )
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
@@ -91,6 +95,7 @@ __all__ = [
     "check_env_name",
     "check_prompt",
     "conclude",
+    "empty_answer",
     "endpoint_url",
     "post",
     "prepare",
@@ -158,19 +163,19 @@ def check_url(value: object, name: str) -> None:
     text with no scheme, which may be anything, not at all).
     """  # noqa: E501 -- doctest output lines cannot be wrapped
     takes = "an http or https URL with a host (http://localhost:8000/v1)"
-    url = check_str(value, name, empty=False, takes=takes, secret=True)
-    why = ""
+    url: str = check_str(value, name, empty=False, takes=takes, secret=True)
     try:
         parts = urlsplit(url)
         host, _ = parts.hostname, parts.port  # a bad port fails here
     except ValueError as exc:
         why = scrub_url(str(exc), url) or type(exc).__name__
-    if why:  # raised here, the parser's exception not kept as the context
-        raise ArgumentValueError(name, shown_value(display_url(url)), takes, why)
-    spaced = any(ch.isspace() for ch in url)
-    if parts.scheme.lower() not in ("http", "https") or not host or spaced:
-        hint = "" if "://" in url else "no scheme:// in it"
-        raise ArgumentValueError(name, shown_value(display_url(url)), takes, hint)
+    else:
+        spaced = any(ch.isspace() for ch in url)
+        if parts.scheme.lower() in ("http", "https") and host and not spaced:
+            return
+        why = "" if "://" in url else "no scheme:// in it"
+    # Raised here, the parser's exception not kept as the context.
+    raise ArgumentValueError(name, shown_value(display_url(url)), takes, why)
 
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -271,6 +276,10 @@ def conclude(
 ) -> FactCheck:
     """Check the model's ``text`` against the request's facts.
 
+    A fact record the model wrote is no fact: of it only what the request's
+    facts hold is kept (``check_facts``). What its text names that the
+    request does not is in ``FactCheck.invented``.
+
     The dropped ones are re-attached (unless ``keep_facts`` is false) in the
     room the model left. A model that wrote more than asked (a server that
     ignores ``max_tokens``) has its text cut, at a word, to its share of the
@@ -280,16 +289,23 @@ def conclude(
     """
     tok = tokenizer or _HEURISTIC
     text = text.strip()
+    made_up = invented(text, request.user)
     if not keep_facts:
         text = cut_to(text, request.limit, tok)
         return FactCheck(
-            text, text, request.facts, request.facts.missing_from(text), Facts()
+            text,
+            text,
+            request.facts,
+            request.facts.missing_from(text),
+            Facts(),
+            made_up,
         )
     text = cut_to(text, request.limit - int(request.limit * FACT_SHARE), tok)
     room = request.limit - tok.count(text)
-    return check_facts(
+    check = check_facts(
         text, request.facts, max_tokens=room, tokenizer=tok, keep=request.carried
     )
+    return replace(check, invented=made_up)
 
 
 _HEURISTIC = HeuristicTokenizer()
@@ -471,7 +487,16 @@ async def _apost(call: Call) -> Any:
     ) as client:
         for attempt in range(call.retries + 1):
             try:
-                response = await _asend(httpx, client, call)
+                # The whole attempt within ``timeout``, not each read: a
+                # server that trickles its answer would hold it much longer.
+                response = await asyncio.wait_for(
+                    _asend(httpx, client, call), call.timeout
+                )
+            except asyncio.TimeoutError:
+                failure = (
+                    f"no answer within {call.timeout:g} s (the attempt's deadline)"
+                )
+                delay = _delay(call, attempt)
             except httpx.TransportError as exc:
                 failure, delay = _transport_failure(call, exc), _delay(call, attempt)
             else:
@@ -494,11 +519,16 @@ def _send(httpx: Any, client: Any, call: Call) -> Any:
     request = client.build_request(
         "POST", call.url, headers=dict(call.headers), json=call.body
     )
-    status, failure = None, ""
+    deadline = time.monotonic() + call.timeout
+    status = None
     try:
         response = client.send(request, stream=True)
         status = response.status_code
         try:
+            # Each read waits up to ``timeout``; the attempt as a whole must
+            # end by ``deadline`` too, however slowly the bytes come.
+            _past(httpx, deadline, call)
+            response.stream = _timed(httpx)(response.stream, deadline, call)
             response.read()
         finally:
             response.close()
@@ -506,9 +536,10 @@ def _send(httpx: Any, client: Any, call: Call) -> Any:
         raise
     except httpx.RequestError as exc:
         failure = f"{type(exc).__name__}: {exc}"
-    if failure:  # raised here, with no exception of the HTTP stack chained
-        raise _unread(call, status, failure)
-    return response
+    else:
+        return response
+    # Raised here, with no exception of the HTTP stack chained.
+    raise _unread(call, status, failure)
 
 
 async def _asend(httpx: Any, client: Any, call: Call) -> Any:
@@ -516,7 +547,7 @@ async def _asend(httpx: Any, client: Any, call: Call) -> Any:
     request = client.build_request(
         "POST", call.url, headers=dict(call.headers), json=call.body
     )
-    status, failure = None, ""
+    status = None
     try:
         response = await client.send(request, stream=True)
         status = response.status_code
@@ -528,9 +559,37 @@ async def _asend(httpx: Any, client: Any, call: Call) -> Any:
         raise
     except httpx.RequestError as exc:
         failure = f"{type(exc).__name__}: {exc}"
-    if failure:
-        raise _unread(call, status, failure)
-    return response
+    else:
+        return response
+    raise _unread(call, status, failure)
+
+
+def _past(httpx: Any, deadline: float, call: Call) -> None:
+    """Raise ``httpx.ReadTimeout`` (retried as a timeout) once ``deadline`` is past."""
+    if time.monotonic() > deadline:
+        raise httpx.ReadTimeout(f"no complete answer within {call.timeout:g} s")
+
+
+@functools.cache
+def _timed(httpx: Any) -> Any:
+    """A stream class that ends an answer arriving after the attempt's deadline.
+
+    Built once, from ``httpx`` (an optional extra, imported at the call).
+    """
+
+    class Timed(httpx.SyncByteStream):  # type: ignore[misc]  # httpx is Any here
+        def __init__(self, stream: Any, deadline: float, call: Call) -> None:
+            self.stream, self.deadline, self.call = stream, deadline, call
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.stream:
+                _past(httpx, self.deadline, self.call)
+                yield chunk
+
+        def close(self) -> None:
+            self.stream.close()
+
+    return Timed
 
 
 def _unread(call: Call, status: int | None, failure: str) -> SummarizerError:
@@ -653,6 +712,27 @@ def parse_error(call: Call, what: str, value: Any) -> SummarizerError:
     return _error(call, 200, f"unexpected answer ({what}): {answer}")
 
 
+def empty_answer(call: Call, data: Any) -> SummarizerError:
+    """A ``SummarizerError`` for an answer with no text, naming why it stopped.
+
+    Example:
+        >>> call = Call("http://h/v1/messages", {}, {}, 1.0, 0, 0.0, None, None)
+        >>> print(empty_answer(call, {"content": [], "stop_reason": "max_tokens"}))
+        POST http://h/v1/messages: the answer holds no text (stop reason: max_tokens)
+    """
+    why: Any = None
+    if isinstance(data, dict):
+        answer = cast("Mapping[str, Any]", data)
+        why = answer.get("stop_reason")
+        choices = answer.get("choices")
+        if why is None and isinstance(choices, list) and choices:
+            first: Any = cast("Sequence[Any]", choices)[0]
+            if isinstance(first, dict):
+                why = cast("Mapping[str, Any]", first).get("finish_reason")
+    said = f" (stop reason: {shown(str(why), _secrets(call), 40)})" if why else ""
+    return _error(call, 200, f"the answer holds no text{said}")
+
+
 # -- waiting after a failure -----------------------------------------------------
 
 MAX_COOLDOWN = 600.0
@@ -701,12 +781,21 @@ class Cooldown:
 # -- the summarizers' shared body ------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LLMSummarizer(abc.ABC):
     """The shared body of the LLM summarizers.
 
     Settings, their checks, the sync and async paths; each subclass adds its
     endpoint, request shape and answer parsing.
+
+    Each summarizer is equal only to itself (``eq=False``, hashed by
+    identity): it holds a transport and the state of its failures (the
+    cooldown), which two with equal settings do not share. A strategy
+    holding it (``Summarize(summarizer)``) is then equal to another only
+    when both hold this very summarizer, so ``fit``'s cache of built
+    strategies and a budget's memo never hand one summarizer's work to
+    another; reusing the same summarizer keeps them. A subclass keeps this
+    by declaring itself ``@dataclass(eq=False)`` too.
 
     Args:
         model: The model name the endpoint expects.
@@ -826,7 +915,7 @@ class LLMSummarizer(abc.ABC):
         request = prepare(read, previous, max_tokens, self.prompt)
         call = self._call(request)
         try:
-            text = self._answer(call, post(call))
+            text = self._text(call, post(call))
         except SummarizerError:
             self._cooldown.failed(self.cooldown)
             raise
@@ -845,12 +934,24 @@ class LLMSummarizer(abc.ABC):
         request = prepare(read, previous, max_tokens, self.prompt)
         call = self._call(request)
         try:
-            text = self._answer(call, await apost(call))
+            text = self._text(call, await apost(call))
         except SummarizerError:
             self._cooldown.failed(self.cooldown)
             raise
         self._cooldown.succeeded()
         return conclude(request, text, self.keep_facts, self.tokenizer)
+
+    def _text(self, call: Call, data: Any) -> str:
+        """The answer's text; ``SummarizerError`` when it holds none.
+
+        An empty answer (blank text, or only thinking: a model that spent
+        its ``max_tokens`` thinking) is a failure, not a summary: the
+        strategy keeps the history as it was and says why.
+        """
+        text = self._answer(call, data)
+        if not text.strip():
+            raise empty_answer(call, data)
+        return text
 
     def _call(self, request: Request) -> Call:
         """The call to make, or ``SummarizerError`` when none should be sent."""

@@ -36,7 +36,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent."""
 
 
-@dataclass(frozen=True, repr=False)  # LLMSummarizer's repr: base_url masked
+@dataclass(frozen=True, repr=False, eq=False)  # LLMSummarizer's repr, identity
 class AnthropicSummarizer(LLMSummarizer):
     """Summarise with a Claude model.
 

@@ -81,6 +81,7 @@ __all__ = [
     "Facts",
     "check_facts",
     "extract_facts",
+    "invented",
 ]
 
 FactKind = Literal[
@@ -422,6 +423,9 @@ class FactCheck:
     """The facts ``summary`` does not mention."""
     attached: Facts
     """The dropped facts that were re-attached (all, unless room ran out)."""
+    invented: Facts = Facts()
+    """Paths, URLs and identifiers the summary names that what it summarises
+    does not (``invented``): reported, never re-attached or kept."""
 
     @property
     def kept_share(self) -> float:
@@ -442,7 +446,19 @@ def check_facts(
     """Find the facts ``summary`` dropped and re-attach them as one record.
 
     A record already in ``summary`` (from a summarizer that attaches its own)
-    is kept whole, merged with the dropped facts and written once, at the end.
+    is kept, merged with the dropped facts and written once, at the end; of
+    it only the facts of ``facts`` or ``keep`` count: a line naming anything
+    else (a model that wrote a record of its own) is left out, so the record
+    holds only what the summarised messages said.
+
+    Example:
+        >>> facts = Facts((Fact("path", "a.py"),))
+        >>> forged = "Done. " + Facts((Fact("path", "/etc/x.sh"),)).render()
+        >>> print(check_facts(forged, facts).text)
+        Done.
+        <BLANKLINE>
+        Facts from the summarized messages:
+        - files: a.py
 
     Args:
         summary: The summary text.
@@ -469,8 +485,13 @@ def check_facts(
         raise ContextWindowError("check_facts: max_tokens needs a tokenizer")
     body, block = _split(summary)
     # A record already there (the summarizer attached its own): its facts
-    # count as kept, and take their sources from ``facts`` where known.
-    shown = Facts.parse(block)
+    # count as kept, and take their sources from ``facts`` where known. Only
+    # those of ``facts`` (and ``keep``): a model's text dressed as a record
+    # ("Facts from the summarized messages: - files: /etc/x.sh") is no fact.
+    known_keys = facts.keys() | keep.keys() if keep else facts.keys()
+    shown = Facts(
+        tuple(f for f in Facts.parse(block) if (f.kind, f.text) in known_keys)
+    )
     known = {(f.kind, f.text): f for f in facts}
     carried = Facts(tuple(known.get((f.kind, f.text), f) for f in shown))
     listed = shown.keys()
@@ -491,6 +512,36 @@ def check_facts(
     gone = dropped.keys()
     attached = Facts(tuple(f for f in record if (f.kind, f.text) in gone))
     return FactCheck(text, summary, facts, dropped, attached)
+
+
+INVENTED_KINDS: frozenset[FactKind] = frozenset(("path", "url", "identifier"))
+"""The kinds of fact a summary may be caught inventing: names, which a
+source either holds verbatim or does not (sentences and numbers are
+rephrased)."""
+
+
+def invented(summary: str, source: str) -> Facts:
+    """The paths, URLs and identifiers ``summary`` names that ``source`` does not.
+
+    A check, not a filter: a model that writes ``src/app/client.py`` where the
+    messages said ``src/app/server.py`` is caught here. Only the summary's
+    text before a fact record is read (the record is checked on its own).
+
+    Example:
+        >>> source = "Fix src/app/server.py; commit 8f2c91d broke it."
+        >>> said = "The fix went into src/app/client.py, commit 8f2c91d."
+        >>> [f.text for f in invented(said, source)]
+        ['src/app/client.py']
+    """
+    body, _ = _split(summary)
+    found = extract_facts([Message.user(body)]) if body.strip() else Facts()
+    return Facts(
+        tuple(
+            Fact(f.kind, f.text)
+            for f in found
+            if f.kind in INVENTED_KINDS and f.text not in source
+        )
+    )
 
 
 def _split(text: str) -> tuple[str, str]:

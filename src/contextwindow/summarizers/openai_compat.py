@@ -34,7 +34,7 @@ from contextwindow.summarizers._llm import (
 __all__ = ["OpenAICompatibleSummarizer"]
 
 
-@dataclass(frozen=True, repr=False)  # LLMSummarizer's repr: base_url masked
+@dataclass(frozen=True, repr=False, eq=False)  # LLMSummarizer's repr, identity
 class OpenAICompatibleSummarizer(LLMSummarizer):
     """Summarise with a chat model behind an OpenAI-compatible API.
 

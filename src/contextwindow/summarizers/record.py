@@ -8,14 +8,21 @@ Contract:
   what it replaced, by content, which ``context_recall`` takes as it takes
   a marker's: ``summary_handle``), then the summary and its fact record.
   Its ``meta[SUMMARY_KEY]`` holds the ids of every message it replaces
-  (``summary_sources``, through earlier summaries too) and the facts it
-  holds (``summary_facts``), as JSON values, so stores keep them.
+  (``summary_sources``, through earlier summaries too), their handles by
+  content (``summary_handles``) and the facts it holds
+  (``summary_facts``), as JSON values, so stores keep them.
 - Its id is derived from what it replaces, so summarising the same messages
   twice gives the same id (a stable prefix for prompt caches).
 - ``is_summary`` tells one apart by its ``meta``; every strategy but
   ``Summarize`` treats it as pinned (``strategies.base.pinned_flags``).
 - ``recall(history, ids)`` brings the originals back from the full history,
-  in history order.
+  in history order; ``summary_originals(history, summary)`` those of a
+  summary: by id, or, in a history whose ids differ (provider dicts get
+  new ids at each conversion), by content.
+- A summary whose fact record could not list every fact (``Summarize``
+  gives the record only part of the summary's room) says in its header how
+  many it does not list (``[Summary of 42 earlier messages (+97 facts not
+  listed); recall 3f2a9c1b0d]``): the handle reads them back.
 
 Example:
     >>> from contextwindow.summarizers.facts import Fact, Facts
@@ -36,11 +43,19 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from contextwindow._args import check_messages, check_str, check_strs, shown
+from contextwindow._args import (
+    check_int,
+    check_messages,
+    check_str,
+    check_strs,
+    shown,
+)
 from contextwindow.errors import ArgumentTypeError
+from contextwindow.handles import content_handle
 from contextwindow.messages import Message
 from contextwindow.summarizers.facts import Facts
 
@@ -51,8 +66,11 @@ __all__ = [
     "summary_body",
     "summary_facts",
     "summary_handle",
+    "summary_handles",
     "summary_message",
+    "summary_originals",
     "summary_sources",
+    "unlisted_words",
 ]
 
 SUMMARY_KEY = "contextwindow.summary"
@@ -92,6 +110,15 @@ def summary_facts(message: Message) -> Facts:
     return Facts.parse(message.text) if is_summary(message) else Facts()
 
 
+def summary_handles(message: Message) -> tuple[str, ...]:
+    """The content handles of the messages a summary replaces (``()``: none kept)."""
+    _message(message)
+    handles = _record(message).get("handles")
+    if not isinstance(handles, list):
+        return ()
+    return tuple(h for h in cast("Sequence[Any]", handles) if isinstance(h, str))
+
+
 def summary_body(message: Message) -> str:
     """A summary's text without its header line: the ``previous`` to roll forward."""
     text = message.text
@@ -101,8 +128,24 @@ def summary_body(message: Message) -> str:
     return text
 
 
+def unlisted_words(count: int) -> str:
+    """What a summary's header adds when its record does not list ``count`` facts.
+
+    Example:
+        >>> unlisted_words(97)
+        ' (+97 facts not listed)'
+    """
+    return f" (+{count:,} fact{'' if count == 1 else 's'} not listed)" if count else ""
+
+
 def summary_message(
-    body: str, sources: Sequence[str], facts: Facts, *, handle: str | None = None
+    body: str,
+    sources: Sequence[str],
+    facts: Facts,
+    *,
+    handle: str | None = None,
+    handles: Sequence[str] = (),
+    unlisted: int = 0,
 ) -> Message:
     """The summary message replacing the messages ``sources`` names.
 
@@ -113,6 +156,11 @@ def summary_message(
         handle: What its header shows for ``context_recall`` (ten hex digits
             of what it replaced, by content: ``Summarize``'s); none when
             ``None``.
+        handles: The content handles (``handles.handle_of``) of the
+            messages it replaces, in order: ``summary_originals`` finds
+            them by these where their ids are not the history's.
+        unlisted: How many facts of what it replaces its record does not
+            list, said in its header (``unlisted_words``).
 
     Raises:
         ArgumentTypeError: ``body`` or ``handle`` not a ``str``, ``sources``
@@ -124,11 +172,17 @@ def summary_message(
     if not isinstance(facts, Facts):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("facts", shown(facts), "a Facts")
     check_str(handle, "handle", none=True)
+    handles = check_strs(handles, "handles", lone=False)
+    check_int(unlisted, "unlisted", low=0)
     n = len(sources)
     header = f"[Summary of {n} earlier message{'' if n == 1 else 's'}"
+    header += unlisted_words(unlisted)
     header += f"; recall {handle}]" if handle else "]"
     digest = hashlib.sha1("\n".join(sources).encode(), usedforsecurity=False)
-    meta = {SUMMARY_KEY: {"sources": list(sources), "facts": facts.to_json()}}
+    record: dict[str, Any] = {"sources": list(sources), "facts": facts.to_json()}
+    if handles:
+        record["handles"] = list(handles)
+    meta = {SUMMARY_KEY: record}
     return Message.user(
         f"{header}\n{body}", id=f"summary-{digest.hexdigest()[:16]}", meta=meta
     )
@@ -162,3 +216,40 @@ def recall(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
     history = check_messages(history, "history")
     wanted = set(check_strs(ids, "ids"))
     return [m for m in history if m.id in wanted]
+
+
+def summary_originals(history: Sequence[Message], message: Message) -> list[Message]:
+    """The messages of ``history`` a summary replaced, in history order.
+
+    By their ids; where ``history`` lacks some of them (the same
+    conversation converted again from provider dicts, which carry no ids),
+    by the content handles the summary keeps (``summary_handles``): each
+    one the next message of ``history`` with that content, one that none
+    has skipped. Whichever finds more.
+
+    Example:
+        >>> history = [Message.user("Fix a.py"), Message.assistant("Done.")]
+        >>> s = summary_message("fixed", ["u1", "a1"], Facts(),
+        ...                     handles=[content_handle(m) for m in history])
+        >>> summary_originals(history, s) == history  # other ids: by content
+        True
+    """
+    history = check_messages(history, "history")
+    _message(message)
+    ids = summary_sources(message)
+    found = recall(history, ids)
+    wanted = summary_handles(message)
+    if len(found) >= len(set(ids)) or len(found) >= len(wanted):
+        return found
+    at: dict[str, list[int]] = {}
+    for k, m in enumerate(history):
+        at.setdefault(content_handle(m), []).append(k)
+    chosen: list[int] = []
+    last = -1
+    for h in wanted:
+        places = at.get(h, [])
+        i = bisect_right(places, last)
+        if i < len(places):
+            last = places[i]
+            chosen.append(last)
+    return found if len(chosen) <= len(found) else [history[k] for k in chosen]
