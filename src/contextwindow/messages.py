@@ -490,6 +490,7 @@ class Opaque(_OpaqueKept):
                 raise ArgumentValueError("raw", shown(raw), takes, _DEEP) from None
             if not isinstance(value, dict):
                 raise ArgumentValueError("raw", shown(raw), takes)
+            value = cast("dict[str, Any]", value)
         elif isinstance(raw, Mapping):
             value = cast("Mapping[str, Any]", raw)
         else:
@@ -501,7 +502,7 @@ class Opaque(_OpaqueKept):
         except RecursionError:
             raise ArgumentValueError("raw", shown(self.raw), takes, _DEEP) from None
         object.__setattr__(self, "raw", text)
-        kind = cast("Mapping[str, Any]", value).get("type")
+        kind = value.get("type")
         object.__setattr__(self, "_type", kind if isinstance(kind, str) else "")
 
     @classmethod
@@ -655,7 +656,7 @@ class Message(_HashKept):
             check_bool(self.pinned, "pinned")
         if type(self.id) is not str:
             check_str(self.id, "id")
-        if type(self.meta) is not dict and not isinstance(self.meta, Mapping):
+        if type(self.meta) is not dict and not isinstance(self.meta, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("meta", shown(self.meta), "a mapping")
 
     def __eq__(self, other: object) -> bool:

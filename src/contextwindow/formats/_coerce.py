@@ -270,13 +270,18 @@ def coerce_messages(
     """
     if force is not False and force is not True:  # the common case costs two tests
         check_bool(force, "force")
-    if type(data) is list or type(data) is tuple:
+    # ``kind``, not ``type(data)`` twice: a type checker narrows ``data`` by
+    # the latter to a list of unknowns, past this block too.
+    kind = type(data)
+    if kind is list or kind is tuple:
         seq = cast("Sequence[Any]", data)
         for m in seq:
             if m.__class__ is not Message:
                 break
         else:
-            return Coerced(seq if type(seq) is list else list(seq), NEUTRAL)
+            return Coerced(
+                cast("list[Message]", seq) if kind is list else list(seq), NEUTRAL
+            )
     if provider is not None and provider not in PROVIDERS:
         raise InvalidMessageError(
             "provider",
@@ -304,7 +309,8 @@ def neutral(
         >>> [m.role for m in neutral([{"role": "user", "content": "hi"}])]
         ['user']
     """
-    if type(data) is list or type(data) is tuple:
+    kind = type(data)  # not narrowing ``data``, as in ``coerce_messages``
+    if kind is list or kind is tuple:
         seq = cast("Sequence[Any]", data)
         for i in range(start, len(seq)):
             if seq[i].__class__ is not Message:
@@ -339,7 +345,7 @@ def _coerce(
     if not isinstance(data, Iterable) or isinstance(data, (bytes, bytearray)):
         raise InvalidMessageError(name, f"{_expected(name)}, got {type_name(data)}")
     try:
-        items = list(data)
+        items = list(cast("Iterable[object]", data))
     except InvalidMessageError:
         raise
     except Exception as exc:  # a generator of the user's failed while read
@@ -406,8 +412,9 @@ def _read_body(
 
 def _items(value: object, path: str) -> list[Any]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InvalidMessageError(path, f"expected an array, got {type_name(value)}")
-    return list(value)
+        got = type_name(cast("Any", value))
+        raise InvalidMessageError(path, f"expected an array, got {got}")
+    return list(cast("Iterable[object]", value))
 
 
 def _read_items(
@@ -433,8 +440,8 @@ def _read_items(
     foreign = [c for c in cands if c is not None]
     if not foreign:
         return Coerced(cast("list[Message]", plain), NEUTRAL)
-    prefer = [x for x in (provider, hint) if x is not None]
-    common = frozenset.intersection(*foreign)
+    prefer: list[Provider] = [x for x in (provider, hint) if x is not None]
+    common = foreign[0].intersection(*foreign[1:])
     chosen: list[Provider | None]
     if force and provider is not None:
         chosen = [None if c is None else provider for c in cands]
@@ -456,7 +463,7 @@ def _read_items(
         else:
             out.extend(_read_run(plain[k:j], kind, name, k, single))
         k = j
-    last = next(c for c in reversed(chosen) if c is not None)
+    last: Provider = next(c for c in reversed(chosen) if c is not None)
     return Coerced(out, Shape(last))
 
 
@@ -620,7 +627,7 @@ def _chat_reply(obj: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(content, str) and content:
         parts.append({"type": "text", "text": content})
     elif isinstance(content, list):
-        parts.extend(content)
+        parts.extend(cast("Sequence[Any]", content))
     out["content"] = [*parts, block]
     return out
 
@@ -651,7 +658,7 @@ def _sdk_shapes(item: object) -> frozenset[Provider]:
             return _ALL
         probe = cast("Sequence[Any]", content)[0]
     module = type(probe).__module__
-    if not isinstance(module, str):
+    if not isinstance(module, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # a class may set __module__ to anything
         return _ALL
     for prefix, shapes in _SDK_MODULES:
         if module.startswith(prefix):
@@ -723,7 +730,8 @@ def coerce_tools(tools: object, *, name: str = "tools") -> tuple[ToolSpec, ...]:
     if isinstance(tools, ToolSpec):
         tools = (tools,)
     if isinstance(tools, tuple) and all(
-        t.__class__ is ToolSpec and t.parameters.__class__ is dict for t in tools
+        t.__class__ is ToolSpec and t.parameters.__class__ is dict
+        for t in cast("Sequence[Any]", tools)
     ):
         specs = cast("tuple[ToolSpec, ...]", tools)
         for i, spec in enumerate(specs):
@@ -731,10 +739,10 @@ def coerce_tools(tools: object, *, name: str = "tools") -> tuple[ToolSpec, ...]:
         return specs
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
         raise InvalidMessageError(
-            name, f"expected a list of tools, got {type_name(tools)}"
+            name, f"expected a list of tools, got {type_name(cast('Any', tools))}"
         )
     out: list[ToolSpec] = []
-    for i, raw in enumerate(tools):
+    for i, raw in enumerate(cast("Iterable[object]", tools)):
         out.append(_tool(raw, f"{name}[{i}]"))
     return tuple(out)
 
@@ -823,7 +831,7 @@ def _check_schema(schema: Mapping[str, Any], p: str, depth: int = 0) -> None:
             )
     props = schema.get("properties")
     if isinstance(props, Mapping):
-        for key, sub in props.items():
+        for key, sub in cast("Mapping[str, Any]", props).items():
             if isinstance(sub, Mapping):
                 _check_schema(
                     cast("Mapping[str, Any]", sub), f"{p}.properties.{key}", depth + 1
@@ -834,7 +842,7 @@ def _check_schema(schema: Mapping[str, Any], p: str, depth: int = 0) -> None:
     for key in ("anyOf", "oneOf", "allOf"):
         options = schema.get(key)
         if isinstance(options, list):
-            for k, sub in enumerate(options):
+            for k, sub in enumerate(cast("Sequence[Any]", options)):
                 if isinstance(sub, Mapping):
                     _check_schema(
                         cast("Mapping[str, Any]", sub), f"{p}.{key}[{k}]", depth + 1
@@ -842,7 +850,9 @@ def _check_schema(schema: Mapping[str, Any], p: str, depth: int = 0) -> None:
 
 
 def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, list) and all(
+        isinstance(v, str) for v in cast("Sequence[Any]", value)
+    )
 
 
 _SCHEMA_KEYS: tuple[tuple[str, Callable[[object], bool], str], ...] = (

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -65,7 +65,7 @@ def as_neutral(messages: Any) -> Sequence[Message]:
     # The edge reads with the converters, which import this module.
     from contextwindow.formats._coerce import neutral
 
-    return neutral(messages)
+    return neutral(cast("object", messages))  # not as narrowed above
 
 
 def check_json(text: str, path: str) -> None:
@@ -127,7 +127,7 @@ def opaque_part(provider: Provider, block: Mapping[str, Any], path: str) -> Opaq
 
 
 @contextmanager
-def too_deep(path: str) -> Iterator[None]:
+def too_deep(path: str) -> Generator[None, None, None]:
     """Map a ``RecursionError`` inside to ``InvalidMessageError(path, ...)``.
 
     JSON nested a thousand levels deep is valid JSON, but ``json`` and
@@ -181,8 +181,11 @@ def custom_calls(message: Message) -> frozenset[str]:
     items = provider_meta(meta, "responses").get("items")
     if isinstance(items, list):
         for raw in cast("Sequence[Any]", items):
-            if isinstance(raw, Mapping) and raw.get("type") == "custom_tool_call":
-                item = cast("Mapping[str, Any]", raw).get("item")
+            if not isinstance(raw, Mapping):
+                continue
+            fields = cast("Mapping[str, Any]", raw)
+            if fields.get("type") == "custom_tool_call":
+                item = fields.get("item")
                 if isinstance(item, Mapping):
                     call_id = cast("Mapping[str, Any]", item).get("call_id")
                     if isinstance(call_id, str):

@@ -358,8 +358,10 @@ def thinking_sent(message: Message) -> frozenset[int]:
 def _recorded(m: Message) -> Sequence[Any] | None:
     """The items ``m`` was read from, if they still describe its parts."""
     recorded = provider_meta(m.meta, "responses").get("items")
-    if isinstance(recorded, list) and _fits(recorded, m.parts):
-        return cast("Sequence[Any]", recorded)
+    if isinstance(recorded, list):
+        items = cast("Sequence[Any]", recorded)
+        if _fits(items, m.parts):
+            return items
     return None
 
 
@@ -548,12 +550,12 @@ def _reasoning_texts(content: object) -> list[str] | None:
     if not isinstance(content, list) or not content:
         return None
     texts: list[str] = []
-    for raw in content:
+    for raw in cast("Sequence[Any]", content):
         if not isinstance(raw, Mapping):
             return None
         part = cast("Mapping[str, Any]", raw)
         text = part.get("text")
-        if part.keys() != {"type", "text"} or part["type"] != "reasoning_text":
+        if part.keys() != {"type", "text"} or part["type"] != "reasoning_text":  # pyright: ignore[reportUnnecessaryComparison]  # a KeysView equals a set of its keys
             return None
         if not isinstance(text, str):
             return None
@@ -584,7 +586,7 @@ def _ordered(obj: Mapping[str, Any], lay: Layout) -> Layout:
 def _reordered(item: dict[str, Any], order: object) -> dict[str, Any]:
     if not isinstance(order, list):
         return item
-    keys = [k for k in order if k in item]
+    keys = [k for k in cast("Sequence[Any]", order) if k in item]
     return {**{k: item[k] for k in keys}, **item}
 
 
@@ -659,7 +661,9 @@ def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
         reason = obj.get("reason")
         if isinstance(reason, str) and reason:
             content += f": {reason}"
-    elif kind == "shell_call_output" and (text := _shell_text(value)) is not None:
+    elif kind == "shell_call_output" and (
+        (text := _shell_text(cast("object", value))) is not None
+    ):
         content = text
     elif kind == "custom_tool_call_output" and isinstance(value, list):
         try:
@@ -667,11 +671,11 @@ def _read_kept_output(obj: Mapping[str, Any], p: str, kind: str) -> ToolResult:
                 cast("Sequence[Any]", value), f"{p}.{out_key}", "input_text", True
             )[0]
         except InvalidMessageError:  # parts of a kind not read here: their JSON
-            content = _compact(value)
+            content = _compact(cast("Sequence[Any]", value))
     else:
         with too_deep(f"{p}.{out_key}"):
             try:
-                content = "" if value is None else _compact(value)
+                content = "" if value is None else _compact(cast("object", value))
             except (TypeError, ValueError):
                 raise InvalidMessageError(f"{p}.{out_key}", "not JSON") from None
     return ToolResult(call_id, content)
@@ -888,7 +892,8 @@ def _write_output(item: dict[str, Any], kind: str, part: ToolResult) -> dict[str
     if kind == "computer_call_output":
         images = part.images
         if images and isinstance(value, Mapping):
-            shot = {k: v for k, v in value.items() if k != "file_id"}
+            prior = cast("Mapping[str, Any]", value)
+            shot = {k: v for k, v in prior.items() if k != "file_id"}
             item[out_key] = {**shot, "image_url": images[0].url}
         return item
     if kind == "mcp_approval_response":
@@ -900,9 +905,13 @@ def _write_output(item: dict[str, Any], kind: str, part: ToolResult) -> dict[str
             item["reason"] = text[len(verdict) + 2 :]
         return item
     if kind == "shell_call_output" and isinstance(value, list):
-        chunks: list[Any] = value
-        last = chunks[-1] if chunks and isinstance(chunks[-1], Mapping) else {}
-        outcome = cast("Mapping[str, Any]", last).get("outcome")
+        chunks = cast("Sequence[Any]", value)
+        last = chunks[-1] if chunks else None
+        outcome = (
+            cast("Mapping[str, Any]", last).get("outcome")
+            if isinstance(last, Mapping)
+            else None
+        )
         if outcome is None:
             outcome = {"type": "exit", "exit_code": 0}
         chunk = {"stdout": part.text, "stderr": "", "outcome": outcome}
@@ -925,7 +934,7 @@ def _shell_text(value: object) -> str | None:
     if not isinstance(value, list):
         return None
     out = ""
-    for chunk in value:
+    for chunk in cast("Sequence[Any]", value):
         if not isinstance(chunk, Mapping):
             return None
         c = cast("Mapping[str, Any]", chunk)
@@ -963,7 +972,7 @@ def result_takes_text(message: Message, result: ToolResult) -> bool:
     items = cast("Mapping[str, Any]", rm).get("items")
     if not isinstance(items, list):
         return True
-    for e in items:
+    for e in cast("Sequence[Any]", items):
         if not isinstance(e, Mapping):
             continue
         kind = cast("Mapping[str, Any]", e).get("type")
@@ -1042,9 +1051,12 @@ def _write_reasoning(part: Thinking, e: Mapping[str, Any]) -> dict[str, Any]:
     lens = e.get("summary")
     shown = e.get("content")  # the reasoning text's parts, after the summary
     text = part.text
-    both = [
-        *(lens if isinstance(lens, list) else []),
-        *(shown if isinstance(shown, list) else []),
+    summary: Sequence[Any] = (
+        cast("Sequence[Any]", lens) if isinstance(lens, list) else []
+    )
+    both: list[Any] = [
+        *summary,
+        *(cast("Sequence[Any]", shown) if isinstance(shown, list) else []),
     ]
     if (lens is not None or shown is not None) and _splits(both, text):
         texts: list[str] = []
@@ -1052,7 +1064,7 @@ def _write_reasoning(part: Thinking, e: Mapping[str, Any]) -> dict[str, Any]:
         for n in cast("list[int]", both):
             texts.append(text[start : start + n])
             start += n + len(_SEP)
-        k = len(lens) if isinstance(lens, list) else 0
+        k = len(summary)
         if lens is not None:
             out["summary"] = [{"type": "summary_text", "text": t} for t in texts[:k]]
         if isinstance(shown, list):

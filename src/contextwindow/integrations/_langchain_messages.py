@@ -39,7 +39,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -248,8 +248,9 @@ def _extra(extra: Any, path: str) -> tuple[str | None, bool, dict[str, Any]]:
         raise InvalidMessageError(
             f"{path}.additional_kwargs.{EXTRA}", "expected a mapping"
         )
-    meta = extra.get("meta", {})
-    return extra.get("agent"), bool(extra.get("pinned", False)), dict(meta)
+    fields = cast("Mapping[str, Any]", extra)
+    meta = fields.get("meta", {})
+    return fields.get("agent"), bool(fields.get("pinned", False)), dict(meta)
 
 
 def _parts(content: Any, path: str) -> tuple[Part, ...]:
@@ -263,11 +264,12 @@ def _parts(content: Any, path: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def _block(block: Any, path: str) -> Part | None:
-    if isinstance(block, str):
-        return Text(block)
-    if not isinstance(block, Mapping):
+def _block(item: Any, path: str) -> Part | None:
+    if isinstance(item, str):
+        return Text(item)
+    if not isinstance(item, Mapping):
         raise InvalidMessageError(path, "expected a str or a content block")
+    block = cast("Mapping[str, Any]", item)
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
         return Text(block["text"])
@@ -315,11 +317,13 @@ def _image(block: Mapping[str, Any]) -> Image | None:
         value = block.get("image_url")
         if isinstance(value, str):
             return Image(value)
-        if isinstance(value, Mapping) and isinstance(value.get("url"), str):
-            detail = value.get("detail")
-            return Image(
-                value["url"], detail=detail if isinstance(detail, str) else None
-            )
+        if not isinstance(value, Mapping):
+            return None
+        image_url = cast("Mapping[str, Any]", value)
+        url = image_url.get("url")
+        if isinstance(url, str):
+            detail = image_url.get("detail")
+            return Image(url, detail=detail if isinstance(detail, str) else None)
         return None
     if kind != "image":
         return None
@@ -329,6 +333,7 @@ def _image(block: Mapping[str, Any]) -> Image | None:
     mime = block.get("mime_type", "image/png")
     source = block.get("source")
     if isinstance(source, Mapping):  # Anthropic's own block
+        source = cast("Mapping[str, Any]", source)
         if source.get("type") == "url" and isinstance(source.get("url"), str):
             return Image(source["url"])
         data, mime = source.get("data"), source.get("media_type", mime)
@@ -345,12 +350,17 @@ def _unwrapped(calls: tuple[ToolCall, ...], extra: Any) -> tuple[ToolCall, ...]:
     (by call id); a call whose ``args`` are still that wrapping is read as
     the call written. One whose ``args`` changed is read as it is now.
     """
-    raw = extra.get("args") if isinstance(extra, Mapping) else None
+    raw = (
+        cast("Mapping[str, Any]", extra).get("args")
+        if isinstance(extra, Mapping)
+        else None
+    )
     if not isinstance(raw, Mapping) or not raw:
         return calls
+    originals = cast("Mapping[str, Any]", raw)
     out: list[ToolCall] = []
     for call in calls:
-        original = raw.get(call.id)
+        original = originals.get(call.id)
         if isinstance(original, str):
             with suppress(ContextWindowError):
                 was = ToolCall(call.id, call.name, original)
@@ -369,7 +379,8 @@ def _calls(msg: AIMessage, path: str) -> tuple[ToolCall, ...]:
                 args = json.dumps(
                     call["args"], ensure_ascii=False, separators=(",", ":")
                 )
-            calls.append(ToolCall(call.get("id") or "", call["name"], args))
+            call_id = call.get("id")  # pyright: ignore[reportUnknownMemberType]  # langchain's ToolCall.type reads as Unknown
+            calls.append(ToolCall(call_id or "", call["name"], args))
         except InvalidMessageError:
             raise
         except (ContextWindowError, TypeError, ValueError) as exc:
@@ -530,4 +541,6 @@ def _args(call: ToolCall) -> Any:
     ``to_anthropic`` wraps them for ``tool_use.input``.
     """
     value = call.input
-    return value if isinstance(value, dict) else {"input": value}
+    return (
+        cast("dict[str, Any]", value) if isinstance(value, dict) else {"input": value}
+    )

@@ -230,13 +230,6 @@ def _read_message(msg: Any, n: int, group: str, carried: list[Any]) -> list[Mess
     return out
 
 
-def _with_info(m: Message, info: dict[str, Any]) -> Message:
-    return Message(
-        m.role, m.parts, name=m.name, agent=m.agent, pinned=m.pinned, id=m.id,
-        meta={**m.meta, KEY: info},
-    )  # fmt: skip
-
-
 def _with_records(m: Message, info: dict[str, Any], records: Sequence[Any]) -> Message:
     """``m`` carrying ``records`` (parts with no neutral form), each counted.
 
@@ -350,7 +343,10 @@ def _result(d: Mapping[str, Any], *, is_error: bool) -> ToolResult:
     content = d.get("content")
     items = _items(content)
     body: str | tuple[Any, ...] = _text(content)
-    if any(isinstance(x, Mapping) and x.get("kind") in _FILES for x in items):
+    if any(
+        isinstance(x, Mapping) and cast("Mapping[str, Any]", x).get("kind") in _FILES
+        for x in items
+    ):
         body = tuple(_user_item(x) for x in items)
     return ToolResult(
         str(d.get("tool_call_id") or ""),

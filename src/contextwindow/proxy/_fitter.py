@@ -664,7 +664,7 @@ def _conversation(api: Api, body: Mapping[str, Any]) -> tuple[list[Any], Any]:
         fixed = body.get("system") if api.provider == "anthropic" else None
     if not isinstance(data, list):
         raise PassThrough("no messages")
-    return data, fixed
+    return cast("list[object]", data), fixed
 
 
 def _lead(items: list[Any]) -> list[Any]:

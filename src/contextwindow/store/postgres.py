@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from contextwindow._args import check_int, check_number, check_str
 from contextwindow._redact import display_url, scrub_url
@@ -56,12 +56,13 @@ from contextwindow.store._sql import Cursor, SQLStore
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
+    from typing_extensions import LiteralString
 
 __all__ = ["PostgresStore", "redact"]
 
 _SCHEMA_LOCK = 0x63770001
 """The advisory lock key migrations take (``cw`` and 1)."""
-_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_READ: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _CREATE = (
     "INSERT INTO cw_conversations VALUES (%s, 0, %s, %s, '{}') "
     "ON CONFLICT (id) DO NOTHING"
@@ -403,7 +404,7 @@ class PostgresStore(SQLStore):
             raise StoreError(f"{self!r}: {scrub_url(str(exc), self._url)}") from exc
 
     @contextmanager
-    def _checked_out(self, first: str) -> Generator[Cursor, None, None]:
+    def _checked_out(self, first: LiteralString) -> Generator[Cursor, None, None]:
         """A cursor on a pooled connection, ``first`` run on it.
 
         When ``first`` fails because the connection is broken, nothing of the

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from contextwindow._args import check_number, check_str, shown
 from contextwindow._redact import display_url, scrub_url
@@ -223,14 +223,12 @@ class RedisStore(RowStore):
                     fields = json.loads(text)
                 except ValueError:
                     continue  # damage that reading names
-                if (
-                    isinstance(fields, list)
-                    and len(fields) == 6  # pyright: ignore[reportUnknownArgumentType]  # JSON
-                    and fields[4] != "{}"
-                    and "." not in str(fields[5])
-                ):
-                    fields[4] = "{}"
-                    self._client.lset(key, k, json.dumps(fields, ensure_ascii=False))
+                if not isinstance(fields, list):
+                    continue
+                row = cast("list[object]", fields)  # JSON
+                if len(row) == 6 and row[4] != "{}" and "." not in str(row[5]):
+                    row[4] = "{}"
+                    self._client.lset(key, k, json.dumps(row, ensure_ascii=False))
 
     def __repr__(self) -> str:
         return f"RedisStore({display_url(self._url)!r})" + (

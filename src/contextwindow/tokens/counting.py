@@ -455,7 +455,9 @@ class TokenCounter:
         if n >= MIN_SHARED:  # a short one is cheaper to count than to look up
             # A copy of a list: a caller's list changed in place later must
             # not match. A tuple cannot change: it is kept as it is.
-            kept = seq if owned or type(seq) is tuple else list(seq)
+            kept = cast(
+                "Sequence[Message]", seq if owned or type(seq) is tuple else list(seq)
+            )
             self._last.insert(0, (kept, done))
             del self._last[_RECENT:]
         return done
@@ -611,7 +613,7 @@ class TokenCounter:
             >>> counter.image(Image("https://example.com/a.png", width=512, height=512))
             255
         """
-        if not isinstance(img, Image):
+        if not isinstance(img, Image):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("img", shown(img), "an Image")
         width, height = img.width, img.height
         if not (width and height):
@@ -735,7 +737,10 @@ def _listed(msgs: Iterable[Any], provider: Provider) -> Sequence[Any]:
 
 def _specs(tools: Iterable[Any]) -> Sequence[ToolSpec]:
     """Tools as ``ToolSpec`` objects: SDK tool dicts read, schemas checked."""
-    if type(tools) is tuple and all(t.__class__ is ToolSpec for t in tools):
+    # ``kind``, not ``type(tools)``: a type checker would narrow ``tools`` by
+    # that to a tuple of unknowns.
+    kind = type(tools)
+    if kind is tuple and all(t.__class__ is ToolSpec for t in tools):
         return cast("tuple[ToolSpec, ...]", tools)  # checked where it was made
     return coerce_tools(tools)
 
@@ -791,7 +796,11 @@ def render_openai_tools(specs: Sequence[ToolSpec]) -> str:
     for spec in specs:
         if spec.description:
             lines.append(f"// {spec.description}")
-        params = spec.parameters if isinstance(spec.parameters, Mapping) else {}  # pyright: ignore[reportUnnecessaryIsInstance]  # a ToolSpec is not checked when built
+        params: Mapping[str, Any] = (
+            spec.parameters
+            if isinstance(spec.parameters, Mapping)  # pyright: ignore[reportUnnecessaryIsInstance]  # a ToolSpec is not checked when built
+            else {}
+        )
         if isinstance(params.get("properties"), Mapping) and params["properties"]:
             lines.append(f"type {spec.name} = (_: {{")
             lines.append(_render_properties(params, 0))
@@ -812,7 +821,7 @@ def _render_properties(schema: Mapping[str, Any], indent: int) -> str:
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         properties = {}
-    for name, raw in properties.items():
+    for name, raw in cast("Mapping[str, Any]", properties).items():
         prop: Mapping[str, Any] = (
             cast("Mapping[str, Any]", raw) if isinstance(raw, Mapping) else {}
         )
@@ -840,9 +849,17 @@ def _render_type(prop: Mapping[str, Any], indent: int) -> str:
             if isinstance(o, Mapping)
         )
     if kind == "string":
-        return " | ".join(f'"{v}"' for v in enum) if enum else "string"
+        return (
+            " | ".join(f'"{v}"' for v in cast("Sequence[Any]", enum))
+            if enum
+            else "string"
+        )
     if kind in ("number", "integer"):
-        return " | ".join(str(v) for v in enum) if enum else "number"
+        return (
+            " | ".join(str(v) for v in cast("Sequence[Any]", enum))
+            if enum
+            else "number"
+        )
     if kind == "array":
         items = prop.get("items")
         return (
