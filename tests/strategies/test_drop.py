@@ -662,3 +662,30 @@ class TestSlidingWindow:
         assert SlidingWindow().keep_last == 20
         with pytest.raises(ContextWindowError, match="keep_last: expected an int >= 0"):
             SlidingWindow(-1)
+
+
+def test_a_summary_standing_as_a_thinking_loops_task_may_go() -> None:
+    """Anthropic: a summary right before a loop that opened with thinking is the
+    loop's task, pinned with its opener. It stands for messages the history
+    holds, so like any summary it goes when the pinned content alone is over
+    budget, and the error names only what is pinned otherwise (it counted the
+    summary, over the pinned content a fresh count gives)."""
+    from contextwindow.messages import Thinking
+    from contextwindow.summarizers.record import SUMMARY_KEY
+    from contextwindow.validity import ensure_valid
+
+    summary = Message.user(
+        "[Summary of 9 earlier messages] " + "fact " * 40, meta={SUMMARY_KEY: {}}
+    )
+    opener = Message.assistant(
+        [Thinking("Plan.", signature="c2ln")],
+        tool_calls=[ToolCall("t1", "read_file", '{"path": "a.py"}')],
+    )
+    conv = [summary, opener, Message.tool("t1", "x " * 200)]
+    counter = TokenCounter(FakeTokenizer(), "anthropic")
+    # The loop alone, as sent: a repair puts its placeholder turn first.
+    loop = counter.messages(ensure_valid([opener, conv[2]], "anthropic").messages)
+    with pytest.raises(BudgetError) as caught:
+        DropOldest()(conv, Budget(loop // 2, counter))
+    assert caught.value.required <= loop
+    assert not any("summary" in row for row in caught.value.pinned)

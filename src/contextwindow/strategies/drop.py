@@ -560,7 +560,11 @@ def _summaries(
     A protected marker its text happens to hold does not pin it: it holds
     no message that held one (those are never summarised).
     """
-    finals = set(final_indices(messages, budget.provider))
+    # A summary standing as a thinking loop's task may go too: a repair then
+    # puts its placeholder turn first, and the loop still opens the same way.
+    finals = set(final_indices(messages, budget.provider)) - set(
+        thinking_turn(messages, budget.provider)[:-1]
+    )
     return [
         k
         for k, u in enumerate(us)
