@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import pytest
+from tests.loopback import serving
 
 from contextwindow import AsyncContextManager, Message
 from contextwindow.manager import Event
@@ -49,15 +49,8 @@ class Down(BaseHTTPRequestHandler):
 def overloaded() -> Iterator[str]:
     """A loopback server answering 503 to everything; its base URL."""
     Down.hits = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Down)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(Down) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture

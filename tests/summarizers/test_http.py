@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import httpx
 import pytest
+from tests.loopback import serving
 
 from contextwindow import ContextManager, Message, TokenCounter, ToolCall, fit
 from contextwindow.errors import (
@@ -385,17 +385,8 @@ class Trickle(BaseHTTPRequestHandler):
 @pytest.fixture
 def trickle() -> Iterator[str]:
     """A trickling chat completions server on loopback; its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    server.daemon_threads = True
-    server.block_on_close = False
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(Trickle) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 class TestTimeoutPerAttempt:
@@ -474,15 +465,8 @@ def messages_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     MessagesAPI.statuses = []
     MessagesAPI.seen = []
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), MessagesAPI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(MessagesAPI) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 class TestAnthropic:

@@ -38,7 +38,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any, TypeAlias, cast
 
@@ -120,14 +120,7 @@ _ANTHROPIC = _Framing(
 )
 # OpenAI Responses: no separate published rule; the same chat template, but
 # items carry no ``name`` (``to_responses`` drops it), so none is counted.
-_RESPONSES = _Framing(
-    per_message=3,
-    count_role=True,
-    per_name=0,
-    per_tool_call=3,
-    per_tool_result=0,
-    reply=3,
-)
+_RESPONSES = replace(_OPENAI, per_name=0)
 _FRAMING: dict[str, _Framing] = {
     "openai": _OPENAI,
     "responses": _RESPONSES,
