@@ -544,3 +544,35 @@ class TestRelocate:
         tail = [conv[0], placeholder]
         r = Report(0, 0, 0, (Change("dropped", "S", (CONTINUED_ID,), 1, 1, 0, "x"),))
         assert relocate(r, conv, tail).changes[0].index == len(conv)
+
+    def test_memo_table_grows_with_the_conversation(self) -> None:
+        """A table kept in a memo is grown by an append, rebuilt otherwise.
+
+        Each relocation through the memo equals one without it: a grown
+        conversation (an id repeated in the new messages keeps its first
+        index), one that parted from the last (a message replaced), and one
+        shorter than the last.
+        """
+        from contextwindow._memo import Memo
+
+        memo = Memo()
+        conv = [Message.user(w) for w in "abcdef"]
+        dup = Message.user("again", id=conv[1].id)
+        grown = [*conv, Message.user("g"), dup]
+        parted = [conv[0], Message.user("x"), *conv[2:], Message.user("g")]
+        for target in (conv, grown, parted, conv[:3], grown):
+            source = [target[0], Message.user("inserted"), *target[2:]]
+            r = Report(
+                0,
+                0,
+                0,
+                tuple(
+                    Change("dropped", "S", (m.id,), i, 1, 0, "x")
+                    for i, m in enumerate(source)
+                ),
+            )
+            with_memo = relocate(r, target, source, memo=memo)
+            assert with_memo == relocate(r, target, source)
+        # The duplicate id points at its first message, as without a memo.
+        r = Report(0, 0, 0, (Change("dropped", "S", (dup.id,), 9, 1, 0, "x"),))
+        assert relocate(r, grown, memo=memo).changes[0].index == 1

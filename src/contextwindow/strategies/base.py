@@ -1381,6 +1381,8 @@ def relocate(
     report: Report,
     messages: Sequence[Message],
     source: Sequence[Message] | None = None,
+    *,
+    memo: Memo | None = None,
 ) -> Report:
     """The report with each change's index moved into ``messages``, by id.
 
@@ -1395,8 +1397,11 @@ def relocate(
             ``messages`` (one a repair inserted, say) takes the index of the
             first message after it that is. Without it, the change's first id
             is looked up.
+        memo: Where the table of ``messages``' ids is kept for the next call
+            (``_Positions``): a conversation that grew by an append then
+            indexes only its new messages.
     """
-    where = _Positions(messages)
+    where = _Positions(messages, memo)
 
     def index(c: Change) -> int:
         if source is not None and 0 <= c.index < len(source):
@@ -1432,19 +1437,35 @@ def _positions(messages: Sequence[Message]) -> dict[str, int]:
     return {m.id: i for i, m in reversed(list(enumerate(messages)))}
 
 
+_POSITIONS_KEY = ("contextwindow.relocate", "positions")
+"""The memo entry holding the last table ``_Positions`` built (a ``_Table``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """Each id's first index in ``messages`` (a snapshot)."""
+
+    messages: tuple[Message, ...]
+    index: dict[str, int]
+
+
 class _Positions:
     """Each id's first index in ``messages``, the table built only when needed.
 
     A stage that kept every message where it was (one that rewrote contents)
     is relocated by looking at the same index, not by indexing ten thousand
     ids; a change there points at that message even when an earlier one
-    repeats its id.
+    repeats its id. With a ``memo``, the table is kept there, and the next
+    one, for a conversation that starts with the very objects of the last,
+    is a copy of it with the new messages added (a copy at C speed, not a
+    loop over every message).
     """
 
-    __slots__ = ("_messages", "_table")
+    __slots__ = ("_memo", "_messages", "_table")
 
-    def __init__(self, messages: Sequence[Message]) -> None:
+    def __init__(self, messages: Sequence[Message], memo: Memo | None = None) -> None:
         self._messages = messages
+        self._memo = memo
         self._table: dict[str, int] | None = None
 
     def first(self, message_id: str, hint: int) -> int | None:
@@ -1460,8 +1481,28 @@ class _Positions:
 
     def table(self) -> dict[str, int]:
         if self._table is None:
-            self._table = _positions(self._messages)
+            self._table = self._built()
         return self._table
+
+    def _built(self) -> dict[str, int]:
+        ms, memo = self._messages, self._memo
+        if memo is None:
+            return _positions(ms)
+        last = memo.get(_POSITIONS_KEY)
+        n = len(ms)
+        if (
+            isinstance(last, _Table)
+            and len(last.messages) <= n
+            and same_objects(last.messages, ms, len(last.messages), COMPARED)
+        ):
+            table = last.index.copy()
+            add = table.setdefault  # an id seen before keeps its first index
+            for i in range(len(last.messages), n):
+                add(ms[i].id, i)
+        else:
+            table = _positions(ms)
+        memo.put(_POSITIONS_KEY, _Table(tuple(ms), table))
+        return table
 
     def __contains__(self, message_id: str) -> bool:
         return message_id in self.table()

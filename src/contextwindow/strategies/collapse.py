@@ -1283,6 +1283,6 @@ class CollapseRuns:
         later = collapse_runs(got, budget, self.max_share, "CollapseRuns", edits=True)
         if not later.report.changes:
             return fitted
-        moved = relocate(later.report, messages, got)
+        moved = relocate(later.report, messages, got, memo=budget.memo)
         report = fitted.report.then(named_runs(moved, fitted.report))
         return replace(fitted, messages=later.messages, report=report)

@@ -134,7 +134,9 @@ class Pipeline:
             step = verify(stage, current, given, budget, counted=report.tokens_after)
             later = step.report
             report = report.then(
-                later if in_place else relocate(later, messages, current)
+                later
+                if in_place
+                else relocate(later, messages, current, memo=budget.memo)
             )
             in_place = in_place and aligned(budget, step.messages, current)
             current = step.messages

@@ -55,6 +55,7 @@ from contextwindow.errors import (
 from contextwindow.formats._coerce import coerce_messages, coerce_tools, neutral
 from contextwindow.formats._thinking import thinking_sent
 from contextwindow.messages import (
+    COMPARED,
     Image,
     Message,
     Opaque,
@@ -391,22 +392,9 @@ class TokenCounter:
             # strategy's output: tool results cut, cleared, summarised).
             for cache in (self._cache, self._texts):
                 cache.grow(2 * n)
-        base: tuple[int, ...] | None = None
-        k = 0
-        # ``==`` on lists compares by identity first, so an unchanged prefix of
-        # the same message objects is checked at C speed (an equal message
-        # counts the same: counts depend on content alone).
-        for last, last_sums in self._last:
-            k = len(last)
-            if k and n >= k and seq[k - 1] is last[-1] and _starts_with(seq, last):
-                d = self._sent_alike(seq, last, 0, k)
-                if d < k:  # equal, but some thinking is sent otherwise
-                    base, k = last_sums[: d + 1], d
-                    break
-                if n == k:
-                    return last_sums
-                base = last_sums
-                break
+        base, k = self._extended(seq)
+        if base is not None and k == n:
+            return base
         spans: list[tuple[int, int, int, tuple[int, ...]]] = []
         if base is None:
             # A sequence that shares only a prefix with one seen (a strategy's
@@ -454,6 +442,29 @@ class TokenCounter:
             self._last.insert(0, (kept, done))
             del self._last[_RECENT:]
         return done
+
+    def _extended(self, seq: Sequence[Any]) -> tuple[tuple[int, ...] | None, int]:
+        """The running totals of a remembered sequence ``seq`` starts with.
+
+        And how many of ``seq``'s messages they cover (``None, 0``: none).
+        ``==`` on lists compares by identity first, so an unchanged prefix of
+        the same message objects is checked at C speed (an equal message
+        counts the same, but for the thinking a writer sends: ``_sent_alike``).
+        """
+        n = len(seq)
+        for last, last_sums in self._last:
+            k = len(last)
+            if not (k and n >= k and seq[k - 1] is last[-1]):
+                continue
+            before = next(COMPARED)
+            if not _starts_with(seq, last):
+                continue
+            # No ``__eq__`` ran: every pair was the very same object, whose
+            # thinking is sent alike (else only the equal ones are looked at).
+            same = next(COMPARED) == before + 1
+            d = k if same else self._sent_alike(seq, last, 0, k)
+            return (last_sums if d == k else last_sums[: d + 1]), d
+        return None, 0
 
     def _sent_alike(
         self,
