@@ -3,6 +3,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import contextwindow.strategies.drop as drop
 from contextwindow import fit
@@ -16,7 +18,7 @@ from contextwindow.messages import (
     units,
 )
 from contextwindow.strategies import Budget, DropOldest, SlidingWindow
-from contextwindow.testing import FakeTokenizer
+from contextwindow.testing import FakeTokenizer, conversations
 from contextwindow.tokens import BPETokenizer, TokenCounter
 from contextwindow.validity import CONTINUED, CONTINUED_ID, problems
 
@@ -689,3 +691,32 @@ def test_a_summary_standing_as_a_thinking_loops_task_may_go() -> None:
         DropOldest()(conv, Budget(loop // 2, counter))
     assert caught.value.required <= loop
     assert not any("summary" in row for row in caught.value.pinned)
+
+
+@settings(max_examples=60, deadline=None)
+@given(conversations(max_turns=8), st.data())
+def test_dropped_runs_are_the_maximal_runs_not_kept(
+    conv: list[Message], data: st.DataObject
+) -> None:
+    """One change per maximal run of units not kept, described by ``describe_run``."""
+    from contextwindow.messages import units
+    from contextwindow.strategies.base import describe_run
+
+    us = units(conv)
+    keep = data.draw(st.lists(st.booleans(), min_size=len(us), max_size=len(us)))
+    cost = list(range(1, len(us) + 1))
+    changes = drop.dropped_runs("S", conv, us, keep, cost)
+    runs: list[tuple[int, int]] = []
+    for k, kept in enumerate(keep):
+        if not kept:
+            if runs and runs[-1][1] == k:
+                runs[-1] = (runs[-1][0], k + 1)
+            else:
+                runs.append((k, k + 1))
+    assert [(c.index, c.units) for c in changes] == [
+        (us[a].start, b - a) for a, b in runs
+    ]
+    for c, (a, b) in zip(changes, runs, strict=True):
+        assert c.what == describe_run(conv, us[a:b])
+        assert c.tokens_before == sum(cost[a:b])
+        assert c.ids == tuple(m.id for m in conv[us[a].start : us[b - 1].stop])

@@ -846,7 +846,8 @@ class RunTally:
         """``add`` each unit of ``run``, counted at C speed where it can be."""
         if not run:
             return
-        if not self.units:
+        if not self.units and len(run) == 1:
+            # Said only of a run of one unit: a tally of more never is again.
             self.first = describe(messages, run[0])
         kinds = [u.kind for u in run]
         exchanges, plain = kinds.count("tool_exchange"), kinds.count("message")
@@ -854,13 +855,15 @@ class RunTally:
         self.plain += plain
         self.orphans += len(kinds) - exchanges - plain
         names = self.names
+        if not exchanges or len(names) > MAX_NAMES_SHOWN:  # the first few are enough
+            return
         for u in run:
-            if len(names) > MAX_NAMES_SHOWN:  # the first few are enough
-                break
             if u.kind == "tool_exchange":
                 for part in messages[u.start].parts:
-                    if isinstance(part, ToolCall):
+                    if part.__class__ is ToolCall or isinstance(part, ToolCall):
                         names[part.name] = None
+                if len(names) > MAX_NAMES_SHOWN:
+                    break
 
     def copy(self) -> RunTally:
         """An independent copy."""
