@@ -62,9 +62,11 @@ Contract:
   or for the room beside what cannot be dropped) is named in the report's
   ``warnings`` when no summary was used: a later stage may then drop what
   it would have replaced, its facts with it.
-  The summarizer is called at most twice per call: for just enough units,
-  then, when that summary is refused or leaves the conversation over
-  budget, for all of them.
+  The summarizer is called at most three times per call: for just enough
+  units; when that summary leaves the conversation over by less than a
+  step (its re-attached facts made it larger than asked), for the units
+  that free twice that, to the end of their step; when a summary is
+  refused or still leaves it over, for all of them.
 - The summarizer's ``SummarizerError`` propagates; the input is never
   mutated.
 
@@ -127,6 +129,7 @@ from contextwindow.strategies.base import (
     pinned_units,
     shares,
     step_end,
+    step_size,
     strategy_input,
 )
 from contextwindow.summarizers.base import Summarizer, summary_text
@@ -321,17 +324,18 @@ class Summarize:
                 clean = len(fitted.report.changes) == 1
                 budget.memo.put(key, _State(layout, state.made, known, clean))
                 return fitted
-        attempts = [candidates[:n]] if n < len(candidates) else []
-        attempts.append(candidates)
         kept = state.made if state is not None else []
         made: list[_Made] = []
         best: Fitted | None = None
         cut: _Cut | None = None
-        for i, chosen in enumerate(attempts):
+        tries = 0
+        while True:
+            last = n >= len(candidates)
+            chosen = candidates if last else candidates[:n]
             before = rolled + prefix[len(chosen)]
             target = self._target(before)
             room = before - over - HEADER_TOKENS
-            if i == len(attempts) - 1 and room > 0:
+            if last and room > 0:
                 # Every candidate goes and the rest fits: the summary may
                 # take only what the rest leaves (a larger one would be
                 # dropped whole after).
@@ -339,12 +343,16 @@ class Summarize:
             fitted = self._attempt(
                 messages, us, olds, chosen, budget, floor, kept, made, before, target
             )
+            tries += 1
             if fitted is not None:
                 best = fitted
                 if fitted.report.fits:
-                    if i == 0 and len(attempts) == 2:
+                    if tries == 1 and not last:
                         cut = _Cut.of(messages, us, olds, chosen, before, made[-1])
                     break
+            if last:
+                break
+            n = self._more(prefix, n, rolled, fitted, budget, tries)
         clean = cut is not None and best is not None and len(best.report.changes) == 1
         budget.memo.put(key, _State(layout, made, cut, clean))
         if best is not None:
@@ -452,6 +460,32 @@ class Summarize:
             saved=saved,
         )
         return fitted if fitted.report.fits else None
+
+    def _more(
+        self,
+        prefix: Sequence[int],
+        n: int,
+        rolled: int,
+        fitted: Fitted | None,
+        budget: Budget,
+        tries: int,
+    ) -> int:
+        """How many candidates the next attempt replaces, after ``n`` did not fit.
+
+        A summary a little over (its facts re-attached made it larger than
+        asked) is tried once more with the units that free twice what it
+        was over, on to the end of that step: not every unit for a few
+        tokens. A refused summary, a second miss, or one over by more than
+        a step: all of them.
+        """
+        every = len(prefix) - 1
+        if fitted is None or tries > 1:
+            return every
+        short = fitted.report.tokens_after - budget.limit
+        if short > step_size(budget):
+            return every
+        top = step_end(rolled + prefix[n] + 2 * short, budget) - 1
+        return max(n + 1, bisect_right(prefix, top - rolled, lo=n) - 1)
 
     def _enough(self, prefix: Sequence[int], over: int, rolled: int) -> int:
         """The fewest candidates (at least one) whose summary saves ``over``.
