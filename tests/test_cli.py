@@ -225,7 +225,11 @@ class TestInspect:
         ("spec", "label"),
         [
             ("heuristic", "heuristic, APPROXIMATE"),
-            ("cl100k_base", "cl100k_base, exact"),
+            # Not gpt-4o's (the file's model) own encoding: approximate.
+            (
+                "cl100k_base",
+                "cl100k_base (not gpt-4o's tokenizer: o200k_base), APPROXIMATE",
+            ),
         ],
     )
     def test_tokenizer_option(self, spec: str, label: str) -> None:
@@ -313,6 +317,34 @@ class TestModels:
         assert names
         assert all("claude" in n for n in names)
         assert names[0] != "anthropic.claude-v1"  # what "claude" would resolve to
+
+    @pytest.mark.parametrize(
+        "name", ["claude-opus-4", "codestral-2501", "claude-3-5-sonnet-latest"]
+    )
+    def test_first_row_is_what_the_library_gives(self, name: str) -> None:
+        """A model's name inside longer names still shows get_model(name) first."""
+        from contextwindow.models import get_model, registry
+
+        _code, out, _ = run("models", name, "--json")
+        doc = json.loads(out)
+        want = get_model(name)
+        first = doc["models"][0]
+        assert doc["resolved"] == registry.resolve(name)
+        assert (
+            first["name"],
+            first["provider"],
+            first["context_window"],
+            first["max_output_tokens"],
+        ) == (
+            want.name,
+            want.provider,
+            want.context_window,
+            want.max_output_tokens,
+        )
+        code, text, _ = run("models", name)
+        assert code == 0
+        assert text.splitlines()[0] == f"{name} -> {registry.resolve(name)}"
+        assert text.splitlines()[2].split()[:2] == [want.name, want.provider]
 
 
 class TestModuleEntry:

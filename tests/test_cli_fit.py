@@ -445,7 +445,7 @@ class TestFitOptions:
         ("args", "label", "exact"),
         [
             (["-t", "heuristic"], "heuristic, APPROXIMATE", False),
-            (["-t", "cl100k_base"], "cl100k_base, exact", True),
+            (["-m", "gpt-4", "-t", "cl100k_base"], "cl100k_base, exact", True),
             (["-m", "claude-sonnet-4-5"], "(approximate for claude-sonnet-4-5)", False),
         ],
     )
@@ -637,3 +637,39 @@ class TestFitSharedData:
         assert counter.messages(messages) == report["tokens_after"]
         assert report["tokens_after"] <= report["budget"]
         assert messages[0].role == "system"
+
+
+class TestTokenizerOverrideLabel:
+    """--tokenizer naming an encoding that is not the model's is APPROXIMATE."""
+
+    def test_fit_json_and_text(self, tmp_path: Path) -> None:
+        """fit labels o200k_base for Claude approximate, saying why, in JSON and
+        in text; the model's own encoding stays exact."""
+        args = (str(EXAMPLE), "-m", "claude-sonnet-4-5", "-t", "o200k_base")
+        _, report = fit_json(*args)
+        assert report["exact"] is False
+        assert report["tokenizer"] == "o200k_base (not claude-sonnet-4-5's tokenizer)"
+        code, out, _ = run("fit", *args, "-o", str(tmp_path / "out.json"))
+        assert code == 0
+        assert (
+            "tokens: o200k_base (not claude-sonnet-4-5's tokenizer), APPROXIMATE"
+        ) in out
+        _, report = fit_json(str(EXAMPLE), "-m", "gpt-4", "-t", "cl100k_base")
+        assert (report["tokenizer"], report["exact"]) == ("cl100k_base", True)
+
+    def test_inspect_and_report(self, tmp_path: Path) -> None:
+        """inspect and report label it alike (they share the inspection)."""
+        args = (str(EXAMPLE), "-m", "gpt-4", "-t", "o200k_base")
+        code, out, _ = run("inspect", *args, "--json")
+        assert code == 0
+        doc = json.loads(out)
+        assert (doc["tokenizer"], doc["exact"]) == (
+            "o200k_base (not gpt-4's tokenizer: cl100k_base)",
+            False,
+        )
+        code, out, _ = run("inspect", *args)
+        assert "o200k_base (not gpt-4's tokenizer: cl100k_base), APPROXIMATE" in out
+        page = tmp_path / "r.html"
+        code, _, _ = run("report", *args, "-o", str(page))
+        assert code == 0
+        assert "tokens (approximate)" in page.read_text()

@@ -249,3 +249,54 @@ class TestInspectMessages:
         assert r.usage > 1.0
         with pytest.warns(UnknownModelWarning, match="my-own-llm"):
             inspect_messages([], model="my-own-llm", tokenizer=FakeTokenizer())
+
+
+class TestTokenizerOverrideLabel:
+    """A tokenizer given for a model is exact only when it is the model's own."""
+
+    @pytest.mark.parametrize(
+        ("model", "encoding", "why"),
+        [
+            ("claude-sonnet-4-5", "o200k_base", "not claude-sonnet-4-5's tokenizer"),
+            ("gemini-2.5-pro", "o200k_base", "not gemini-2.5-pro's tokenizer"),
+            ("gpt-4", "o200k_base", "not gpt-4's tokenizer: cl100k_base"),
+            ("gpt-4o", "cl100k_base", "not gpt-4o's tokenizer: o200k_base"),
+        ],
+    )
+    def test_another_models_encoding_is_approximate(
+        self, model: str, encoding: str, why: str
+    ) -> None:
+        """A tiktoken encoding that is not the model's is approximate, saying why;
+        the counts are still the encoding's."""
+        from contextwindow.tokens import BPETokenizer
+
+        tok = BPETokenizer(encoding)
+        r = inspect_messages([Message.user("Hello there!")], model=model, tokenizer=tok)
+        assert r.exact is False
+        assert r.tokenizer == f"{encoding} ({why})"
+        assert r.tokens == count_messages([Message.user("Hello there!")], tok)
+
+    @pytest.mark.parametrize(
+        ("model", "encoding"), [("gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base")]
+    )
+    def test_the_models_own_encoding_is_exact(self, model: str, encoding: str) -> None:
+        """The model's own encoding, given, is exact and named as it is."""
+        from contextwindow.tokens import BPETokenizer
+
+        tok = BPETokenizer(encoding)
+        r = inspect_messages([Message.user("Hi")], model=model, tokenizer=tok)
+        assert (r.tokenizer, r.exact) == (encoding, True)
+
+    def test_a_tokenizer_of_its_own_says_whether_it_is_exact(self) -> None:
+        """A tokenizer that is no tiktoken encoding (a tokenizer.json, the user's
+        own) is taken at its word: which model's it is cannot be told."""
+        r = inspect_messages(
+            [Message.user("Hi")], model="claude-sonnet-4-5", tokenizer=FakeTokenizer()
+        )
+        assert (r.tokenizer, r.exact) == ("fake", True)
+        r = inspect_messages(
+            [Message.user("Hi")],
+            model="gpt-4o",
+            tokenizer=FakeTokenizer(exact=False),
+        )
+        assert (r.tokenizer, r.exact) == ("fake", False)

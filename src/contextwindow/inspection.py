@@ -2,7 +2,10 @@
 
 Contract: ``inspect_messages`` is pure (no printing, no I/O); it returns an
 ``Inspection`` value that the CLI renders as a table or as JSON. Every count is
-labelled exact or approximate through ``Inspection.exact``.
+labelled exact or approximate through ``Inspection.exact``: exact only when
+the tokenizer is the model's own (``counted_as``), so a tiktoken encoding
+given for a model it is not the encoding of (``o200k_base`` for Claude or
+GPT-4) is approximate, and its name says why.
 
 Example:
     >>> from contextwindow.messages import Message
@@ -28,7 +31,7 @@ from contextwindow.models import (
     get_model,
     get_tokenizer,
 )
-from contextwindow.tokens import TokenCounter, Tokenizer
+from contextwindow.tokens import BPETokenizer, TokenCounter, Tokenizer
 
 __all__ = ["Inspection", "MessageSize", "RoleStats", "ToolStats", "inspect_messages"]
 
@@ -81,7 +84,8 @@ class Inspection:
     max_output_tokens: int | None
     """The model's output limit, when known."""
     tokenizer: str
-    """The tokenizer's name."""
+    """The tokenizer's name; for one that is not the model's own, with why
+    its counts are approximate (``counted_as``)."""
     exact: bool
     """Whether the counts are the model's real counts."""
     provider: Provider
@@ -141,7 +145,9 @@ def inspect_messages(
     Args:
         messages: The conversation.
         model: The model whose window and tokenizer apply (default ``gpt-4o``).
-        tokenizer: Override the model's tokenizer.
+        tokenizer: Override the model's tokenizer. A tiktoken encoding that
+            is not the model's own counts approximately for it, and is
+            labelled so (``counted_as``).
         provider: Whose framing to count (``openai``, ``anthropic``,
             ``responses``).
         tools: Tool schemas sent with the request (default: the tools of a
@@ -193,12 +199,13 @@ def inspect_messages(
     largest = tuple(
         MessageSize(i, messages[i].role, sizes[i], _preview(messages[i])) for i in order
     )
+    label, exact = counted_as(tok, info)
     return Inspection(
         model=info.name,
         context_window=info.context_window,
         max_output_tokens=info.max_output_tokens,
-        tokenizer=tok.name,
-        exact=tok.exact,
+        tokenizer=label,
+        exact=exact,
         provider=provider,
         messages=len(messages),
         units=len(groups),
@@ -210,6 +217,36 @@ def inspect_messages(
         largest=largest,
         meta=extra,
     )
+
+
+def counted_as(tokenizer: Tokenizer, model: ModelInfo) -> tuple[str, bool]:
+    """How counts by ``tokenizer`` are labelled for ``model``: a name, and exact.
+
+    A tiktoken encoding (``BPETokenizer``) is exact for the models the
+    registry counts exactly with it, the OpenAI models of that encoding; for
+    any other model it is an approximation, and the name says so. Any other
+    tokenizer (a Hugging Face ``tokenizer.json``, one of the user's) says
+    itself whether it is exact: which model's it is cannot be told from it.
+    Shared with the CLI (``fit``), so every report labels alike.
+
+    Example:
+        >>> from contextwindow.models import get_model
+        >>> counted_as(BPETokenizer("o200k_base"), get_model("gpt-4o"))
+        ('o200k_base', True)
+        >>> counted_as(BPETokenizer("o200k_base"), get_model("claude-sonnet-4-5"))
+        ("o200k_base (not claude-sonnet-4-5's tokenizer)", False)
+        >>> counted_as(BPETokenizer("o200k_base"), get_model("gpt-4"))
+        ("o200k_base (not gpt-4's tokenizer: cl100k_base)", False)
+    """
+    name = tokenizer.name
+    if not tokenizer.exact:
+        return name, False
+    # The encoding ``get_tokenizer`` counts an exact model with.
+    own = (model.encoding or "o200k_base") if model.exact else None
+    if not isinstance(tokenizer, BPETokenizer) or name == own:
+        return name, True
+    real = f": {own}" if own else ""
+    return f"{name} (not {model.name}'s tokenizer{real})", False
 
 
 def _tool_stats(

@@ -42,6 +42,7 @@ from contextwindow.cli._term import Block, Styled, Table, emit, preview_width, w
 from contextwindow.cli._values import Amount, AmountType
 from contextwindow.errors import ContextWindowError
 from contextwindow.fitting import fit
+from contextwindow.inspection import counted_as
 from contextwindow.messages import PROVIDERS, Provider
 from contextwindow.models import ModelInfo, get_model, get_tokenizer
 from contextwindow.strategies.base import Change, Fitted
@@ -262,6 +263,7 @@ def _same_file(source: str, output: str) -> bool:
 
 def _fit_dict(run: _FitRun) -> dict[str, Any]:
     r = run.fitted.report
+    tokenizer, exact = counted_as(run.tokenizer, run.model)
     return {
         "file": shown_source(run.file),
         "title": run.transcript.title,
@@ -271,8 +273,8 @@ def _fit_dict(run: _FitRun) -> dict[str, Any]:
         "context_window": run.model.context_window,
         "max_output_tokens": run.model.max_output_tokens,
         "provider": run.provider,
-        "tokenizer": run.tokenizer.name,
-        "exact": run.tokenizer.exact,
+        "tokenizer": tokenizer,
+        "exact": exact,
         "strategy": run.strategy,
         "budget_spec": str(run.budget) if run.budget else None,
         "limit": run.limit,
@@ -302,14 +304,16 @@ def _render_fit(run: _FitRun) -> list[Block]:
         source = "asked for"
     if run.reserve:
         source += f", less {num(run.reserve)} reserved"
-    label = tokenizer_label(run.tokenizer.name, run.tokenizer.exact)
+    # A --tokenizer that is not the model's own is labelled approximate.
+    tokenizer, exact = counted_as(run.tokenizer, run.model)
+    label = tokenizer_label(tokenizer, exact)
     fits = r.tokens_after <= r.limit
     out: list[Block] = [
         Styled(((t.title, "bold"), (f"  ({t.format}, fitted for {run.provider})", ""))),
         Styled(
             (
                 (f"model: {run.model.name} ({limits}); tokens: ", ""),
-                (label, "green" if run.tokenizer.exact else "yellow"),
+                (label, "green" if exact else "yellow"),
             )
         ),
         f"budget    {num(r.limit)} tokens ({source})",

@@ -43,9 +43,13 @@ Contract:
   that does not answer in time 504. An upstream's own errors come back as
   it sent them.
 - Every fitted response carries ``x-contextwindow-tokens-in``,
-  ``-tokens-forwarded``, ``-compacted`` (tokens the fitting took out) and
-  ``-conversation``; every request is one JSON line on the
-  ``contextwindow.proxy`` logger.
+  ``-tokens-forwarded``, ``-compacted`` (tokens the fitting took out),
+  ``-window`` (the window it was fitted into) and ``-conversation``, and
+  ``x-contextwindow-model: unknown`` when the registry does not know the
+  model (its window is then ``DEFAULT_MODEL_INFO``'s, unless configured);
+  every request is one JSON line on the ``contextwindow.proxy`` logger, a
+  fitted one with ``window`` and ``model_known`` among its fields. An
+  unknown model is also warned of once per name (``_fitter``).
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import re
 import threading
@@ -65,7 +68,6 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, cast
 
-import orjson
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -85,6 +87,7 @@ from contextwindow.proxy._fitter import (
     FitterConfig,
     PassThrough,
     Plan,
+    json_line,
     parse_body,
 )
 from contextwindow.proxy._http import Client, Dropped, UpstreamError, UpstreamTimeout
@@ -311,6 +314,11 @@ class _Proxy:
             msg = (
                 f"contextwindow proxy: the request cannot fit the model's window: {exc}"
             )
+            if info.get("model_known") is False:
+                msg += (
+                    f" (an unknown model: the default window of {info['window']:,} "
+                    "tokens was assumed; --model-window MODEL=TOKENS gives its own)"
+                )
             code = "context_length_exceeded" if upstream == "openai" else None
             self._log(info | {"status": 400, "ms": _ms(start)}, request, read)
             return _error(upstream, 400, msg, code, api.fields[-1])
@@ -393,6 +401,8 @@ class _Proxy:
             info["passed"] = str(exc)[:200]
             return None, None
         except BudgetError:
+            if isinstance(model, str):  # read, and its window refused the request
+                info["window"], info["model_known"] = self.fitter.window_of(model)
             raise
         except Exception as exc:
             # A store or strategy failure, or one of the proxy's own (a body
@@ -407,6 +417,8 @@ class _Proxy:
             tokens_forwarded=plan.tokens_forwarded,
             rewritten=plan.rewritten,
             compactions=plan.compactions,
+            window=plan.window,
+            model_known=plan.model_known,
         )
         return plan, written
 
@@ -608,11 +620,7 @@ class _Proxy:
             if self.config.api_key:
                 secrets.append(self.config.api_key)
             record["body"] = scrub(raw.decode("utf-8", "replace"), secrets)
-        try:
-            line = orjson.dumps(record, default=str).decode()
-        except TypeError:  # a lone surrogate (in a model's name): its escape
-            line = json.dumps(record, default=str)
-        log.info(line)
+        log.info(json_line(record))
 
 
 async def _read_whole(resp: UpstreamResponse) -> bytes | UpstreamError:
@@ -663,7 +671,10 @@ def _answer_headers(
                 b"x-contextwindow-compacted",
                 b"%d" % (plan.tokens_in - plan.tokens_forwarded),
             ),
+            (b"x-contextwindow-window", b"%d" % plan.window),
         ]
+        if not plan.model_known:
+            out.append((b"x-contextwindow-model", b"unknown"))
         if plan.conversation is not None:
             out.append((b"x-contextwindow-conversation", plan.conversation.encode()))
     return out

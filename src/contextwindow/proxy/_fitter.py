@@ -7,6 +7,18 @@ Contract:
   the registry (``windows`` and ``window`` override it), the reply's cap
   (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) is
   reserved, and tools and the system prompt are counted.
+- A name of ``windows`` names the request's model when it is the model's
+  string, else when it names it as the registry resolves names (case and
+  surrounding spaces, a provider's prefix, a date or ``-latest``, dots or
+  dashes in a version: ``gpt-4o`` names ``GPT-4o``, ``openai/gpt-4o`` and
+  ``gpt-4o-2024-08-06``), else when both resolve to one model of the
+  registry (an alias). A model the registry does not know (an Azure
+  deployment's name) gets ``DEFAULT_MODEL_INFO``'s window unless one is
+  configured: its plan says so (``model_known``, ``window``), and where the
+  default is assumed the first request for it logs a warning, once per
+  name, as a JSON line (``"event": "unknown_model"``) on the
+  ``contextwindow.proxy.models`` logger (beside, not among, the request
+  lines).
 - A request that fits, and whose conversation was never compacted, is
   forwarded as the bytes received; one that breaks a provider's rule is
   repaired, unless no turn would be left (then it goes as it came, for the
@@ -58,6 +70,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import threading
 import warnings
@@ -69,12 +82,20 @@ from typing import Any, NoReturn, cast
 
 import orjson
 
-from contextwindow.errors import BudgetError, ContextWindowError
+from contextwindow._args import check_int, check_str, shown
+from contextwindow.errors import ArgumentTypeError, BudgetError, ContextWindowError
 from contextwindow.fitting import fit, reply_reserve
 from contextwindow.formats._coerce import coerce_messages, coerce_tools
 from contextwindow.manager import CompactionPolicy, ContextManager
 from contextwindow.messages import Message, ToolSpec
-from contextwindow.models import ModelInfo, get_model, get_tokenizer
+from contextwindow.models import (
+    DEFAULT_MODEL_INFO,
+    ModelInfo,
+    Registry,
+    get_model,
+    get_tokenizer,
+    registry,
+)
 from contextwindow.proxy._behind import WriteBehind
 from contextwindow.proxy._shapes import Api
 from contextwindow.store.base import Store
@@ -90,8 +111,14 @@ __all__ = [
     "FitterConfig",
     "PassThrough",
     "Plan",
+    "json_line",
     "parse_body",
 ]
+
+log = logging.getLogger("contextwindow.proxy.models")
+"""Where an unknown model is reported, once per name (a child of the request
+log's ``contextwindow.proxy``: its handlers get it, its one line per request
+stays one)."""
 
 POLICY = CompactionPolicy(at=100, to=60)
 """Compact only when a request would not fit, then down to 60 % of the
@@ -129,7 +156,10 @@ class FitterConfig:
     window: int | None = None
     """Every model's window (default: the registry's)."""
     windows: Mapping[str, int] = field(default_factory=dict[str, int])
-    """Windows by model name, over ``window`` and the registry."""
+    """Windows by model name, over ``window`` and the registry. A name
+    matches the request's model as the registry resolves names (the
+    module's contract): ``gpt-4o`` matches ``GPT-4o`` and ``openai/gpt-4o``;
+    the exact string first."""
     reserve: int | None = None
     """Tokens reserved for a reply whose cap the body does not give (default:
     ``reply_reserve``)."""
@@ -156,6 +186,23 @@ class Plan:
     commit: Callable[[], None] | None = field(default=None, compare=False, repr=False)
     """With ``write_behind``: writes this request's appends to the store (call
     it, from a thread, before the response to the client ends)."""
+    window: int = 0
+    """The window the request was fitted into (0: not said)."""
+    model_known: bool = True
+    """Whether the registry knows the model (else its window is
+    ``DEFAULT_MODEL_INFO``'s, unless ``windows`` or ``window`` gives one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """A model name as the fitter reads it, once per name."""
+
+    info: ModelInfo
+    tokenizer: Tokenizer
+    window: int
+    """The window its requests are fitted into."""
+    known: bool
+    """Whether the registry resolves the name."""
 
 
 @dataclass
@@ -177,6 +224,10 @@ class _Entry:
 class Fitter:
     """Plans requests (see the module's contract); thread-safe.
 
+    Raises:
+        ArgumentError: A name of ``config.windows`` is not a ``str``, or its
+            window not an int >= 1 (named ``windows['name']``).
+
     Example:
         >>> import json
         >>> from contextwindow.proxy._shapes import APIS
@@ -192,12 +243,18 @@ class Fitter:
         self, config: FitterConfig, store: Store | None, *, write_behind: bool = False
     ) -> None:
         self.config = config
+        self._windows = _checked_windows(config.windows)
+        self._window_names: Registry | None = None
+        """``windows`` as a registry of its own, resolving a request's model
+        as the registry does (made on first use)."""
+        self._window_models: dict[str, int] | None = None
+        """``windows`` by the registry's canonical name (made on first use)."""
         self._behind = (
             WriteBehind(store) if write_behind and store is not None else None
         )
         self.store: Store | None = self._behind if self._behind is not None else store
         self._lock = threading.Lock()
-        self._models: dict[str, tuple[ModelInfo, Tokenizer]] = {}
+        self._models: dict[str, _Model] = {}
         self._counters: dict[tuple[str, str], TokenCounter] = {}
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._calibrations: dict[tuple[str, str, str], Calibration] = {}
@@ -207,17 +264,68 @@ class Fitter:
 
     # -- the model ---------------------------------------------------------------
 
-    def _model(self, name: str) -> tuple[ModelInfo, Tokenizer]:
+    def _model(self, name: str) -> _Model:
         with self._lock:
             got = self._models.get(name)
-            if got is None:
-                with warnings.catch_warnings():
-                    # An unknown model gets the default window; the log says so.
-                    warnings.simplefilter("ignore")
-                    info = get_model(name)
-                    got = (info, get_tokenizer(info))
-                self._models[name] = got
+            if got is not None:
+                return got
+            known = registry.resolve(name) is not None
+            with warnings.catch_warnings():
+                # A server warns in its log, once per name (below), not by
+                # a Python warning per request.
+                warnings.simplefilter("ignore")
+                info = get_model(name)
+            configured = self._configured(name) or self.config.window
+            window = configured or info.context_window
+            got = self._models[name] = _Model(info, get_tokenizer(info), window, known)
+        if not known and not configured:
+            _warn_unknown(name, window)
+        return got
+
+    def _configured(self, name: str) -> int | None:
+        """The window ``windows`` gives the model ``name`` (under ``_lock``).
+
+        The exact string first; then as the registry resolves names, with
+        ``windows``' names as its table; then by the registry's canonical
+        name, when the request's and a configured one resolve alike.
+        """
+        if not self._windows:
+            return None
+        got = self._windows.get(name)
+        if got is not None:
             return got
+        if self._window_names is None:
+            self._window_names = Registry(
+                {
+                    k: ModelInfo(k, "custom", w, None, None, False)
+                    for k, w in self._windows.items()
+                }
+            )
+        hit = self._window_names.resolve(name)
+        if hit is not None:
+            return self._windows[hit]
+        if self._window_models is None:
+            by_model: dict[str, int] = {}
+            for k, w in self._windows.items():
+                canonical = registry.resolve(k)
+                if canonical is not None:
+                    by_model.setdefault(canonical, w)
+            self._window_models = by_model
+        canonical = registry.resolve(name)
+        return None if canonical is None else self._window_models.get(canonical)
+
+    def window_of(self, model: str) -> tuple[int, bool]:
+        """The window ``model``'s requests are fitted into; whether it is known.
+
+        Example:
+            >>> fitter = Fitter(FitterConfig(windows={"gpt-4o": 64_000}), None)
+            >>> fitter.window_of("OpenAI/GPT-4o-2024-08-06")
+            (64000, True)
+            >>> fitter.window_of("my-deployment")
+            (8192, False)
+        """
+        m = self._model(model)
+        return m.window, m.known
 
     def _counter(self, tok: Tokenizer, api: Api) -> TokenCounter:
         key = (tok.name, api.provider)
@@ -245,12 +353,11 @@ class Fitter:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise PassThrough("no model")
-        info, tok = self._model(model)
-        window = self.config.windows.get(model) or self.config.window
-        window = window or info.context_window
+        m = self._model(model)
+        info, tok, window = m.info, m.tokenizer, m.window
         counter = self._counter(tok, api)
         calibration = self._calibration(info, tok, api)
-        req = _Request(api, raw, body, model, counter, calibration)
+        req = _Request(api, raw, body, model, counter, calibration, known=m.known)
         req.reserve = self._reserve(api, body, info, window)
         req.window = window
         req.items, req.fixed = _conversation(api, body)
@@ -258,7 +365,7 @@ class Fitter:
         if not api.fitted:
             # Counted (the answer's count calibrates), never fitted nor refused.
             n = counter.messages(req.read(req.items), tools=req.specs) + req.extra
-            return Plan(raw, n, n, False, calibration=calibration)
+            return Plan(raw, n, n, False, calibration=calibration, **req.said())
         if req.extra and req.reserve + req.extra >= window:
             # What is counted outside the conversation leaves it no room.
             raise BudgetError(
@@ -336,7 +443,12 @@ class Fitter:
             limit = budget + req.reserve
         if tokens_in <= budget:
             return Plan(
-                req.raw, tokens_in, tokens_in, False, calibration=req.calibration
+                req.raw,
+                tokens_in,
+                tokens_in,
+                False,
+                calibration=req.calibration,
+                **req.said(),
             )
         fitted = fit(
             messages,
@@ -350,7 +462,14 @@ class Fitter:
         out = _written(req.api, req.body, fitted.to(req.api.provider))
         forwarded = req.counter.messages(fitted.messages, tools=req.specs) + req.extra
         return Plan(
-            out, tokens_in, forwarded, True, None, 1, calibration=req.calibration
+            out,
+            tokens_in,
+            forwarded,
+            True,
+            None,
+            1,
+            calibration=req.calibration,
+            **req.said(),
         )
 
     def _continued(
@@ -428,11 +547,29 @@ class Fitter:
             prepared.conversation, manager.history
         ):
             return Plan(
-                req.raw, tokens_in, tokens_in, False, cid, done, req.calibration, commit
+                req.raw,
+                tokens_in,
+                tokens_in,
+                False,
+                cid,
+                done,
+                req.calibration,
+                commit,
+                **req.said(),
             )
         out = _written(api, req.body, prepared.body(), commit)
         forwarded = prepared.tokens + req.extra
-        return Plan(out, tokens_in, forwarded, True, cid, done, req.calibration, commit)
+        return Plan(
+            out,
+            tokens_in,
+            forwarded,
+            True,
+            cid,
+            done,
+            req.calibration,
+            commit,
+            **req.said(),
+        )
 
     def _forked(self, entry: _Entry, req: _Request) -> bool:
         """Whether ``req`` continues the fork of ``entry`` last served.
@@ -484,8 +621,8 @@ class Fitter:
             ...     "claude-sonnet-4-6", APIS["/v1/messages"]).ratio
             1.0
         """
-        info, tok = self._model(model)
-        return self._calibration(info, tok, api)
+        m = self._model(model)
+        return self._calibration(m.info, m.tokenizer, api)
 
     def _calibration(self, info: ModelInfo, tok: Tokenizer, api: Api) -> Calibration:
         key = (info.name, tok.name, api.provider)
@@ -564,6 +701,12 @@ class _Request:
     """Tokens counted outside the conversation and its tools."""
     window: int = 0
     reserve: int = 0
+    known: bool = True
+    """Whether the registry knows the model."""
+
+    def said(self) -> dict[str, Any]:
+        """What a plan says of the model: its window, and whether it is known."""
+        return {"window": self.window, "model_known": self.known}
 
     def read(self, items: list[Any], *, tail: bool = False) -> list[Message]:
         """``items`` as neutral messages (``tail``: without the system prompt).
@@ -646,6 +789,62 @@ def _legacy(item: object) -> bool:
         return False
     obj = cast("dict[str, Any]", item)
     return obj.get("role") == "function" or obj.get("function_call") is not None
+
+
+def _checked_windows(windows: object) -> dict[str, int]:
+    """``FitterConfig.windows``, each name and window checked.
+
+    Example:
+        >>> _checked_windows({"gpt-4o": 0})
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentValueError: windows['gpt-4o']: expected an int >= 1, got 0
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    if not isinstance(windows, Mapping):
+        raise ArgumentTypeError(
+            "windows", shown(windows), "a mapping of model names to ints"
+        )
+    out: dict[str, int] = {}
+    for name, size in cast("Mapping[object, object]", windows).items():
+        key: str = check_str(
+            name, "windows", empty=False, takes="model names (str) as keys"
+        )
+        out[key] = check_int(size, f"windows[{key!r}]", low=1)
+    return out
+
+
+def _warn_unknown(name: str, window: int) -> None:
+    """Log, once per name (the caller's), that ``name`` gets the default window."""
+    if not log.isEnabledFor(logging.WARNING):
+        return
+    close = registry.suggest(name)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    message = (
+        f"unknown model {name!r}{hint}: its requests are fitted into the default "
+        f"window of {window:,} tokens (DEFAULT_MODEL_INFO), counted approximately "
+        f"with {DEFAULT_MODEL_INFO.encoding}; give its window with --model-window "
+        "MODEL=TOKENS (FitterConfig.windows)"
+    )
+    record = {
+        "event": "unknown_model",
+        "model": name,
+        "window": window,
+        "message": message,
+    }
+    log.warning(json_line(record))
+
+
+def json_line(record: Mapping[str, Any]) -> str:
+    r"""``record`` as one line of JSON (the proxy's log lines).
+
+    Example:
+        >>> json_line({"model": "claude-\ud83d"})  # a lone surrogate: its escape
+        '{"model": "claude-\\ud83d"}'
+    """
+    try:
+        return orjson.dumps(record, default=str).decode()
+    except TypeError:  # a lone surrogate (in a model's name): its escape
+        return json.dumps(record, default=str)
 
 
 def _conversation(api: Api, body: Mapping[str, Any]) -> tuple[list[Any], Any]:
