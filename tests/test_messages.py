@@ -338,6 +338,19 @@ class TestToolCallJSON:
         }
         assert ToolCall("c", "f", {"x": 1.5}).arguments == '{"x":1.5}'  # type: ignore[arg-type]  # a mapping is taken
 
+    @pytest.mark.parametrize(
+        "text", ['{"n": 1e400}', "[-1e400]", '{"n": 1' + "0" * 400 + ".5}"]
+    )
+    def test_a_number_past_a_double_is_refused(self, text: str) -> None:
+        """A literal float() reads as an infinity is refused as Infinity is."""
+        with pytest.raises(ArgumentValueError, match="past a double's range") as info:
+            ToolCall("c", "f", text)
+        assert info.value.argument == "arguments"
+
+    def test_a_number_too_small_for_a_double_is_taken(self) -> None:
+        """A literal that underflows reads as 0.0: still a number, taken."""
+        assert ToolCall("c", "f", '{"n": 1e-400}').input == {"n": 0.0}
+
 
 class TestOpaqueJSON:
     def test_nan_is_refused(self) -> None:
@@ -354,6 +367,12 @@ class TestOpaqueJSON:
         for value in (text, _deep_mapping(5000)):
             with pytest.raises(ArgumentValueError, match="nested too deeply"):
                 Opaque("anthropic", value)  # type: ignore[arg-type]  # a mapping is taken
+
+    def test_a_number_past_a_double_is_refused(self) -> None:
+        """An opaque block's text holding 1e400 is refused, never kept as Infinity."""
+        with pytest.raises(ArgumentValueError, match="1e400 is past") as info:
+            Opaque("openai", '{"type": "file", "n": 1e400}')
+        assert info.value.argument == "raw"
 
 
 class TestRoleSubclasses:

@@ -1,10 +1,12 @@
 """Image bytes: sizes read from file headers, and ``data:`` URIs.
 
 Contract: nothing here raises on bad input. ``image_size`` reads only the header
-of PNG, JPEG, GIF and WebP data and returns ``(width, height)`` or ``None``; the
-``data:`` URI helpers return ``None`` (or what could be decoded) for anything
-they cannot read. Formats use this to fill ``Image.width``/``height``; token
-counting uses it for images whose size was not given.
+of PNG, JPEG, GIF and WebP data and returns ``(width, height)`` (each at
+least 1) or ``None``; ``image_type`` names those formats by their first
+bytes; the ``data:`` URI helpers return ``None`` (or what could be decoded)
+for anything they cannot read. Formats use this to fill
+``Image.width``/``height``; token counting uses it for images whose size was
+not given.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "data_uri_bytes",
     "decode_base64",
     "image_size",
+    "image_type",
     "parse_data_uri",
 ]
 
@@ -29,8 +32,13 @@ __all__ = [
 def parse_data_uri(url: str) -> tuple[str, str] | None:
     """Split a base64 ``data:`` URI into (media type, base64 data).
 
+    The media type is as written (``IMAGE/PNG`` stays so); ``;base64`` is
+    matched in any case, as RFC 2397 reads a parameter.
+
     Example:
         >>> parse_data_uri("data:image/png;base64,iVBORw0KGgo=")
+        ('image/png', 'iVBORw0KGgo=')
+        >>> parse_data_uri("data:image/png;BASE64,iVBORw0KGgo=")
         ('image/png', 'iVBORw0KGgo=')
         >>> parse_data_uri("https://example.com/a.png") is None
         True
@@ -38,9 +46,14 @@ def parse_data_uri(url: str) -> tuple[str, str] | None:
     if not url.startswith("data:"):
         return None
     head, sep, data = url[5:].partition(",")
-    if not sep or not head.endswith(";base64"):
+    if not sep or not _is_base64(head):
         return None
     return head[: -len(";base64")].split(";", 1)[0], data
+
+
+def _is_base64(head: str) -> bool:
+    """Whether a ``data:`` URI's head ends in ``;base64`` (in any case: RFC 2397)."""
+    return head[-7:].lower() == ";base64"
 
 
 def data_uri(media_type: str, data: str) -> str:
@@ -75,7 +88,7 @@ def data_uri_bytes(url: str) -> bytes | None:
     if not url.startswith("data:") or "," not in url:
         return None
     head, payload = url[5:].split(",", 1)
-    if head.endswith(";base64"):
+    if _is_base64(head):
         try:
             return base64.b64decode(payload)
         except (binascii.Error, ValueError):
@@ -91,8 +104,9 @@ def image_size(data: bytes | bytearray | memoryview) -> tuple[int, int] | None:
             marker may follow other segments).
 
     Returns:
-        The pixel size, or ``None`` when the format is unknown or the data is
-        truncated.
+        The pixel size, or ``None`` when the format is unknown, the data is
+        truncated, or the header says a side is 0 pixels (a corrupt or
+        truncated file: its size is unknown, not an image of no pixels).
 
     Raises:
         ArgumentTypeError: ``data`` is not ``bytes`` (nor a ``bytearray`` or
@@ -103,7 +117,36 @@ def image_size(data: bytes | bytearray | memoryview) -> tuple[int, int] | None:
         (5, 7)
         >>> image_size(b"not an image") is None
         True
+        >>> image_size(b"GIF89a" + bytes([0, 0, 7, 0])) is None  # 0 wide
+        True
     """
+    size = _header_size(data)
+    if size is None or not size[0] or not size[1]:
+        return None
+    return size
+
+
+def image_type(data: bytes) -> str | None:
+    """The media type the first bytes of an image say: PNG, JPEG, GIF or WebP.
+
+    Example:
+        >>> image_type(b"GIF89a" + bytes([5, 0, 7, 0]))
+        'image/gif'
+        >>> image_type(b"%PDF-1.7") is None
+        True
+    """
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _header_size(data: bytes | bytearray | memoryview) -> tuple[int, int] | None:
     if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("data", shown(data), "bytes (an image's header)")
     if not isinstance(data, bytes):  # the readers below search it as bytes

@@ -17,6 +17,21 @@ document); none lets a ``RecursionError``, a ``UnicodeError`` or a bare
   writes it later), and no string or key holding a lone surrogate (a
   ``\ud800`` escape: valid JSON, but no UTF-8 text can carry it, so every
   tokenizer and writer would fail on it).
+
+Writing JSON back, where a value was parsed from JSON text that held a lone
+surrogate as an escape (``\ud83d``: a tool that cut a UTF-16 string inside
+an emoji), must not turn the escape into the raw surrogate, which no UTF-8
+text can carry:
+
+- ``has_surrogate_escape(text)``: whether parsing JSON ``text`` may give
+  one it did not hold raw.
+- ``escape_surrogates(text)``: JSON text written back with each lone
+  surrogate as its escape, as it came.
+- ``replace_surrogates(value)``: a parsed value with each lone surrogate made
+  U+FFFD, for a writer whose output is a value (Anthropic's ``input``), not
+  text.
+
+These never raise.
 """
 
 from __future__ import annotations
@@ -27,7 +42,15 @@ from typing import Any, cast
 
 from contextwindow.errors import InvalidMessageError
 
-__all__ = ["MAX_DEPTH", "check_tree", "decode", "loads"]
+__all__ = [
+    "MAX_DEPTH",
+    "check_tree",
+    "decode",
+    "escape_surrogates",
+    "has_surrogate_escape",
+    "loads",
+    "replace_surrogates",
+]
 
 MAX_DEPTH = 200
 """The deepest nesting of arrays and objects accepted."""
@@ -136,6 +159,89 @@ def check_tree(value: Any, where: str, text: str | None = None) -> None:
                     _text(v, where, (*path, i))
         elif surrogates and isinstance(node, str):
             _text(node, where, path)
+
+
+def has_surrogate_escape(text: str) -> bool:
+    r"""Whether JSON ``text`` holds a surrogate escape (``\ud83d``).
+
+    The escape may be half of a pair (``\ud83d\ude00``, one emoji): this says
+    only that parsing ``text`` may give a lone surrogate it did not hold raw.
+
+    Example:
+        >>> has_surrogate_escape('{"t": "cut \\ud83d"}')
+        True
+        >>> has_surrogate_escape('{"t": "ok \\u00e9"}')
+        False
+    """
+    return "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+
+
+def escape_surrogates(text: str) -> str:
+    r"""JSON ``text`` with each lone surrogate written as its ``\uXXXX`` escape.
+
+    ``json.dumps(..., ensure_ascii=False)`` writes a lone surrogate raw,
+    which no UTF-8 text can carry; its escape parses back to the same value
+    and is plain ASCII. A raw surrogate can only be inside a JSON string,
+    where the escape means the same.
+
+    Example:
+        >>> import json
+        >>> value = json.loads('{"t": "caf\u00e9 \\ud83d"}')
+        >>> escape_surrogates(json.dumps(value, ensure_ascii=False))
+        '{"t": "café \\ud83d"}'
+    """
+    if text.isascii() or _LONE.search(text) is None:
+        return text
+    return _LONE.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def replace_surrogates(value: Any) -> Any:
+    r"""``value`` (parsed JSON) with each lone surrogate in a string made U+FFFD.
+
+    Keys too. U+FFFD is what a UTF-8 encoder writing with
+    ``errors="replace"`` sends: the one character a lone surrogate can
+    become in UTF-8 text. Containers are changed in place (the caller parsed
+    ``value`` and owns it), without recursion: nothing raises.
+
+    Example:
+        >>> replace_surrogates({"t": ["cut \ud83d", 1], "k\udc00": None})
+        {'t': ['cut \ufffd', 1], 'k\ufffd': None}
+    """
+    if isinstance(value, str):
+        return _replaced(value)
+    stack: list[object] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            obj = cast("dict[str, Any]", node)
+            if any(_replaced(k) is not k for k in obj):  # keep the key order
+                items = list(obj.items())
+                obj.clear()
+                obj.update((_replaced(k), v) for k, v in items)
+            for k, v in obj.items():  # values replaced, no key added
+                if isinstance(v, str):
+                    obj[k] = _replaced(v)
+                else:  # a container to walk, or a number the loop passes
+                    stack.append(v)
+        elif isinstance(node, list):
+            seq = cast("list[object]", node)
+            for i, v in enumerate(seq):
+                if isinstance(v, str):
+                    seq[i] = _replaced(v)
+                else:
+                    stack.append(v)
+    return value
+
+
+def _replaced(s: str) -> str:
+    """``s``, the same object when it holds no lone surrogate."""
+    if s.isascii() or _LONE.search(s) is None:
+        return s
+    return _LONE.sub("\ufffd", s)
 
 
 def _text(s: str, where: str, path: tuple[Any, ...]) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 from bisect import bisect_left
@@ -102,11 +103,45 @@ def check_provider(provider: object, name: str = "provider") -> None:
         raise error(name, shown(provider), "openai, anthropic or responses", hint)
 
 
-def _refuse_constant(name: str) -> NoReturn:
+def refuse_constant(name: str) -> NoReturn:
+    """Refuse ``NaN``, ``Infinity`` or ``-Infinity`` (a ``parse_constant`` hook).
+
+    Raises:
+        ValueError: Always: ``NaN is not JSON``.
+    """
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def finite_float(text: str) -> float:
+    """``float(text)``, refusing a literal past a double's range (``parse_float``).
+
+    ``1e400`` is JSON text, but ``float`` reads it as an infinity: writing
+    the value back gives ``Infinity``, which is not JSON and which no
+    provider takes, so it is refused where ``Infinity`` is. (A literal too
+    small for a double reads as ``0.0``: a number still, and written back as
+    one.)
+
+    Raises:
+        ValueError: ``text`` reads as an infinity.
+
+    Example:
+        >>> finite_float("2.5e3")
+        2500.0
+        >>> finite_float("-1e400")
+        Traceback (most recent call last):
+        ...
+        ValueError: -1e400 is past a double's range (it would read as Infinity)
+    """
+    value = float(text)
+    if math.isinf(value):  # ``json`` passes no ``NaN`` here: a constant
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(
+            f"{shown} is past a double's range (it would read as Infinity)"
+        )
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=refuse_constant, parse_float=finite_float)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -114,8 +149,10 @@ def parse_json(text: str) -> Any:
     """``text`` parsed as JSON, and JSON alone.
 
     Python's ``json`` reads ``NaN``, ``Infinity`` and ``-Infinity``, which
-    are not JSON: a provider refuses a request holding one, and writing the
-    value back gives them again. Here they are a ``ValueError``.
+    are not JSON, and reads a number past a double's range (``1e400``) as an
+    infinity: a provider refuses a request holding one, and writing the value
+    back gives ``Infinity``. Here they are a ``ValueError``
+    (``finite_float``).
 
     Raises:
         ValueError: ``text`` is not JSON (``NaN is not JSON`` for those).
@@ -129,6 +166,10 @@ def parse_json(text: str) -> Any:
         Traceback (most recent call last):
         ...
         ValueError: NaN is not JSON
+        >>> parse_json('{"a": 1e400}')
+        Traceback (most recent call last):
+        ...
+        ValueError: 1e400 is past a double's range (it would read as Infinity)
     """
     return _DECODER.decode(text)
 
@@ -247,9 +288,10 @@ class ToolCall:
     taken too, and serialised compactly as Anthropic's ``input`` is. Text that
     is not JSON is refused (``""`` is taken: some servers send it for a call
     without arguments), and so are ``NaN`` and ``Infinity``, which Python's
-    ``json`` would read (and a mapping holding such a float): no provider
-    takes them (``parse_json``). So is JSON nested deeper than Python's stack
-    goes (``nested too deeply``).
+    ``json`` would read (and a mapping holding such a float), and a number
+    past a double's range (``1e400``), which it reads as an infinity: no
+    provider takes them (``parse_json``). So is JSON nested deeper than
+    Python's stack goes (``nested too deeply``).
 
     Example:
         >>> ToolCall("call_1", "search", '{"q": "tides"}').input

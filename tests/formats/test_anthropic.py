@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import base64
 import copy
+import json
+import urllib.parse
 from typing import Any
 
 import pytest
@@ -658,3 +661,128 @@ class TestToolInput:
         with pytest.raises(InvalidMessageError) as info:
             from_anthropic([{"role": "user", "content": [doc]}])
         assert info.value.path == "messages[0].content[0]"
+
+
+class TestLoneSurrogateInput:
+    def test_an_escape_is_written_as_the_replacement_character(self) -> None:
+        """A ``\\ud83d`` escape in arguments is sent as U+FFFD: the body stays UTF-8."""
+        body: list[dict[str, Any]] = [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {
+                            "name": "say",
+                            "arguments": '{"text": "cut emoji \\ud83d"}',
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+        req = to_anthropic(from_openai(body))
+        assert req.messages[1]["content"][0]["input"] == {"text": "cut emoji \ufffd"}
+        json.dumps(req.messages, ensure_ascii=False).encode("utf-8")  # no error
+
+    def test_an_escaped_pair_is_the_character(self) -> None:
+        """Both halves of a pair, escaped, are the one character they make."""
+        call = ToolCall("c1", "say", '{"t": "\\ud83d\\ude00", "\\udc00k": 1}')
+        turn = to_anthropic([Message.user("q"), Message.assistant(tool_calls=[call])])
+        assert turn.messages[1]["content"][0]["input"] == {
+            "t": "\U0001f600",
+            "\ufffdk": 1,
+        }
+
+    def test_a_raw_one_goes_as_it_came(self) -> None:
+        """A lone surrogate the caller's input held raw is written back as it came."""
+        turn = {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t", "name": "f", "input": {"t": "a\ud83d"}}
+            ],
+        }
+        assert to_anthropic(from_anthropic([turn])).messages == [turn]
+
+    def test_a_number_past_a_double_is_never_written(self) -> None:
+        """Arguments holding 1e400 (a part that skipped the constructor) are refused."""
+        call = ToolCall("c1", "f")
+        object.__setattr__(call, "arguments", '{"n": 1e400}')  # as unpickled
+        msgs = [Message.user("q"), Message.assistant(tool_calls=[call])]
+        with pytest.raises(InvalidMessageError) as info:
+            to_anthropic(msgs)
+        assert info.value.path == "messages[1].parts[0].arguments"
+
+
+def _user_image(url: str) -> Message:
+    return Message.user([Text("what is it?"), Image(url)])
+
+
+class TestImageMediaTypes:
+    @pytest.mark.parametrize(
+        "head",
+        [
+            "image/png;base64",
+            "image/jpg;base64",
+            "IMAGE/PNG;base64",
+            ";base64",
+            "application/octet-stream;base64",
+            "image/png;BASE64",
+            "image/png;name=a.png;base64",
+        ],
+    )
+    def test_a_data_uri_is_a_base64_source_of_a_type_anthropic_takes(
+        self, head: str
+    ) -> None:
+        """The type the PNG bytes say, whatever the URI said, and never a url source."""
+        msg = _user_image(f"data:{head},{PNG_B64}")
+        assert to_anthropic([msg]).messages[0]["content"][1]["source"] == {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": PNG_B64,
+        }
+
+    @pytest.mark.parametrize(
+        ("head", "media_type"),
+        [
+            ("image/JPG", "image/jpeg"),
+            ("image/jpeg", "image/jpeg"),
+            ("Image/WebP", "image/webp"),
+            (" image/gif ", "image/gif"),
+        ],
+    )
+    def test_bytes_of_no_known_format_keep_the_type_in_lower_case(
+        self, head: str, media_type: str
+    ) -> None:
+        """Unrecognised bytes: the URI's type in lower case, image/jpg as image/jpeg."""
+        msg = _user_image(f"data:{head};base64,AAAA")
+        source = to_anthropic([msg]).messages[0]["content"][1]["source"]
+        assert source == {"type": "base64", "media_type": media_type, "data": "AAAA"}
+
+    def test_a_type_anthropic_does_not_take_is_refused_naming_the_part(self) -> None:
+        """image/bmp bytes: an error naming the part's url, in a turn and a result."""
+        url = "data:image/bmp;base64,Qk0AAAAA"
+        with pytest.raises(InvalidMessageError, match="image/bmp") as info:
+            to_anthropic([Message.user("hi"), _user_image(url)])
+        assert info.value.path == "messages[1].parts[1].url"
+        conv = [
+            Message.user("q"),
+            Message.assistant(tool_calls=[ToolCall("c1", "shot")]),
+            Message.tool("c1", (Image(url),)),
+        ]
+        with pytest.raises(InvalidMessageError) as info:
+            to_anthropic(conv)
+        assert info.value.path == "messages[2].parts[0].content[0].url"
+
+    def test_a_percent_encoded_data_uri_is_encoded_as_base64(self) -> None:
+        """A data: URI that is not base64 is sent as its bytes in base64."""
+        gif = b"GIF89a\x01\x00\x01\x00\x00\x00\x00,"
+        msg = _user_image("data:image/gif," + urllib.parse.quote_from_bytes(gif))
+        assert to_anthropic([msg]).messages[0]["content"][1]["source"] == {
+            "type": "base64",
+            "media_type": "image/gif",
+            "data": base64.b64encode(gif).decode(),
+        }

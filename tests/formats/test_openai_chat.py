@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from contextwindow import fit
 from contextwindow.errors import InvalidMessageError
 from contextwindow.formats import from_openai, image_size, to_openai
 from contextwindow.messages import (
@@ -457,6 +458,12 @@ def webp(chunk: bytes, payload: bytes) -> bytes:
     return b"RIFF" + len(body).to_bytes(4, "little") + body
 
 
+def png(width: int, height: int) -> bytes:
+    """A PNG's signature and IHDR chunk (what a header read sees)."""
+    ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    return b"\x89PNG\r\n\x1a\n" + (13).to_bytes(4, "big") + b"IHDR" + ihdr + bytes(4)
+
+
 class TestImageSize:
     @pytest.mark.parametrize(
         ("data", "size"),
@@ -514,6 +521,61 @@ class TestImageSize:
     def test_unknown_or_truncated(self, data: bytes) -> None:
         """Unknown or truncated data gives None, never an exception."""
         assert image_size(data) is None
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            png(0, 5),
+            png(5, 0),
+            b"GIF89a" + (0).to_bytes(2, "little") + (7).to_bytes(2, "little"),
+            jpeg(640, 0),
+            webp(
+                b"VP8 ",
+                b"\x00\x00\x00\x9d\x01\x2a" + bytes(2) + (9).to_bytes(2, "little"),
+            ),
+        ],
+    )
+    def test_a_side_of_zero_is_unknown(self, data: bytes) -> None:
+        """A header that says 0 pixels wide or high gives None: the size is unknown."""
+        assert image_size(data) is None
+
+    def test_a_zero_size_header_is_an_image_of_unknown_size(self) -> None:
+        """Read, counted and fitted as an image of unknown size, not an error."""
+        zero = "data:image/png;base64," + base64.b64encode(png(0, 5)).decode()
+        unreadable = "data:image/png;base64,@@@@"
+
+        def body(url: str) -> list[dict[str, Any]]:
+            return [
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "hi"},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "what is this?"},
+                        {"type": "image_url", "image_url": {"url": url}},
+                    ],
+                },
+            ]
+
+        assert from_openai(body(zero))[2].parts[1] == Image(zero)
+        for model in ("gpt-4o", "claude-sonnet-4-5"):
+            assert count_messages(body(zero), model) == count_messages(
+                body(unreadable), model
+            )
+        assert fit(body(zero), model="gpt-4o").messages[2].parts[1] == Image(zero)
+
+    def test_base64_is_matched_in_any_case(self) -> None:
+        """``;BASE64`` is base64 too (RFC 2397 parameters ignore case)."""
+        url = PNG_2X3.replace(";base64,", ";BASE64,")
+        msg = from_openai(
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": url}}],
+                }
+            ]
+        )[0]
+        assert msg.parts[0] == Image(url, None, 2, 3)
 
     def test_jpeg_data_uri(self) -> None:
         """A JPEG data URI gets its size even when the frame is far from the start."""
@@ -630,6 +692,34 @@ class TestNotJSONArguments:
             from_openai([{"role": "user", "content": "q"}, msg])
         assert info.value.path == "messages[1].tool_calls[0].function.arguments"
         assert info.value.reason == f"not valid JSON: {constant} is not JSON"
+
+    def test_a_number_past_a_double_is_refused_naming_the_field(self) -> None:
+        """1e400 reads as an infinity: refused as Infinity is, the field named."""
+        msg = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("c1", "f", '{\n  "n": 1e400,\n  "ok": true\n}')],
+        }
+        with pytest.raises(InvalidMessageError) as info:
+            from_openai([{"role": "user", "content": "q"}, msg])
+        assert info.value.path == "messages[1].tool_calls[0].function.arguments"
+        assert info.value.reason.startswith("not valid JSON: 1e400 is past")
+
+    def test_fit_refuses_a_number_past_a_double_at_the_edge(self) -> None:
+        """fit names the field, not an ``arguments`` argument inside a strategy."""
+        body: list[dict[str, Any]] = [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("c1", "run", '{\n  "n": 1e400,\n  "ok": true\n}')],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "word " * 2000},
+            {"role": "user", "content": "and now?"},
+        ]
+        with pytest.raises(InvalidMessageError) as info:
+            fit(body, model="gpt-4o", limit=500, reserve=0)
+        assert info.value.path == "messages[1].tool_calls[0].function.arguments"
 
     def test_nan_in_legacy_arguments(self) -> None:
         """The legacy function_call's arguments too."""

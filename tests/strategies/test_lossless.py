@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from contextwindow.handles import ORIGIN_KEY, handle_of, originals
 from contextwindow.messages import Message, ToolCall
 from contextwindow.strategies import Budget, CompactLossless
@@ -43,6 +45,33 @@ class TestCompactJson:
         assert compact_json("[1, 2") is None
         assert compact_json('"just a string"') is None
         assert compact_json('{"a":1}') is None
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            '{\n  "n": 1e400,\n  "ok": true\n}',
+            '{\n  "max": 1.7976931348623157e309,\n  "ok": true\n}',
+            "[ -1e400 ]",
+            '{ "a": NaN }',
+            '{ "a": Infinity }',
+        ],
+    )
+    def test_never_writes_infinity(self, text: str) -> None:
+        """JSON no double holds (or no JSON at all) is left as it was."""
+        assert compact_json(text) is None
+
+    def test_a_number_too_small_for_a_double_is_a_number(self) -> None:
+        """1e-400 reads as 0.0, a number: written as one."""
+        assert compact_json('{ "n": 1e-400 }') == '{"n":0.0}'
+
+    def test_a_lone_surrogate_escape_stays_an_escape(self) -> None:
+        """``\\ud83d`` (a string cut inside an emoji) is written as it came, so
+        the compact text is UTF-8 as the original was; other text stays as is."""
+        pretty = '{\n  "name": "cut emoji \\ud83d",\n  "é": "\\u00e9 \\ud83d\\ude00"\n}'
+        out = compact_json(pretty)
+        assert out == '{"name":"cut emoji \\ud83d","é":"é \U0001f600"}'
+        out.encode("utf-8")  # no error
+        assert json.loads(out) == json.loads(pretty)
 
 
 class TestSqueeze:
@@ -91,6 +120,23 @@ class TestCompactLossless:
         conv[2] = Message.tool("c1", "ok\n" * 40, pinned=True)
         assert CompactLossless()(conv, budget()).report.changes == ()
         assert CompactLossless()(conv, budget(10**6)).report.changes == ()
+
+    def test_lossless_fit_keeps_a_lone_surrogate_escape(self) -> None:
+        """A result and arguments holding a surrogate escape stay UTF-8 text."""
+        result = '{\n  "name": "cut emoji \\ud83d",\n  "n": 1\n}'
+        conv = [
+            Message.user("go"),
+            *exchange("c1", result, '{ "text":  "cut \\udc00" }'),
+            Message.user("?"),
+        ]
+        fitted = CompactLossless()(conv, budget())
+        assert [c.index for c in fitted.report.changes] == [1, 2]
+        assert fitted.messages[1].tool_calls[0].arguments == '{"text":"cut \\udc00"}'
+        assert fitted.messages[2].text == '{"name":"cut emoji \\ud83d","n":1}'
+        for m in fitted.messages:
+            m.text.encode("utf-8")
+            for call in m.tool_calls:
+                call.arguments.encode("utf-8")
 
     def test_compact_message_is_pure(self) -> None:
         """The per-message rewrite depends on the message alone (memoisable)."""

@@ -96,6 +96,39 @@ class TestTruncateToolInputs:
         fitted = TruncateToolInputs(keep_recent=0)(c, budget())
         assert not fitted.report.changes
 
+    def test_a_lone_surrogate_escape_stays_an_escape(self) -> None:
+        """A cut call whose arguments held ``\\ud83d`` holds the escape, not the
+        raw surrogate: its arguments stay UTF-8 text."""
+        args = '{"title": "cut emoji \\ud83d", "content": ' + json.dumps(BODY) + "}"
+        c = [
+            Message.user("go"),
+            Message.assistant(tool_calls=[ToolCall("w1", "Write", args)]),
+            Message.tool("w1", "File written"),
+            Message.user("?"),
+        ]
+        fitted = TruncateToolInputs(keep_recent=0, max_tokens=20)(c, budget())
+        new = fitted.messages[1].tool_calls[0]
+        assert new.arguments.startswith('{"title":"cut emoji \\ud83d","content":')
+        new.arguments.encode("utf-8")  # no error
+        assert new.input["title"] == "cut emoji \ud83d"
+        assert "[..." in new.input["content"]
+
+    def test_arguments_past_a_double_are_left_alone(self) -> None:
+        """A call holding 1e400 (one that skipped the constructor, as unpickled)
+        is not cut, and never written as ``Infinity``."""
+        call = ToolCall("w1", "Write")
+        text = '{"n": 1e400, "content": ' + json.dumps(BODY) + "}"
+        object.__setattr__(call, "arguments", text)
+        c = [
+            Message.user("go"),
+            Message.assistant(tool_calls=[call]),
+            Message.tool("w1", "File written"),
+            Message.user("?"),
+        ]
+        fitted = TruncateToolInputs(keep_recent=0, max_tokens=20)(c, budget())
+        assert fitted.report.changes == ()
+        assert fitted.messages[1].tool_calls[0] is call
+
 
 class TestIncremental:
     """A re-fit with a warm counter (the stage resumes) equals a fresh fit."""

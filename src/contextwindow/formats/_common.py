@@ -74,7 +74,8 @@ def check_json(text: str, path: str) -> None:
     Empty arguments are accepted because several OpenAI-compatible servers send
     ``""`` for a call without arguments; ``ToolCall.input`` reads it as ``{}``.
     ``NaN`` and ``Infinity`` are not JSON, though Python's ``json`` reads
-    them (``messages.parse_json``): no provider takes them.
+    them, and a number past a double's range (``1e400``) would be read as an
+    infinity (``messages.parse_json``): no provider takes them.
 
     Example:
         >>> check_json('{"a": 1}', "x")
@@ -86,7 +87,11 @@ def check_json(text: str, path: str) -> None:
         Traceback (most recent call last):
         ...
         contextwindow.errors.InvalidMessageError: x: not valid JSON: NaN is not JSON
-    """
+        >>> check_json('{"a": 1e400}', "x")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: x: not valid JSON: 1e400 is past a double's range (it would read as Infinity)
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
     if not text:
         return
     with too_deep(path):
@@ -268,6 +273,9 @@ def part_extras(per_part: Sequence[Mapping[str, Any] | None]) -> list[Any] | Non
 
 def image_from_url(url: str, detail: str | None = None) -> Image:
     """Build an ``Image``, reading its size from a ``data:`` URI when possible.
+
+    A header that cannot be read, or says a side is 0 pixels, gives an image
+    of unknown size (``image_size``), counted as such; never an error.
 
     Example:
         >>> png = ("iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAC0lEQVR4nGNgwAIA"

@@ -29,9 +29,14 @@ Contract:
   ``custom_tool_call`` or a Chat ``custom`` call, is a JSON string) as
   ``{"input": <the value>}``, since ``tool_use.input`` takes an object alone
   (``_tool_input``). A ``ToolCall`` holds JSON alone (no ``NaN``), so every
-  call can be written.
+  call can be written; a lone surrogate escape in its arguments is written
+  as U+FFFD, since a raw one cannot be sent as UTF-8.
 - Images: a ``base64`` source becomes a ``data:`` URI (its size read from the
   header), a ``url`` source the URL; other sources are kept as they are.
+  Writing, a ``data:`` URI becomes a ``base64`` source of a media type
+  Anthropic takes (the one the bytes' signature says, else the URI's in
+  lower case, ``image/jpg`` as ``image/jpeg``; ``_image_source``), or an
+  ``InvalidMessageError``.
 - ``thinking`` / ``redacted_thinking`` become ``Thinking`` parts. Writing drops
   ``Thinking`` parts of messages read from OpenAI shapes (``meta["openai"]`` or
   ``meta["responses"]``): their signatures mean nothing to Anthropic
@@ -62,11 +67,19 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, NamedTuple, cast
 
-from contextwindow._images import data_uri, parse_data_uri
+from contextwindow._images import (
+    data_uri,
+    data_uri_bytes,
+    decode_base64,
+    image_type,
+    parse_data_uri,
+)
+from contextwindow._json import has_surrogate_escape, replace_surrogates
 from contextwindow._validate import (
     expect_list,
     expect_mapping,
@@ -130,6 +143,10 @@ _OPAQUE_BLOCKS = frozenset(
 _ASSISTANT_ONLY = frozenset(("tool_use", "thinking", "redacted_thinking"))
 _FOREIGN = ("openai", "responses")
 _SOURCE_KEYS = {"base64": ("type", "media_type", "data"), "url": ("type", "url")}
+_MEDIA_TYPES = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
+"""The media types of a ``base64`` image source Anthropic takes."""
+_MEDIA_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+"""Names for JPEG in use (a file's ``.jpg``, old Internet Explorer)."""
 
 
 class AnthropicRequest(NamedTuple):
@@ -268,7 +285,9 @@ def to_anthropic(messages: Sequence[Message] | Iterable[Any]) -> AnthropicReques
     Raises:
         InvalidMessageError: A part cannot be written where it is (an image in a
             system message, a tool call in a user message); the error names
-            ``messages[i].parts[j]``.
+            ``messages[i].parts[j]``. Or an image's ``data:`` URI holds bytes
+            of a type Anthropic does not take (``image/bmp``): the error names
+            ``messages[i].parts[j].url``.
 
     Example:
         >>> turns = to_anthropic([Message.tool("t1", "ok"), Message.user("next")])[1]
@@ -657,10 +676,7 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
     if isinstance(part, Text):
         return {"type": "text", "text": part.text}
     if isinstance(part, Image):
-        parsed = parse_data_uri(part.url)
-        source: dict[str, Any] = {"type": "url", "url": part.url}
-        if parsed is not None:
-            source = {"type": "base64", "media_type": parsed[0], "data": parsed[1]}
+        source = _image_source(part, where)
         return {"type": "image", "source": put_extras(source, ent.get("source"))}
     if isinstance(part, ToolCall):
         return {
@@ -681,8 +697,59 @@ def _write_part(part: Part, ent: Mapping[str, Any], where: str) -> dict[str, Any
     return _write_result(part, ent, where)
 
 
+def _image_source(image: Image, where: str) -> dict[str, Any]:
+    """An image block's ``source``: a URL, or a ``data:`` URI's bytes as base64.
+
+    Anthropic takes four media types (the one the bytes are) and ``url``
+    sources of http(s) URLs alone, while OpenAI takes any ``data:`` URI its
+    server can decode. So a ``data:`` URI is always written as a ``base64``
+    source (percent-encoded bytes encoded again) whose media type is the one
+    the bytes' signature says (PNG, JPEG, GIF or WebP), else the URI's own
+    in lower case, ``image/jpg`` as ``image/jpeg``.
+
+    Raises:
+        InvalidMessageError: A ``data:`` URI without a payload, or whose
+            bytes are no PNG, JPEG, GIF or WebP and whose type is none of
+            those; the error names ``where.url``.
+
+    Example:
+        >>> gif = "R0lGODlhAQABAAAAACw="  # GIF89a...
+        >>> _image_source(Image("data:IMAGE/GIF;BASE64," + gif), "m")["media_type"]
+        'image/gif'
+        >>> _image_source(Image("data:;base64," + gif), "m")["media_type"]
+        'image/gif'
+        >>> _image_source(Image("data:image/jpg;base64,AAAA"), "m")["media_type"]
+        'image/jpeg'
+        >>> _image_source(Image("data:image/bmp;base64,Qk0="), "messages[0].parts[1]")
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.InvalidMessageError: messages[0].parts[1].url: media type 'image/bmp': Anthropic takes image/jpeg, image/png, image/gif or image/webp
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    parsed = parse_data_uri(image.url)
+    if parsed is None:
+        if not image.url.startswith("data:"):
+            return {"type": "url", "url": image.url}
+        raw = data_uri_bytes(image.url)  # not base64: percent-encoded bytes
+        if raw is None:
+            raise InvalidMessageError(f"{where}.url", "a data: URI without data")
+        head = image.url[5:].split(",", 1)[0]
+        parsed = head.split(";", 1)[0], base64.b64encode(raw).decode("ascii")
+    declared, data = parsed
+    media = image_type(decode_base64(data, 64))
+    if media is None:  # bytes of no format known here (or not decodable)
+        media = declared.strip().lower()
+        media = _MEDIA_ALIASES.get(media, media)
+        if media not in _MEDIA_TYPES:
+            raise InvalidMessageError(
+                f"{where}.url",
+                f"media type {declared!r}: Anthropic takes image/jpeg, image/png, "
+                "image/gif or image/webp",
+            )
+    return {"type": "base64", "media_type": media, "data": data}
+
+
 def _tool_input(call: ToolCall, where: str) -> dict[str, Any]:
-    """The ``tool_use.input`` a call is written with: an object, always.
+    r"""The ``tool_use.input`` a call is written with: an object, always.
 
     Its arguments when they are a JSON object (``{}`` when empty); any other
     JSON value ``v`` as ``{"input": v}``, since ``input`` takes an object
@@ -690,6 +757,10 @@ def _tool_input(call: ToolCall, where: str) -> dict[str, Any]:
     ``custom`` call, whose arguments are a JSON string), or an array, a
     number or ``null`` another shape's call carried. So every call a
     ``ToolCall`` holds can be written, and ``validity`` needs no rule for it.
+
+    A lone surrogate escape in the arguments (``\ud83d``, a string cut
+    inside an emoji: valid JSON text) is written as U+FFFD: ``input`` is a
+    value, and the raw surrogate it would hold cannot be sent as UTF-8.
 
     Raises:
         InvalidMessageError: The arguments are nested too deeply to parse
@@ -703,6 +774,9 @@ def _tool_input(call: ToolCall, where: str) -> dict[str, Any]:
         {}
         >>> _tool_input(ToolCall("c3", "sum", "[1, 2]"), "messages[1].parts[2]")
         {'input': [1, 2]}
+        >>> cut = ToolCall("c4", "say", '{"t": "cut \\ud83d"}')  # the escape
+        >>> _tool_input(cut, "messages[1].parts[3]") == {"t": "cut \ufffd"}
+        True
     """
     if not call.arguments:
         return {}
@@ -711,6 +785,11 @@ def _tool_input(call: ToolCall, where: str) -> dict[str, Any]:
             value = parse_json(call.arguments)
         except ValueError:
             raise InvalidMessageError(f"{where}.arguments", "not valid JSON") from None
+    if has_surrogate_escape(call.arguments):
+        # ``input`` is a value, not text: a lone surrogate escape would be
+        # sent as the raw surrogate, which no UTF-8 request body can carry.
+        # (One the arguments held raw came so and goes as it came.)
+        value = replace_surrogates(value)
     if not isinstance(value, dict):
         return {"input": value}
     return cast("dict[str, Any]", value)
@@ -738,7 +817,8 @@ def _write_result(
                         blocks.append(found)
                     continue
                 p = found
-            blocks.append(put_extras(_write_part(p, e, ""), e.get("extra")))
+            block = _write_part(p, e, f"{where}.content[{k}]")
+            blocks.append(put_extras(block, e.get("extra")))
         # Blocks an earlier version kept aside (stored messages): in place.
         out["content"] = insert_opaque(blocks, ent.get("opaque"))
     if result.is_error:

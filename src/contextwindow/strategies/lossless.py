@@ -3,10 +3,12 @@ r"""``CompactLossless``: shrink tool output and arguments without losing a thing
 Contract:
 
 - Rewrites only what reads the same afterwards: JSON in tool results and
-  tool-call arguments is re-serialised compactly where it parses, holds no
-  repeated key and parses back to the same value; in tool results, trailing
-  whitespace goes from each line, runs of blank lines become one, and a run of
-  identical lines becomes the line and a count. Text parts, thinking, images,
+  tool-call arguments is re-serialised compactly where it parses as JSON
+  (no ``NaN``, ``Infinity`` or ``1e400``), holds no repeated key and parses
+  back to the same value, and a lone surrogate escape in it stays an escape
+  (the text stays UTF-8); in tool results, trailing whitespace goes from
+  each line, runs of blank lines become one, and a run of identical lines
+  becomes the line and a count. Text parts, thinking, images,
   ids, names and error flags are never touched, nor anything in a pinned
   message.
 - Each message is rewritten by ``compact_message``, a pure function of the
@@ -49,7 +51,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from contextwindow.messages import Message, Part, Text, ToolCall, ToolResult
+from contextwindow._json import escape_surrogates
+from contextwindow.messages import (
+    Message,
+    Part,
+    Text,
+    ToolCall,
+    ToolResult,
+    dump_json,
+    finite_float,
+    refuse_constant,
+)
 from contextwindow.strategies._rescan import (
     Always,
     CallNames,
@@ -94,28 +106,47 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates,
+    parse_constant=refuse_constant,
+    parse_float=finite_float,
+)
+"""JSON alone: a repeated key, ``NaN``, ``Infinity`` and a number past a
+double's range (``1e400``, which ``float`` reads as an infinity and writing
+gives back as ``Infinity``) are a ``ValueError``."""
+
+
 def compact_json(text: str) -> str | None:
     r"""``text`` as compact JSON, when it is JSON that survives the round trip.
 
+    Non-ASCII text is written as it is, but a lone surrogate (``\ud83d``, a
+    string cut inside an emoji) stays an escape: written raw, no UTF-8 text
+    could carry it.
+
     Returns:
         The compact form, or ``None`` when ``text`` is not an object or an
-        array, holds a repeated key, does not parse back to the same value, or
-        is compact already.
+        array, is not JSON (``NaN``, ``Infinity`` and ``1e400`` included),
+        holds a repeated key, does not parse back to the same value, or is
+        compact already.
 
     Example:
         >>> compact_json('{"a": [1, 2],\n "b": "x"}')
         '{"a":[1,2],"b":"x"}'
         >>> compact_json('{"a": 1, "a": 2}') is None  # a value would be lost
         True
+        >>> compact_json('{"n": 1e400, "ok": true}') is None  # not Infinity
+        True
+        >>> compact_json('{"t": "cut \\ud83d",\n "n": 1}')
+        '{"t":"cut \\ud83d","n":1}'
     """
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{":
         return None
     try:
-        value = json.loads(stripped, object_pairs_hook=_no_duplicates)
-        out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        same = json.loads(out, object_pairs_hook=_no_duplicates) == value
-    except (ValueError, RecursionError):
+        value = _DECODER.decode(stripped)
+        out = escape_surrogates(dump_json(value))
+        same = _DECODER.decode(out) == value
+    except (ValueError, TypeError, RecursionError):
         return None
     return out if same and len(out) < len(text) else None
 

@@ -10,7 +10,8 @@ Contract:
   its size, the names it held, the handle of the original message, which
   ``context_recall`` returns); every other argument, the call's id and name,
   and its results stay, so no exchange is broken and the arguments are
-  still a JSON object.
+  still a JSON object (UTF-8 text: a lone surrogate escape in them stays an
+  escape).
 - The ``keep_recent`` latest calling messages, pinned messages and the final
   messages are never touched, nor a call whose arguments are not an object.
 - Like every stage it works oldest first and stops once the conversation
@@ -37,14 +38,14 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from contextwindow._args import check_int
+from contextwindow._json import escape_surrogates
 from contextwindow.handles import handle_of
-from contextwindow.messages import Message, Part, ToolCall
+from contextwindow.messages import Message, Part, ToolCall, dump_json
 from contextwindow.strategies._rescan import Rewrite, rewrite_results, scan_messages
 from contextwindow.strategies.base import (
     Budget,
@@ -247,5 +248,9 @@ def _cut_call(
         new[key] = value
     if not changed:
         return None
-    text = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
-    return replace(call, arguments=text)
+    try:  # JSON alone, as ``ToolCall`` takes it: never ``Infinity``
+        text = dump_json(new)
+    except (TypeError, ValueError):  # only a call that skipped the constructor
+        return None
+    # A lone surrogate the arguments held as an escape stays one (UTF-8 text).
+    return replace(call, arguments=escape_surrogates(text))
