@@ -308,6 +308,117 @@ class TestByReference:
         part = Opaque.of("responses", {"type": "input_image", "file_id": "f1"})
         assert counter.part(part) == counter.image(Image("file:")) > 0
 
+    @pytest.mark.parametrize(
+        ("provider", "detail", "tokens"),
+        [
+            ("responses", "low", 85),
+            ("openai", "low", 85),
+            ("responses", "high", 765),
+            ("responses", None, 765),
+            ("anthropic", "low", 1600),
+        ],
+    )
+    def test_image_by_file_id_keeps_its_detail(
+        self, provider: Provider, detail: str | None, tokens: int
+    ) -> None:
+        """An image sent by file id at low detail costs 85 on OpenAI, as by URL."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), provider)
+        block: dict[str, Any] = {"type": "input_image", "file_id": "f1"}
+        if detail is not None:
+            block["detail"] = detail
+        assert counter.part(Opaque.of("responses", block)) == tokens
+        by_url = Image("https://example.com/a.png", detail=detail)
+        assert counter.image(by_url) == tokens
+
+    def test_an_odd_detail_is_read_as_none(self) -> None:
+        """A ``detail`` that is no string counts as unset, and does not raise."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), "responses")
+        block = {"type": "input_image", "file_id": "f1", "detail": 3}
+        assert counter.part(Opaque.of("responses", block)) == 765
+
+
+def _png(width: int, height: int, pad: int = 0) -> str:
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR"
+    head += struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0) + b"\0" * 4
+    return base64.b64encode(head + bytes(pad)).decode()
+
+
+def _jpeg_late_size(width: int, height: int) -> str:
+    """A JPEG whose frame header follows 200 bytes of APP1 metadata."""
+    app1 = b"\xff\xe1" + struct.pack(">H", 202) + bytes(200)
+    sof = b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(9)
+    return base64.b64encode(b"\xff\xd8" + app1 + sof + bytes(100)).decode()
+
+
+def _in_document(media_type: str, data: str) -> Opaque:
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media_type, "data": data},
+    }
+    return Opaque.of(
+        "anthropic",
+        {"type": "document", "source": {"type": "content", "content": [image]}},
+    )
+
+
+class TestImagePayloads:
+    """An image inside an opaque block costs an image, not its bytes / 2."""
+
+    @pytest.mark.parametrize("provider", ["anthropic", "openai"])
+    def test_image_in_a_content_document_counts_as_an_image(
+        self, provider: Provider
+    ) -> None:
+        """A 300 KB 800x600 PNG in an Anthropic content document costs what the
+        image block does (643 tokens on Anthropic), not 150,000."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), provider)
+        data = _png(800, 600, pad=300_000)
+        image = counter.image(Image("file:", width=800, height=600))
+        assert counter.part(_in_document("image/png", data)) == image
+        assert image < 1000
+        block = from_anthropic(
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "image/png",
+                                "data": data,
+                            },
+                        }
+                    ],
+                }
+            ]
+        )[0].parts[0]
+        assert counter.part(block) == image
+
+    def test_size_read_past_the_first_bytes(self) -> None:
+        """A JPEG whose size follows its metadata is still read: 1000x1000."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), "anthropic")
+        part = _in_document("image/jpeg", _jpeg_late_size(1000, 1000))
+        assert counter.part(part) == 1334
+
+    @pytest.mark.parametrize(
+        "data",
+        [_png(0, 5), base64.b64encode(b"junk").decode()],
+        ids=["zero-wide", "no-header"],
+    )
+    def test_unreadable_size_is_an_image_of_unknown_size(self, data: str) -> None:
+        """A header that gives no size (corrupt, zero-wide) counts the unknown
+        size's cost, and does not raise."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), "anthropic")
+        assert counter.part(_in_document("image/png", data)) == 1600
+
+    def test_responses_image_file_counts_as_an_image(self) -> None:
+        """An ``input_file`` holding a PNG costs its name and an image."""
+        counter = TokenCounter(BPETokenizer("o200k_base"), "responses")
+        uri = "data:image/png;base64," + _png(512, 512, pad=100_000)
+        block = {"type": "input_file", "filename": "a.png", "file_data": uri}
+        part = Opaque.of("responses", block)
+        assert counter.part(part) == counter.text("a.png") + 255
+
 
 class TestLangChainBlocks:
     @pytest.mark.parametrize(

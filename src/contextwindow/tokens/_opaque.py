@@ -5,10 +5,13 @@ model reads as text (a text document, a search result, a refusal, titles
 and names) is counted by the tokenizer; base64 payloads by the estimates
 below, each from what the providers document. No provider publishes exact
 rules for these, so each estimate leans high: a budget that holds them is
-an honest one (``fit`` never claims a fit it has not got). Content sent by
-reference (a file id, a URL) has no payload here: a document or file so
-sent counts ``REFERENCE_TOKENS`` more than its text, an image so sent the
-image cost of an image of unknown size; an Anthropic ``container_upload``,
+an honest one (``fit`` never claims a fit it has not got). An image payload
+(one inside an Anthropic document of ``content`` source, an ``image/*``
+file) costs what an image costs, by the provider's rule and the size its
+header gives. Content sent by reference (a file id, a URL) has no payload
+here: a document or file so sent counts ``REFERENCE_TOKENS`` more than its
+text, an image so sent the image cost of an image of unknown size at the
+block's ``detail``; an Anthropic ``container_upload``,
 which puts a file in the code-execution container and none in the context,
 counts its JSON text. Encrypted content (a Responses ``compaction``) counts
 by its size (``ENCRYPTED_BYTES_PER_TOKEN``). Reading a payload is bounded
@@ -29,7 +32,7 @@ import struct
 import threading
 from collections.abc import Callable
 
-from contextwindow._images import decode_base64
+from contextwindow._images import decode_base64, image_size
 from contextwindow._lru import LRU
 from contextwindow._pdf import PDF_BYTES_PER_PAGE, pdf_pages
 from contextwindow.formats._opaque import ENCRYPTED, read_opaque
@@ -42,6 +45,7 @@ __all__ = [
     "PDF_PAGE_TOKENS",
     "REFERENCE_TOKENS",
     "opaque_tokens",
+    "payload_size",
     "payload_tokens",
 ]
 
@@ -87,7 +91,7 @@ _BY_REFERENCE = frozenset(("document", "file", "input_file"))
 # container (the model reads it through a tool, whose result is counted).
 _AS_JSON = frozenset(("container_upload",))
 _IMAGES = frozenset(("image", "input_image"))
-_UNKNOWN_IMAGE = Image("file:")  # an image whose size is unknown
+_UNKNOWN = "file:"  # the URL of an image whose size is unknown
 
 
 def opaque_tokens(
@@ -96,7 +100,7 @@ def opaque_tokens(
     """Tokens of an opaque part: its text by ``text``, payloads by estimate.
 
     ``image`` gives the cost of an image (the provider's rule), for an image
-    sent by file id.
+    sent by file id and for an image payload.
 
     Example:
         >>> doc = Opaque("anthropic", {"type": "document", "source": {
@@ -115,15 +119,48 @@ def opaque_tokens(
         if payload.media_type.startswith("text/"):
             decoded = decode_base64(payload.data).decode("utf-8", "replace")
             n += text(decoded)
+        elif payload.media_type.startswith("image/"):
+            # An image, not a binary file: the provider's rule for its size.
+            size = payload_size(payload.data)
+            width, height = size if size else (None, None)
+            n += image(Image(_UNKNOWN, width=width, height=height))
         else:
             n += payload_tokens(payload.media_type, payload.data)
     if found.linked and not found.payloads:  # sent by reference
         kind = part.type
         if kind in _IMAGES:
-            n += image(_UNKNOWN_IMAGE)
+            # Its size is not here, its detail is (low: 85 on OpenAI).
+            detail = part.block.get("detail")
+            detail = detail if isinstance(detail, str) else None
+            n += image(Image(_UNKNOWN, detail=detail))
         elif kind in _BY_REFERENCE:
             n += REFERENCE_TOKENS
     return n
+
+
+_SIZES: LRU[bytes, tuple[int, int] | None] = LRU(1024)
+_sizes_lock = threading.Lock()
+
+
+def payload_size(data: str) -> tuple[int, int] | None:
+    """The pixel size a base64 image payload's header gives, or ``None``.
+
+    Example:
+        >>> payload_size("R0lGODlhBQAHAA==")  # a GIF header: 5x7
+        (5, 7)
+    """
+    # Cached by a digest, as payload_tokens: a JPEG's size may sit past
+    # megabytes of metadata, and the same payload is counted again and again.
+    key = hashlib.blake2b(data.encode(), digest_size=16).digest()
+    with _sizes_lock:
+        if key in _SIZES:
+            return _SIZES.get(key)
+    size = image_size(decode_base64(data, 64)) or image_size(decode_base64(data))
+    if size is not None and min(size) < 1:  # a corrupt header: the size is unknown
+        size = None
+    with _sizes_lock:
+        _SIZES.put(key, size)
+    return size
 
 
 _PAYLOADS: LRU[tuple[str, bytes], int] = LRU(1024)

@@ -25,6 +25,10 @@ Contract:
   empties it with the caches.
 - Framing follows each provider's published or measured rules (constants below,
   each with its source); what no provider documents is a stated estimate.
+- Images cost what the provider's rule gives (``tokens._images``), and on
+  OpenAI what the model's does: a counter that knows its model (``model``,
+  or a tokenizer named by the model) counts gpt-4.1-mini's images by
+  patches, GPT-4o's by tiles; one that does not uses the tile rule.
 - Every part counts: an ``Opaque`` one (a document, a file, audio, a
   refusal) by its text and an estimate of its payload
   (``tokens._opaque``: PDF pages, audio seconds, file bytes), so a budget
@@ -40,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from itertools import compress
-from typing import Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
 from contextwindow._images import data_uri_bytes, image_size
@@ -68,9 +72,16 @@ from contextwindow.messages import (
     ToolSpec,
     check_provider,
 )
-from contextwindow.tokens._images import anthropic_image_tokens, openai_image_tokens
+from contextwindow.tokens._images import (
+    ImageRule,
+    anthropic_image_tokens,
+    openai_image_rule,
+)
 from contextwindow.tokens._opaque import opaque_tokens
 from contextwindow.tokens.base import Tokenizer
+
+if TYPE_CHECKING:  # models imports tokens: read at call time, not import time
+    from contextwindow.models import ModelInfo
 
 __all__ = ["TokenCounter", "count_messages", "render_openai_tools"]
 
@@ -158,6 +169,12 @@ class TokenCounter:
         tokenizer: Counts text (exact BPE, heuristic, HF ...), or names what
             does: a model (``"gpt-4o"``) or an encoding (``"o200k_base"``).
         provider: ``openai`` (Chat Completions), ``responses`` or ``anthropic``.
+        model: The model the requests go to (a name or a ``ModelInfo``),
+            whose rule prices images on OpenAI: gpt-4.1-mini, gpt-4.1-nano,
+            o4-mini, gpt-5-mini and gpt-5-nano count 32 px patches,
+            gpt-4o-mini tiles at its own rate (``tokens._images``). By
+            default the model ``tokenizer`` names, if it names one; else
+            none, and images cost what GPT-4o's do.
         cache_size: How many of the messages counted last are always
             remembered (at least 1; up to twice as many are held). By default
             ``DEFAULT_CACHE_SIZE``, or twice the length of the longest
@@ -166,9 +183,10 @@ class TokenCounter:
             and a cache smaller than that would count each message again.
 
     Raises:
-        ArgumentError: Unknown provider, a cache size below 1, or a
-            tokenizer that is not one (a ``str`` naming no model or
-            encoding, an ``int``, an object without ``count``); when
+        ArgumentError: Unknown provider, a cache size below 1, a model that
+            is neither a name nor a ``ModelInfo``, or a tokenizer that is
+            not one (a ``str`` naming no model or encoding, an ``int``, an
+            object without ``count``); when
             counting, a tokenizer whose ``count`` returned anything but an
             ``int`` >= 0 (naming ``tokenizer``).
 
@@ -190,8 +208,10 @@ class TokenCounter:
         "_count",
         "_framing",
         "_grows",
+        "_image_rule",
         "_last",
         "_memo",
+        "_model",
         "_provider",
         "_texts",
         "_tok",
@@ -203,6 +223,7 @@ class TokenCounter:
         tokenizer: Tokenizer | str,
         provider: Provider = "openai",
         *,
+        model: str | ModelInfo | None = None,
         cache_size: int | None = None,
     ) -> None:
         check_provider(provider)
@@ -213,6 +234,8 @@ class TokenCounter:
             cache_size = DEFAULT_CACHE_SIZE
         self._tok = as_tokenizer(tokenizer)
         self._count = _checked_count(self._tok)
+        self._model = _model_name(model, tokenizer)
+        self._image_rule: ImageRule = openai_image_rule(self._model)
         self._provider: Provider = provider
         self._framing = framing
         self._cache: Generations[_Key, int] = Generations(cache_size)
@@ -245,6 +268,16 @@ class TokenCounter:
         """The provider whose framing is added."""
         return self._provider
 
+    @property
+    def model(self) -> str | None:
+        """The model whose image rule is used (its registry name), or ``None``.
+
+        Example:
+            >>> TokenCounter("gpt-4.1-mini").model, TokenCounter("o200k_base").model
+            ('gpt-4.1-mini', None)
+        """
+        return self._model
+
     def clear(self) -> None:
         """Forget every cached count."""
         self._cache.clear()
@@ -258,7 +291,8 @@ class TokenCounter:
 
         A store keeps each message's count, so a conversation read back is
         not counted again. The count must come from a counter with the same
-        tokenizer and provider: it is taken as it is, once checked (an
+        tokenizer, provider and model (whose rule prices images): it is
+        taken as it is, once checked (an
         ``int`` >= 0; anything else would be summed into every total).
 
         Raises:
@@ -605,17 +639,21 @@ class TokenCounter:
         raise ContextWindowError(f"cannot count part of type {type(part).__name__}")
 
     def image(self, img: Image) -> int:
-        """Tokens of one image, by the provider's rule.
+        """Tokens of one image, by the provider's rule (on OpenAI, the model's).
 
         The size is the image's ``width``/``height``, else read from the header
-        of a ``data:`` URI, else unknown (OpenAI: 1024x1024 assumed, 765 tokens
-        at high detail; Anthropic: the 1,600-token maximum).
+        of a ``data:`` URI, else unknown (OpenAI's tile rule: 1024x1024
+        assumed, 765 tokens at high detail; its patch rule: the most patches,
+        1,536; Anthropic: the 1,600-token maximum).
 
         Example:
             >>> from contextwindow.tokens import BPETokenizer
             >>> counter = TokenCounter(BPETokenizer("o200k_base"))
             >>> counter.image(Image("https://example.com/a.png", width=512, height=512))
             255
+            >>> mini = TokenCounter(BPETokenizer("o200k_base"), model="gpt-4.1-mini")
+            >>> mini.image(Image("https://example.com/a.png", width=512, height=512))
+            415
         """
         if not isinstance(img, Image):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError("img", shown(img), "an Image")
@@ -627,7 +665,7 @@ class TokenCounter:
                 width, height = size
         if self._framing is _ANTHROPIC:
             return anthropic_image_tokens(width, height)
-        return openai_image_tokens(width, height, img.detail)
+        return self._image_rule(width, height, img.detail)
 
     # -- tools ----------------------------------------------------------------
 
@@ -671,6 +709,32 @@ class TokenCounter:
         except Exception:  # a schema value that cannot be copied: counted each time
             self._tools = None
         return total
+
+
+def _model_name(model: object, tokenizer: object) -> str | None:
+    """The registry name of the model whose images a counter prices, if any.
+
+    ``model`` when given (a name the registry does not know is kept as
+    written: the image rules read names); else the model a ``str``
+    tokenizer names, or a counter's own.
+    """
+    from contextwindow.models import ModelInfo, registry
+    from contextwindow.tokens.bpe import ENCODINGS
+
+    if model is None:
+        if isinstance(tokenizer, TokenCounter):
+            return tokenizer.model
+        if not isinstance(tokenizer, str):
+            return None
+        model = tokenizer.strip()
+        if model in ENCODINGS or model == "heuristic":
+            return None
+    if isinstance(model, ModelInfo):
+        return model.name
+    name: str = check_str(
+        model, "model", empty=False, takes="a model name or a ModelInfo"
+    )
+    return registry.resolve(name) or name.strip()
 
 
 def _check_message(msg: object, name: str) -> None:
