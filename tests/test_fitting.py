@@ -531,3 +531,20 @@ class TestFit:
         assert r.tokens_before - sum(c.saved for c in r.changes) == r.tokens_after
         assert problems(fitted.messages, provider) == ()
         assert r.fits
+
+
+def test_images_count_by_the_models_rule() -> None:
+    """``fit`` counts an image as the model it fits for does.
+
+    gpt-4.1-mini prices images by 32-pixel patches (2,353 tokens for an
+    1800x2400 image), gpt-4o by 512-pixel tiles (765): the counter ``fit``
+    builds from the model knows which.
+    """
+    from contextwindow.inspection import inspect_messages
+    from contextwindow.messages import Image, Text
+
+    conv = [Message.user([Text("look"), Image("https://x/y.png", "high", 1800, 2400)])]
+    tile = fit(conv, model="gpt-4o").report.tokens_after
+    patch = fit(conv, model="gpt-4.1-mini").report.tokens_after
+    assert patch - tile == 2353 - 765
+    assert inspect_messages(conv, model="gpt-4.1-mini").tokens == patch

@@ -380,4 +380,4 @@ def _counter(
         return tokenizer
     wire = provider or (provider_of(info) if info is not None else "openai")
     chosen = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
-    return TokenCounter(chosen, wire)
+    return TokenCounter(chosen, wire, model=info)

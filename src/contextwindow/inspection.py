@@ -168,7 +168,7 @@ def inspect_messages(
         raise ArgumentTypeError("meta", shown(meta), "a dict or None")
     info: ModelInfo = get_model(asked)  # an unknown one warns, keeping its name
     tok = get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
-    counter = TokenCounter(tok, provider)
+    counter = TokenCounter(tok, provider, model=info)
     read = coerce_messages(messages, hint=provider)
     messages = read.messages
     if isinstance(tools, list | tuple) and not tools:  # none given: a body's own

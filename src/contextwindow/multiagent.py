@@ -177,7 +177,7 @@ class SharedContext:
                 if tokenizer is None
                 else as_tokenizer(tokenizer)
             )
-            self._counter = TokenCounter(chosen, wire)
+            self._counter = TokenCounter(chosen, wire, model=self._info)
         self._counters: dict[str, TokenCounter] = {}
         check_summarizer(summarizer)
         self._summarizer = summarizer
@@ -363,7 +363,7 @@ class SharedContext:
         if counter is None:
             wire: Provider = self._provider or provider_of(info)
             counter = self._counters[info.name] = TokenCounter(
-                get_tokenizer(info), wire
+                get_tokenizer(info), wire, model=info
             )
         return counter
 

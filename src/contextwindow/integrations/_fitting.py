@@ -77,7 +77,7 @@ class Conversations:
             provider_of(self.info) if self.info is not None else "openai"
         )
         chosen = get_tokenizer(self.info) if tokenizer is None else tokenizer
-        self.counter = TokenCounter(chosen, self.provider)
+        self.counter = TokenCounter(chosen, self.provider, model=self.info)
         self.strategy: Strategy | str = "default" if strategy is None else strategy
         self.calibration = calibration if calibration is not None else Calibration()
         self._managers: LRU[int, tuple[ContextManager, list[Message]]] = LRU(keep)

@@ -322,7 +322,7 @@ def token_counter(
     wire: Provider = provider or (
         "anthropic" if info is not None and "claude" in info.name.lower() else "openai"
     )
-    counter = TokenCounter(chosen, wire)
+    counter = TokenCounter(chosen, wire, model=info)
 
     def count(messages: Sequence[BaseMessage]) -> int:
         return counter.messages(from_langchain(messages))
