@@ -17,6 +17,13 @@ window is litellm's ``max_input_tokens``; where that is missing, its
 ``"window_from": "max_tokens"``. Entries with neither, or with a window that is
 not a positive integer, are left out. Output is one entry per line, sorted, so
 refreshes diff well. A wheel's ``LICENSE`` is copied to ``models/data/NOTICE``.
+
+Aliases are kept as litellm's own loader serves them
+(``get_model_cost_map._expand_model_aliases``): a row holding only
+``"alias_of": target`` is the target's entry under the alias's name, marked
+``"alias_of": target``; so is each name in a row's ``aliases`` list. An alias
+that is itself a model entry, that another row already claims, or whose target
+is missing or is an alias too, is left out, as litellm leaves it out.
 """
 
 from __future__ import annotations
@@ -76,17 +83,54 @@ def trim_entry(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return entry
 
 
+def alias_targets(raw: Mapping[str, Any]) -> dict[str, str]:
+    """litellm's aliases, each to the entry it is served as.
+
+    The rules of litellm's loader (``_expand_model_aliases``): a row's
+    ``aliases`` list is claimed first, in map order, then ``alias_of`` rows; a
+    name that is a model entry or already claimed is skipped, and so is an
+    ``alias_of`` whose target is missing or is an alias row itself. Without
+    this the alias names would be unknown, or worse, reduced to an older
+    model's name (``dashscope/qwen-max-latest`` to ``dashscope/qwen-max``).
+    """
+    rows = {k: v for k, v in raw.items() if isinstance(v, Mapping)}
+    pointers = {k: v["alias_of"] for k, v in rows.items() if "alias_of" in v}
+    pointers = {k: t for k, t in pointers.items() if isinstance(t, str)}
+    owners: dict[str, str] = {}
+    for name, value in rows.items():
+        aliases = value.get("aliases")
+        if name in pointers or not isinstance(aliases, list):
+            continue
+        for alias in aliases:
+            if not isinstance(alias, str) or alias in owners:
+                continue
+            if alias not in raw or alias in pointers:  # a model keeps its name
+                owners[alias] = name
+    for alias, target in pointers.items():
+        if target in rows and target not in pointers and alias not in owners:
+            owners[alias] = target
+    return owners
+
+
 def trim(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Trim litellm's whole map: kept entries by name, sorted by name."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in sorted(raw):
-        value = raw[name]
+    """Trim litellm's whole map: kept entries by name, sorted by name.
+
+    An alias gets its target's kept entry, marked ``"alias_of": target``; an
+    alias of an entry that is not kept (an embedding model) is not kept either.
+    """
+    kept: dict[str, dict[str, Any]] = {}
+    for name, value in raw.items():
         if name == "sample_spec" or not isinstance(value, Mapping):
             continue
+        if isinstance(value.get("alias_of"), str):
+            continue  # served as its target, or not at all
         entry = trim_entry(value)
         if entry is not None:
-            out[name] = entry
-    return out
+            kept[name] = entry
+    for alias, target in alias_targets(raw).items():
+        if target in kept:
+            kept[alias] = {**kept[target], "alias_of": target}
+    return {name: kept[name] for name in sorted(kept)}
 
 
 def render(models: Mapping[str, Mapping[str, Any]], *, version: str, date: str) -> str:
@@ -104,7 +148,8 @@ def render(models: Mapping[str, Mapping[str, Any]], *, version: str, date: str) 
             "context_window is litellm's max_input_tokens, or its max_tokens where "
             'max_input_tokens is missing (marked "window_from": "max_tokens"); '
             "max_output_tokens is null when litellm does not state it; mode is "
-            "given when it is not chat"
+            "given when it is not chat; alias_of names the entry an alias of "
+            "litellm's is served as (its fields are that entry's)"
         ),
         "litellm_version": version,
         "retrieved": date,

@@ -95,6 +95,41 @@ class TestShippedData:
         assert keys == sorted(keys)
         assert len(keys) == len(self.raw()["models"])
 
+    def test_litellm_aliases_are_their_targets(self) -> None:
+        """litellm's alias rows ship as their target's entry, marked alias_of."""
+        models = self.raw()["models"]
+        aliases = {n: e for n, e in models.items() if "alias_of" in e}
+        assert len(aliases) >= 90
+        for name, entry in aliases.items():
+            target = models[entry["alias_of"]]
+            assert {**target, "alias_of": entry["alias_of"]} == entry, name
+        for alias, target in [
+            ("claude-sonnet-latest", "claude-sonnet-5-5"),
+            ("dashscope/qwen-max-latest", "dashscope/qwen3.8-max"),
+            ("together_ai/qwen-flash-latest", "together_ai/Qwen/Qwen3.8-Flash"),
+        ]:
+            got, want = get_model(alias), get_model(target)
+            assert got.name == alias
+            assert (got.provider, got.context_window, got.max_output_tokens) == (
+                want.provider,
+                want.context_window,
+                want.max_output_tokens,
+            )
+        assert get_model("dashscope/qwen-max-latest").context_window == 991_808
+
+    def test_an_alias_counts_as_its_target(self) -> None:
+        """gpt-mini-latest is gpt-5.4-mini: exact o200k_base, like its target."""
+        m = get_model("gpt-mini-latest")
+        assert (m.encoding, m.exact) == ("o200k_base", True)
+
+    def test_notice_names_the_version_shipped(self) -> None:
+        """NOTICE is litellm's licence for the very version models.json is from."""
+        version = self.raw()["litellm_version"]
+        notice = (DATA / "NOTICE").read_text("utf-8")
+        assert notice.startswith("models.json is derived from litellm's ")
+        assert f"(litellm {version}, https://github.com/BerriAI/litellm)" in notice
+        assert "Copyright (c) 2023 Berri AI" in notice
+
     def test_loaded_lazily(self) -> None:
         """Importing and constructing read nothing; the first lookup does."""
         code = (
@@ -269,6 +304,97 @@ class TestResolution:
         assert "gpt-4o" in registry
         assert 42 not in registry
 
+    @pytest.mark.parametrize(
+        ("asked", "own", "window"),
+        [
+            (
+                "github_copilot/claude-sonnet-4-6",
+                "github_copilot/claude-sonnet-4.6",
+                200_000,
+            ),
+            (
+                "github_copilot/claude-haiku-4-5",
+                "github_copilot/claude-haiku-4.5",
+                128_000,
+            ),
+            ("chatgpt/gpt-5.2-2025-12-11", "chatgpt/gpt-5.2", 128_000),
+            ("github_copilot/gpt-5.4-2026-03-05", "github_copilot/gpt-5.4", 272_000),
+            ("azure/gpt-5-pro-2025-10-06", "azure/gpt-5-pro", 272_000),
+        ],
+    )
+    def test_a_providers_name_gets_its_own_entry(
+        self, asked: str, own: str, window: int
+    ) -> None:
+        """A provider's name under another spelling is still that provider's entry."""
+        assert registry.resolve(asked) == own
+        m = get_model(asked)
+        assert (m.name, m.context_window) == (own, window)
+
+    def test_the_named_provider_before_the_maker(self) -> None:
+        """The named provider's entry wins over a larger one without its prefix."""
+        reg = small(
+            info("claude-q-4-6", 1_000_000, "anthropic"),
+            info("copilot/claude-q-4.6", 200_000, "copilot"),
+            info("gpt-q", 400_000, "openai"),
+            info("gpt-q-2025-01-01", 400_000, "openai"),
+            info("copilot/gpt-q", 128_000, "copilot"),
+        )
+        assert reg.get("copilot/claude-q-4-6").context_window == 200_000
+        assert reg.get("copilot/gpt-q-2025-01-01").context_window == 128_000
+        assert reg.get("claude-q-4.6").context_window == 1_000_000  # bare: the maker
+
+    def test_another_providers_path_is_not_the_named_one(self) -> None:
+        """gw/openai/gpt-q also reduces to openai/gpt-q, but is not OpenAI's."""
+        reg = small(info("gpt-q", 128_000, "openai"), info("gw/openai/gpt-q", 64, "gw"))
+        assert reg.resolve("openai/gpt-q-2025-01-01") == "gpt-q"
+        assert registry.resolve("openai/gpt-4o-2024-08-06") == "gpt-4o-2024-08-06"
+
+    def test_an_at_inside_a_path_is_not_a_version(self) -> None:
+        """cloudflare/@cf/... names that are not in the table are unknown."""
+        reg = small(info("cf/@cf/meta/llama-2-7b", 2_048, "cf"))
+        assert reg.resolve("cf/@cf/meta/llama-3-8b") is None
+        assert reg.resolve("cf/@cf/meta/llama-2-7b") == "cf/@cf/meta/llama-2-7b"
+        assert registry.resolve("cloudflare/@cf/nope") is None
+        with pytest.warns(UnknownModelWarning, match="openinfer/@oi/qwen3.5-122b"):
+            assert get_model("openinfer/@oi/qwen3.5-122b").context_window == 8_192
+
+    def test_only_a_version_after_an_at(self) -> None:
+        """@ followed by a number, a date, default or latest is Vertex's version."""
+        reg = small(info("jamba-q"))
+        for version in ("001", "2411-001", "20250101", "default", "latest"):
+            assert reg.resolve(f"jamba-q@{version}") == "jamba-q"
+        assert reg.resolve("jamba-q@someone") is None
+
+    @pytest.mark.parametrize("name", ["", "   ", "cloudflare/", "/"])
+    def test_nothing_and_a_bare_path_resolve_to_nothing(self, name: str) -> None:
+        """An empty name or a provider path alone names no model."""
+        assert registry.resolve(name) is None
+        assert name not in registry
+        forms = names.variants("cloudflare/@cf/meta/llama-3.1-8b-instruct-fast")
+        assert all(f and not f.endswith("/") for f in forms)
+
+    @pytest.mark.parametrize("family", ["sonnet", "opus"])
+    def test_anthropic_minor_zero_alias(self, family: str) -> None:
+        """claude-opus-4-0, Anthropic's alias, is claude-opus-4 (no warning)."""
+        want = get_model(f"claude-{family}-4")
+        got = get_model(f"claude-{family}-4-0")
+        assert (got.context_window, got.max_output_tokens) == (
+            want.context_window,
+            want.max_output_tokens,
+        )
+        assert got.context_window == 200_000
+        reg = small(info("claude-q-4-20250101"), info("model-q-4"))
+        assert reg.resolve("claude-q-4-0") == "claude-q-4-20250101"
+        assert reg.resolve("model-q-4-0") is None  # only Claude's names
+
+    def test_ollama_latest_tag(self) -> None:
+        """ollama/llama3:latest is ollama/llama3; another tag is another model."""
+        assert registry.resolve("ollama/llama3:latest") == "ollama/llama3"
+        assert get_model("Ollama/Llama3:latest").provider == "ollama"
+        reg = small(info("ollama/q"))
+        assert reg.resolve("ollama/q:latest") == "ollama/q"
+        assert reg.resolve("ollama/q:8b") is None
+
 
 class TestUnknownModels:
     def test_warns_and_gives_default(self) -> None:
@@ -290,6 +416,35 @@ class TestUnknownModels:
         assert bedrock.provider == "bedrock_converse"  # a cloud's name: its entry
         assert get_model("claude-sonnet-4-5").name == "claude-sonnet-4-5"
         assert get_model("azure/gpt-4o").provider == "azure"
+
+    @pytest.mark.parametrize(
+        ("asked", "bare"),
+        [
+            ("anthropic/claude-opus-4-1", "claude-opus-4-1"),
+            ("openai/o1-mini", "o1-mini"),
+        ],
+    )
+    def test_the_makers_path_is_the_bare_name(self, asked: str, bare: str) -> None:
+        """Naming the maker (anthropic/...) gives what the bare name gives."""
+        got, want = get_model(asked), get_model(bare)
+        assert (got.name, got.provider) == (bare, want.provider)
+        assert got == want
+        reg = small(info("vertex_ai/claude-q", 100_000, "vertex_ai-anthropic_models"))
+        assert reg.get("anthropic/claude-q").provider == "anthropic"
+        assert reg.get("reseller/claude-q").provider == "vertex_ai-anthropic_models"
+
+    def test_a_window_given_is_not_claimed_to_be_the_default(self) -> None:
+        """With window_given, the warning says the caller's window is used."""
+        with pytest.warns(UnknownModelWarning) as record:
+            m = get_model("my-azure-deployment", window_given=True)
+        text = str(record[0].message)
+        assert "'my-azure-deployment'" in text
+        assert "the window given is used" in text
+        assert "8,192" not in text
+        assert "o200k_base" in text
+        assert m == dataclasses.replace(DEFAULT_MODEL_INFO, name="my-azure-deployment")
+        with pytest.raises(ContextWindowError, match=r"^window_given: "):
+            get_model("gpt-4o", window_given="yes")  # type: ignore[arg-type]  # the bad value tested
 
     def test_a_model_is_a_name(self) -> None:
         """None, a number or an empty name is an argument error, not a lookup."""
@@ -754,6 +909,29 @@ class TestRefreshScript:
         assert models["a-old"]["window_from"] == "max_tokens"
         assert models["a-old"]["context_window"] == 2048
         assert models["a-old"]["mode"] == "completion"
+
+    def test_aliases_are_their_targets(self) -> None:
+        """An alias_of row (or an aliases list) is kept as its target's entry."""
+        raw = {
+            **SAMPLE,
+            "b-latest": {"alias_of": "b-chat"},
+            "c-latest": {"alias_of": "c-embed"},  # its target is not kept
+            "x-latest": {"alias_of": "missing"},
+            "y-latest": {"alias_of": "b-latest"},  # an alias of an alias
+            "f-chat": {
+                "litellm_provider": "y",
+                "mode": "chat",
+                "max_input_tokens": 500,
+                "aliases": ["f", "b-chat"],  # b-chat: a model, not an alias
+            },
+        }
+        models = load_script().trim(raw)
+        assert list(models) == sorted(models)
+        assert set(models) == {"a-old", "b-chat", "b-latest", "f", "f-chat"}
+        assert models["b-latest"] == {**models["b-chat"], "alias_of": "b-chat"}
+        assert models["b-chat"]["provider"] == "openai"  # a real entry is no alias
+        assert models["f"] == {**models["f-chat"], "alias_of": "f-chat"}
+        assert "aliases" not in models["f-chat"]
 
     def test_from_wheel(self, tmp_path: Path) -> None:
         """--from a wheel writes models.json and NOTICE, recording the version."""

@@ -1,8 +1,9 @@
 """``contextwindow models``: list models with their window, output limit and tokens.
 
 Contract: the command only reads the model registry; it prints a table (or
-JSON) to stdout, with the model a pattern names first. A pattern that matches
-nothing is a one-line ``Error: …`` and a non-zero exit.
+JSON) to stdout, with the model a pattern names first, as ``get_model`` gives
+it. A pattern that matches nothing is a one-line ``Error: …`` and a non-zero
+exit.
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ def _tokens_label(m: ModelInfo) -> str:
 
 
 def _names_it(pattern: str, resolved: str) -> bool:
-    """Whether ``pattern`` names ``resolved`` rather than searching for it."""
-    p, r = pattern.lower(), resolved.lower()
-    return p == r or p not in r
+    """Whether ``pattern``, which resolves to ``resolved``, names a model.
+
+    A single word inside the name it resolves to ("claude", "mistral") is a
+    search for a family; anything more ("claude-opus-4", "codestral-2501") is
+    a model's name, even inside another ("anthropic.claude-opus-4-...-v1:0"),
+    and is shown as the library resolves it.
+    """
+    p, r = pattern.strip().lower(), resolved.lower()
+    return p == r or p not in r or not p.isalpha()
 
 
 @click.command("models")
@@ -42,17 +49,24 @@ def _names_it(pattern: str, resolved: str) -> bool:
 def models_cmd(pattern: str | None, limit: int, as_json: bool) -> None:
     """List models with their context window and output limit.
 
-    PATTERN is a model name (aliases and dated variants resolve), a substring,
-    or a glob such as 'claude-*-4-5*'.
+    PATTERN is a model name (aliases and dated variants resolve, and the
+    model it names comes first), a substring or a single word such as
+    'claude' (a search), or a glob such as 'claude-*-4-5*'.
     """
     with cli_errors():
-        resolved = registry.resolve(pattern) if pattern else None
+        glob = pattern is not None and any(c in pattern for c in "*?[")
+        resolved = registry.resolve(pattern) if pattern and not glob else None
         found = registry.search(pattern) if pattern else list(registry)
         if resolved is not None and pattern and not _names_it(pattern, resolved):
             resolved = None  # a search term such as "claude", not a model name
-        if resolved is not None:
-            exact = get_model(resolved)
-            found = [exact] + [m for m in found if m.name != exact.name]
+        if resolved is not None and pattern:
+            # What the library gives for the name (get_model(pattern)), which
+            # may be the maker's relabel of the entry it resolved to.
+            exact = get_model(pattern)
+            rest = [
+                m for m in found if (m.name, m.provider) != (exact.name, exact.provider)
+            ]
+            found = [exact, *rest]
     if not found:
         close = registry.suggest(pattern) if pattern else ()
         hint = f" (did you mean {', '.join(close)}?)" if close else ""

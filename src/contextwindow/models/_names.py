@@ -49,6 +49,11 @@ _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 _FINE_TUNE = re.compile(r"^ft:([^:]+):")
 _DATE = re.compile(r"(?:^|[-@])(20\d\d)-?([01]\d)-?([0-3]\d)(?=$|[-@:])")
 _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+# Vertex's "@version": only in the last path segment, after a name, and only a
+# date, a number or Vertex's "default" / "latest" ("cloudflare/@cf/meta/..."
+# is a path, not a version).
+_AT_VERSION = re.compile(r"(?<=[^/@])@(\d+(?:-\d+)*|default|latest)$")
+_CLAUDE_MINOR_0 = re.compile(r"claude.*-\d+-0$")
 
 
 def bare_name(name: str) -> str:
@@ -99,29 +104,44 @@ def _steps(s: str) -> list[str]:
         stripped = rx.sub("", s)
         if stripped != s and stripped:
             out.append(stripped)
-    if "@" in s:
-        head, _, tail = s.rpartition("@")
-        if head:
-            if tail.isdigit() and len(tail) == 8:
-                out.append(f"{head}-{tail}")
-            out.append(head)
-    if s.endswith("-latest") and len(s) > 7:
-        out.append(s[:-7])
+    return out + _suffix_steps(s)
+
+
+def _suffix_steps(s: str) -> list[str]:
+    """The forms of ``s`` without a version, tag or date at its end."""
+    out: list[str] = []
+    at = _AT_VERSION.search(s)
+    if at:
+        head, tail = s[: at.start()], at.group(1)
+        if tail.isdigit() and len(tail) == 8:
+            out.append(f"{head}-{tail}")
+        out.append(head)
+    for suffix in ("-latest", ":latest"):  # ":latest": Ollama's default tag
+        if s.endswith(suffix) and len(s) > len(suffix):
+            out.append(s[: -len(suffix)])
     if s[-1:].isdigit():
         stripped = _DATE_SUFFIX.sub("", s)
         if stripped != s and stripped:
             out.append(stripped)
+        # Anthropic's "claude-opus-4-0" is its alias of "claude-opus-4".
+        if s.endswith("-0") and _CLAUDE_MINOR_0.search(s.rsplit("/", 1)[-1]):
+            out.append(s[:-2])
     return out
 
 
 def variants(name: str) -> list[str]:
-    """``name`` (lower-cased) and every form it normalises to, nearest first."""
+    """``name`` (lower-cased) and every form it normalises to, nearest first.
+
+    No form is empty or ends in ``/``: such a form names no model, and in the
+    fuzzy index it would gather every name that reduces to it (a whole
+    provider's models under ``cloudflare/``).
+    """
     seen = [name.strip().lower()]
     known = set(seen)
     i = 0
     while i < len(seen):
         for v in _steps(seen[i]):
-            if v not in known:
+            if v and not v.endswith("/") and v not in known:
                 known.add(v)
                 seen.append(v)
         i += 1

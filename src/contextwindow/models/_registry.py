@@ -4,6 +4,8 @@ Contract:
 
 - The shipped table (``data/models.json``, trimmed from litellm's model map, MIT)
   is read once, lazily, on the first lookup; importing this module reads nothing.
+  litellm's aliases are in it as their targets' entries, under the alias's
+  name (``claude-sonnet-latest``), and count as their targets do.
 - ``Registry.get`` never guesses silently: a name it cannot resolve gives
   ``DEFAULT_MODEL_INFO`` under the name it was asked by, with an
   ``UnknownModelWarning`` naming the model, or, with ``default=False``, an
@@ -13,7 +15,10 @@ Contract:
   cloud or a reseller serves the model (``claude-opus-4-1`` is only on
   Bedrock there), the entry found is given under the bare name and the
   maker's provider (``anthropic``), with that entry's window and output
-  limit.
+  limit. So is a bare name under the maker's own provider path
+  (``anthropic/claude-opus-4-1``).
+- Any other provider's name is that provider's model: its own entry, under
+  whatever spelling, wins over another provider's.
 - What users register (``register``, ``alias``) wins over the shipped table.
 - ``ModelInfo.exact`` is ``True`` only where a shipped BPE file is the model's
   real tokenizer (OpenAI's ``o200k_base`` and ``cl100k_base`` families). Every
@@ -22,18 +27,29 @@ Contract:
 Resolution, in order (case-insensitive throughout):
 
 1. user aliases, then the exact name (user entries before shipped ones);
-2. the exact name of a normalised form, nearest first: a provider prefix
-   removed (``openai/gpt-4o``; a prefixed key that exists is used as it is),
-   Bedrock regions, vendors and versions removed
+2. for a name under a provider path (``github_copilot/claude-sonnet-4-6``),
+   that provider's entries: the exact name of a normalised form that keeps
+   the path (``github_copilot/gpt-5.4`` for ``github_copilot/gpt-5.4-2026-03-05``),
+   then, as in step 4, any entry under the path that normalises to one
+   (``github_copilot/claude-sonnet-4.6``);
+3. the exact name of a normalised form, nearest first: a provider prefix
+   removed (``openai/gpt-4o``), Bedrock regions, vendors and versions removed
    (``us.anthropic.claude-...-v1:0``), Vertex ``@date`` turned into ``-date``
-   or removed, ``-latest`` removed, a ``-YYYYMMDD`` / ``-YYYY-MM-DD`` date
-   removed, an OpenAI fine-tune's ``ft:base:org::id`` reduced to its base;
-3. otherwise any entry that normalises to one of those forms: the model
+   or a Vertex version (``@001``, ``@default``, ``@latest``) removed,
+   ``-latest`` or Ollama's ``:latest`` removed, a ``-YYYYMMDD`` /
+   ``-YYYY-MM-DD`` date removed, Anthropic's ``-0`` minor version removed
+   (``claude-opus-4-0``), an OpenAI fine-tune's ``ft:base:org::id`` reduced
+   to its base; Claude's dotted versions read as dashes (``claude-sonnet-4.5``);
+4. otherwise any entry that normalises to one of those forms: the model
    maker's own entry first (``anthropic`` for ``claude-*``), then the clouds
    (Azure, Bedrock, Vertex), then resellers; among equals the nearest form, the
    newest date (so an undated name finds the newest dated entry), then the
    smallest window, because a window that is too small only compacts early
    while one that is too large gets the request rejected.
+
+No form is empty or ends in ``/``, so ``""`` and a bare provider path
+(``cloudflare/``) resolve to nothing, and an ``@`` inside a path
+(``cloudflare/@cf/...``) is part of the name, not a version.
 
 Example:
     >>> get_model("openai/gpt-4o-2024-08-06").context_window
@@ -189,7 +205,8 @@ def _load_shipped() -> dict[str, Any]:
 
 
 def _from_raw(name: str, raw: Mapping[str, Any]) -> ModelInfo:
-    encoding, exact = encoding_for(name)
+    # An alias of litellm's ("gpt-mini-latest") counts as the model it names.
+    encoding, exact = encoding_for(raw.get("alias_of") or name)
     return ModelInfo(
         name=name,
         provider=raw["provider"],
@@ -329,15 +346,38 @@ class Registry:
     def _resolve(self, key: str) -> str | None:
         if key in self._aliases:
             return self._aliases[key]
+        if not key:
+            return None  # "" would otherwise match whatever normalises to nothing
         forms = variants(key)
-        for v in forms:
-            hit = self._exact(v)
-            if hit is not None:
-                return hit
+        # A provider's name is that provider's model: its own entry, under any
+        # spelling, before another provider's (github_copilot/claude-sonnet-4-6
+        # is Copilot's 200,000 tokens, not Anthropic's 1,000,000).
+        path = key.split("/", 1)[0] + "/" if "/" in key else ""
+        own = [v for v in forms if path and v.startswith(path)]
+        for group, under in ((own, path), (forms, "")):
+            for v in group:
+                hit = self._exact(v)
+                if hit is not None:
+                    return hit
+            best = self._nearest(group, forms, under)
+            if best is not None:
+                return best
+        return None
+
+    def _nearest(self, group: list[str], forms: list[str], under: str) -> str | None:
+        """The best-ranked entry under ``under`` that normalises to a form in ``group``.
+
+        ``under`` is a provider path (or ``""``, any): another provider's
+        ``vercel_ai_gateway/openai/gpt-4o`` also normalises to
+        ``openai/gpt-4o``, and is not OpenAI's.
+        """
         index = self._fuzzy_index()
         best: tuple[tuple[int, int, int, int, int, str], str] | None = None
-        for nearness, v in enumerate(forms):
+        for v in group:
+            nearness = forms.index(v)
             for name in index.get(v, ()):
+                if not name.lower().startswith(under):
+                    continue
                 rank = self._rank(name, nearness)
                 if best is None or rank < best[0]:
                     best = (rank, name)
@@ -354,13 +394,20 @@ class Registry:
         close = difflib.get_close_matches(model.strip().lower(), names, n=n)
         return tuple(names[c] for c in close)
 
-    def get(self, model: str, *, default: bool = True) -> ModelInfo:
+    def get(
+        self, model: str, *, default: bool = True, window_given: bool = False
+    ) -> ModelInfo:
         """Return the ``ModelInfo`` for ``model``.
 
         Args:
             model: Any name the resolution rules accept.
             default: Whether an unknown model gets ``DEFAULT_MODEL_INFO`` (with
                 an ``UnknownModelWarning``) instead of an error.
+            window_given: Whether the caller has a window of its own for the
+                model (``fit``'s ``limit``, a manager's ``token_limit``), so
+                the default's 8,192 tokens are not used: the warning for an
+                unknown model then says the window given is, and that only
+                the count and the output limit are defaults.
 
         Raises:
             UnknownModelError: Unknown model and ``default=False``; it carries
@@ -370,11 +417,21 @@ class Registry:
             >>> registry.get("claude-sonnet-4-5-20250929").context_window
             200000
         """
-        return self._get(model, default=default, stacklevel=3)
+        return self._get(
+            model, default=default, stacklevel=3, window_given=window_given
+        )
 
-    def _get(self, model: str, *, default: bool, stacklevel: int) -> ModelInfo:
+    def _get(
+        self,
+        model: str,
+        *,
+        default: bool,
+        stacklevel: int,
+        window_given: bool = False,
+    ) -> ModelInfo:
         check_str(model, "model", empty=False, takes="a model name")
         check_bool(default, "default")
+        check_bool(window_given, "window_given")
         name = self.resolve(model)
         if name is not None:
             return self._first_party(model, self._info(name))
@@ -382,28 +439,47 @@ class Registry:
         if not default:
             raise UnknownModelError(model, suggestions)
         hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+        count = f"counted approximately with {DEFAULT_MODEL_INFO.encoding}"
+        if window_given:
+            # The window is the caller's: claiming 8,192 would misstate it.
+            told = (
+                f"the window given is used, but its tokens are {count} and its "
+                "output limit is unknown (DEFAULT_MODEL_INFO); register it with "
+                "contextwindow.models.register_model() to describe it"
+            )
+        else:
+            told = (
+                f"using the default of {DEFAULT_MODEL_INFO.context_window:,} "
+                f"tokens of context (DEFAULT_MODEL_INFO), {count}; register it "
+                "with contextwindow.models.register_model() to use its real window"
+            )
         warnings.warn(
-            f"unknown model {model!r}{hint}: using the default of "
-            f"{DEFAULT_MODEL_INFO.context_window:,} tokens of context "
-            f"(DEFAULT_MODEL_INFO), counted approximately with "
-            f"{DEFAULT_MODEL_INFO.encoding}; register it with "
-            "contextwindow.models.register_model() to use its real window",
+            f"unknown model {model!r}{hint}: {told}",
             UnknownModelWarning,
             stacklevel=stacklevel,
         )
         return replace(DEFAULT_MODEL_INFO, name=model.strip())
 
     def _first_party(self, asked: str, info: ModelInfo) -> ModelInfo:
-        """``info`` as the model maker's own entry, when ``asked`` is a bare name."""
+        """``info`` as the model maker's own entry, when ``asked`` names the maker's.
+
+        A bare name is the maker's model, and so is one under the maker's own
+        provider path (``anthropic/claude-opus-4-1``): both are given as the
+        bare name, under the maker's provider.
+        """
         if info.name in self._user or tier(info.name, info.provider) == 0:
             return info
-        bare = asked.strip().lower()
+        name = asked.strip()
+        head, slash, rest = name.partition("/")
+        if slash and tier(rest, head.lower()) == 0:
+            name = rest  # the maker's own path: as the bare name
+        bare = name.lower()
         if bare_name(bare) != bare or "/" in bare:
-            return info  # a provider's name: that provider's entry
+            return info  # another provider's name: that provider's entry
         maker = maker_of(bare)
         if maker is None:
             return info
-        return replace(info, name=asked.strip(), provider=maker)
+        return replace(info, name=name, provider=maker)
 
     # -- user data ------------------------------------------------------------
 
@@ -559,14 +635,17 @@ registry = Registry()
 """The process-wide registry that ``get_model`` and ``register_model`` use."""
 
 
-def get_model(model: str, *, default: bool = True) -> ModelInfo:
-    """``registry.get(model, default=default)``.
+def get_model(
+    model: str, *, default: bool = True, window_given: bool = False
+) -> ModelInfo:
+    """``registry.get(model, default=default, window_given=window_given)``.
 
     Example:
         >>> get_model("gpt-4o").context_window
         128000
     """
-    return registry._get(model, default=default, stacklevel=3)  # pyright: ignore[reportPrivateUsage]  # same-module helper; stacklevel-aware lookup
+    get = registry._get  # pyright: ignore[reportPrivateUsage]  # same-module helper; stacklevel-aware lookup
+    return get(model, default=default, stacklevel=3, window_given=window_given)
 
 
 def register_model(
