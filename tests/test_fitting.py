@@ -548,3 +548,14 @@ def test_images_count_by_the_models_rule() -> None:
     patch = fit(conv, model="gpt-4.1-mini").report.tokens_after
     assert patch - tile == 2353 - 765
     assert inspect_messages(conv, model="gpt-4.1-mini").tokens == patch
+
+
+def test_unknown_model_with_a_limit_warns_that_the_limit_is_used() -> None:
+    """``fit(model=unknown, limit=N)`` uses N, and its warning says so, not 8,192."""
+    with pytest.warns(UnknownModelWarning) as caught:
+        fitted = fit([Message.user("hi " * 50)], model="my-deployment", limit=200)
+    said = str(caught[0].message)
+    assert "the window given is used" in said
+    assert "8,192" not in said
+    assert "8192" not in said
+    assert fitted.report.limit == 200

@@ -509,12 +509,15 @@ def check_summarizer(value: T, name: str = "summarizer") -> T:
     return value
 
 
-def as_model(value: object, name: str = "model") -> ModelInfo | None:
+def as_model(
+    value: object, name: str = "model", *, window_given: bool = False
+) -> ModelInfo | None:
     """The ``ModelInfo`` a model argument names (``None`` stays ``None``).
 
     An unknown name gets the registry's default with an
-    ``UnknownModelWarning``, as ``get_model`` does; a value that is not a name
-    is refused.
+    ``UnknownModelWarning``, as ``get_model`` does (``window_given``: the
+    caller gave the window, and the warning says that one is used); a value
+    that is not a name is refused.
 
     Example:
         >>> as_model("gpt-4o").context_window
@@ -532,4 +535,4 @@ def as_model(value: object, name: str = "model") -> ModelInfo | None:
         raise (_value_error if isinstance(value, str) else _type_error)(
             name, value, "a model name or a ModelInfo"
         )
-    return get_model(value)
+    return get_model(value, window_given=window_given)

@@ -208,7 +208,7 @@ def fit(
         >>> [(c.kind, c.what, c.index, c.saved) for c in fitted.report.changes]
         [('dropped', 'assistant message', 1, 105)]
     """
-    info = as_model(model)
+    info = as_model(model, window_given=limit is not None)
     limit = check_int(limit, "limit", low=0, none=True)
     reserve = check_int(reserve, "reserve", low=0, none=True)
     markers = check_strs(protected, "protected")
