@@ -559,3 +559,17 @@ def test_unknown_model_with_a_limit_warns_that_the_limit_is_used() -> None:
     assert "8,192" not in said
     assert "8192" not in said
     assert fitted.report.limit == 200
+
+
+def test_reply_reserve_takes_a_name_and_checks_its_arguments() -> None:
+    """``reply_reserve`` takes a model name, and names a bad argument."""
+    from contextwindow.errors import ArgumentError
+    from contextwindow.fitting import reply_reserve
+
+    assert reply_reserve("gpt-4o", 128_000) == 16_384
+    with pytest.raises(ArgumentError, match=r"^limit"):
+        reply_reserve("gpt-4o", "128000")  # type: ignore[arg-type]  # the wrong type on purpose
+    with pytest.raises(ArgumentError, match=r"^limit"):
+        reply_reserve("gpt-4o", -1)
+    with pytest.raises(ArgumentError, match=r"^model"):
+        reply_reserve(4, 1000)  # type: ignore[arg-type]  # the wrong type on purpose

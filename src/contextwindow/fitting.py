@@ -341,7 +341,7 @@ thread shares: an ``LRU``'s operations never fail for another thread's)."""
 _FITTINGS: LRU[Strategy, Strategy] = LRU(FITTINGS_KEPT)
 
 
-def reply_reserve(model: ModelInfo | None, limit: int) -> int:
+def reply_reserve(model: ModelInfo | str | None, limit: int) -> int:
     """The default room left for the reply: ``min(max output, limit // 4)``.
 
     A reply takes at most the model's output limit, and reserving more than a
@@ -350,18 +350,28 @@ def reply_reserve(model: ModelInfo | None, limit: int) -> int:
     so when it is not). Without a model, or for one whose output limit is not
     known, nothing is reserved: a bare ``limit`` is what the request may take.
 
+    Args:
+        model: A ``ModelInfo``, a model name (an unknown one warns, as
+            ``get_model`` does, and reserves nothing), or ``None``.
+        limit: The request's window in tokens (an int >= 0).
+
+    Raises:
+        ArgumentError: ``model`` is not a model, or ``limit`` not an int >= 0.
+
     Example:
         >>> from contextwindow.models import get_model
         >>> reply_reserve(get_model("gpt-4o"), 128_000)  # its output limit
         16384
-        >>> reply_reserve(get_model("gpt-4o"), 4_000)  # a quarter of the limit
+        >>> reply_reserve("gpt-4o", 4_000)  # a quarter of the limit
         1000
         >>> reply_reserve(None, 4_000)
         0
     """
-    if model is None or not model.max_output_tokens:
+    info = as_model(model)
+    check_int(limit, "limit", low=0)
+    if info is None or not info.max_output_tokens:
         return 0
-    return min(model.max_output_tokens, limit // 4)
+    return min(info.max_output_tokens, limit // 4)
 
 
 def _counter(
