@@ -426,7 +426,11 @@ class TokenCounter:
             # strategy's output: tool results cut, cleared, summarised).
             for cache in (self._cache, self._texts):
                 cache.grow(2 * n)
-        base, k = self._extended(seq)
+        # One read of the sequences remembered: the list is never changed in
+        # place (a new one replaces it), so another thread's count cannot
+        # shift it between the looks below.
+        recent = self._last
+        base, k = self._extended(seq, recent)
         if base is not None and k == n:
             return base
         spans: list[tuple[int, int, int, tuple[int, ...]]] = []
@@ -437,12 +441,12 @@ class TokenCounter:
             # of the last few seen that it holds elsewhere (its oldest
             # messages dropped, runs of them made one line), the counts are
             # moved (``best_spans``).
-            k, found, like = _longest_prefix(seq, self._last)
+            k, found, like = _longest_prefix(seq, recent)
             if k:
                 k = self._sent_alike(seq, like, 0, k)
             base = found[: k + 1] if k else (0,)
             if n - k >= MIN_SHARED:
-                tried = self._last[:TRIED]
+                tried = recent[:TRIED]
                 at, shared = best_spans([last for last, _ in tried], seq, k)
                 spans = [
                     (first, end, d, tried[at][1])
@@ -473,12 +477,15 @@ class TokenCounter:
             kept = cast(
                 "Sequence[Message]", seq if owned or type(seq) is tuple else list(seq)
             )
-            self._last.insert(0, (kept, done))
-            del self._last[_RECENT:]
+            self._last = [(kept, done), *self._last[: _RECENT - 1]]
         return done
 
-    def _extended(self, seq: Sequence[Any]) -> tuple[tuple[int, ...] | None, int]:
-        """The running totals of a remembered sequence ``seq`` starts with.
+    def _extended(
+        self,
+        seq: Sequence[Any],
+        recent: Sequence[tuple[Sequence[Message], tuple[int, ...]]],
+    ) -> tuple[tuple[int, ...] | None, int]:
+        """The running totals of a sequence of ``recent`` that ``seq`` starts with.
 
         And how many of ``seq``'s messages they cover (``None, 0``: none).
         ``==`` on lists compares by identity first, so an unchanged prefix of
@@ -486,7 +493,7 @@ class TokenCounter:
         counts the same, but for the thinking a writer sends: ``_sent_alike``).
         """
         n = len(seq)
-        for last, last_sums in self._last:
+        for last, last_sums in recent:
             k = len(last)
             if not (k and n >= k and seq[k - 1] is last[-1]):
                 continue
