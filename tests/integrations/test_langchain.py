@@ -561,3 +561,41 @@ class TestArgumentsThatAreNotAnObject:
         assert isinstance(out[0], AIMessage)
         out[0].tool_calls[0]["args"] = {"input": [3]}
         assert from_langchain(out)[0].tool_calls[0].arguments == '{"input":[3]}'
+
+
+class TestUsageOfInterleavedCalls:
+    def test_each_reply_calibrates_against_its_own_request(self) -> None:
+        """Calls sharing a manager (no checkpointer) learn from their own counts.
+
+        The model bills 1.2x what it was sent. While the first call waits for
+        its reply, a second call of another size is prepared and answered (what
+        a web server's second thread does): the first reply's usage is then
+        matched with the first request's count, not the second's.
+        """
+        from langchain_core.outputs import ChatGeneration
+
+        counter = TokenCounter(get_tokenizer("claude-sonnet-4-5"), "anthropic")
+        nested: list[bool] = []
+
+        class Billing(GenericFakeChatModel):
+            def _generate(
+                self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+            ) -> ChatResult:
+                n = counter.messages(from_langchain(messages))
+                if not nested:  # another call lands while this one waits
+                    nested.append(True)
+                    agent.invoke({"messages": [HumanMessage("short " * 30)]})
+                billed = round(1.2 * n)
+                usage = {
+                    "input_tokens": billed,
+                    "output_tokens": 1,
+                    "total_tokens": billed + 1,
+                }
+                reply = AIMessage("ok", usage_metadata=usage)  # type: ignore[arg-type]  # a usage mapping
+                return ChatResult(generations=[ChatGeneration(message=reply)])
+
+        mw = ContextWindowMiddleware("claude-sonnet-4-5")
+        agent = create_agent(Billing(messages=iter([])), middleware=[mw])
+        agent.invoke({"messages": [HumanMessage("a much longer request " * 200)]})
+        assert len(mw.calibration.ratios) == 2
+        assert all(abs(r - 1.2) < 0.01 for r in mw.calibration.ratios)

@@ -182,9 +182,9 @@ class ContextWindowMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
         """Fit the request, call the model, learn from the usage it reports."""
-        thread, fitted = self._fit(request)
+        thread, fitted, counted = self._fit(request)
         response = handler(fitted)
-        thread.observe(response)
+        thread.observe(response, counted)
         return response
 
     async def awrap_model_call(
@@ -193,9 +193,9 @@ class ContextWindowMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """``wrap_model_call``, fitting on a worker thread (a summarizer may wait)."""
-        thread, fitted = await asyncio.to_thread(self._fit, request)
+        thread, fitted, counted = await asyncio.to_thread(self._fit, request)
         response = await handler(fitted)
-        thread.observe(response)
+        thread.observe(response, counted)
         return response
 
     def manager(self, thread_id: Any = None) -> ContextManager | None:
@@ -214,7 +214,8 @@ class ContextWindowMiddleware(AgentMiddleware):
             **self._options,
         )
 
-    def _fit(self, request: ModelRequest) -> tuple[_Thread, ModelRequest]:
+    def _fit(self, request: ModelRequest) -> tuple[_Thread, ModelRequest, int]:
+        """The thread's manager, the fitted request, and its tokens counted here."""
         key = _thread_id()
         tools = _tool_dicts(request.tools or ())
         with self._lock:
@@ -231,7 +232,7 @@ class ContextWindowMiddleware(AgentMiddleware):
             out = out[1:]
         # LangChain types the list as its union of message classes.
         messages: list[Any] = to_langchain(out)
-        return thread, request.override(messages=messages)
+        return thread, request.override(messages=messages), prepared.tokens
 
 
 @dataclass
@@ -265,13 +266,18 @@ class _Thread:
             self.manager.set_messages(from_langchain(lc))
         self.seen = lc
 
-    def observe(self, response: Any) -> None:
-        """Feed the usage the model reported to the manager's calibration."""
+    def observe(self, response: Any, counted: int) -> None:
+        """Feed the usage the model reported to the manager's calibration.
+
+        ``counted``: this request's tokens as prepared; not the manager's
+        last, which another call of the same thread (calls without a
+        checkpointer share one) may have prepared since.
+        """
         found = response.result if isinstance(response, ModelResponse) else [response]
         for m in found:
             usage = getattr(m, "usage_metadata", None)
             if isinstance(m, AIMessage) and usage and usage.get("input_tokens"):
-                self.manager.observe_usage(usage)
+                self.manager.observe_usage(usage, counted=counted)
 
 
 def _thread_id() -> Any:
