@@ -507,3 +507,104 @@ def test_nan_arguments_are_an_error_not_invalid_json(tmp_path: Path) -> None:
         "[1].tool_calls[0].function.arguments: not valid JSON: NaN is not JSON" in err
     )
     assert not out.exists()
+
+
+class TestProgressLabel:
+    def test_markup_in_a_label_is_plain_text(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A file name or title holding "[/x]" is shown as it is on a terminal
+        (rich read it as a closing tag and raised in the timer's thread)."""
+        import io
+
+        from contextwindow.cli import _term
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        err = Terminal()
+        monkeypatch.setattr(sys, "stderr", err)
+        monkeypatch.setattr(_term, "DELAY", 3600.0)  # its timer never fires here
+        w = _term.Working("reading t[/x].json")
+        try:
+            w._start()  # what the timer runs: here, in this thread
+        finally:
+            w.close()
+        assert "reading t[/x].json" in err.getvalue()
+
+
+class TestProxyAddress:
+    """The announced address is one a client can use."""
+
+    @staticmethod
+    def served(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[str, list[Any]]:
+        """Run proxy with serve() replaced: its stderr, and serve's arguments."""
+        import contextwindow.proxy
+
+        calls: list[Any] = []
+        monkeypatch.setattr(
+            contextwindow.proxy, "serve", lambda *a, **kw: calls.append((a, kw))
+        )
+        code, out, err = run("proxy", "--store", "none", *args)
+        assert (code, out) == (0, ""), err
+        return err, calls
+
+    def test_port_zero_announces_the_port_served(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--port 0: the port the system chose is served and announced, not 0."""
+        err, calls = self.served(monkeypatch, "--port", "0")
+        (_config, host, port), _ = calls[0]
+        assert host == "127.0.0.1"
+        assert 0 < port <= 65535
+        assert err.splitlines()[0] == f"contextwindow proxy on http://127.0.0.1:{port}"
+
+    def test_ipv6_in_brackets(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An IPv6 host is written in brackets, as a URL needs it."""
+        import socket
+
+        try:
+            with socket.create_server(("::1", 0), family=socket.AF_INET6):
+                pass
+        except OSError:
+            pytest.skip("no IPv6 loopback here")
+        err, calls = self.served(monkeypatch, "--host", "::1", "--port", "0")
+        port = calls[0][0][2]
+        assert err.splitlines()[0] == f"contextwindow proxy on http://[::1]:{port}"
+
+    @pytest.mark.parametrize(
+        ("option", "value", "shown"),
+        [
+            ("--upstream-openai", "notaurl", "the value given is not"),
+            ("--upstream-openai", "ftp://files.example", "'ftp://...' is not"),
+            ("--upstream-anthropic", "https://", "'https://' is not"),
+            ("--upstream-anthropic", "http://h:99999", "'http://h:99999' is not"),
+            (
+                "--upstream-openai",
+                "http//user:s3cret@h",
+                "the value given is not",
+            ),
+        ],
+    )
+    def test_upstream_not_a_url_is_refused(
+        self, monkeypatch: pytest.MonkeyPatch, option: str, value: str, shown: str
+    ) -> None:
+        """An upstream that is no http(s) URL with a host is a usage error before
+        serving (each request got a 502), what is no URL not echoed."""
+        import contextwindow.proxy
+
+        monkeypatch.setattr(contextwindow.proxy, "serve", lambda *a, **kw: None)
+        code, out, err = run("proxy", "--store", "none", option, value)
+        assert (code, out) == (2, "")
+        assert f"Invalid value for {option}: {shown} an http(s) URL" in err
+        assert "s3cret" not in err
+        assert "contextwindow proxy on" not in err
+
+    def test_model_window_help_says_how_names_match(self) -> None:
+        """--model-window's help says names match as the registry resolves them."""
+        code, out, _ = run("proxy", "--help")
+        assert code == 0
+        flat = " ".join(out.split())
+        assert "as the registry resolves names" in flat
+        assert "provider prefix" in flat

@@ -673,3 +673,128 @@ class TestTokenizerOverrideLabel:
         code, _, _ = run("report", *args, "-o", str(page))
         assert code == 0
         assert "tokens (approximate)" in page.read_text()
+
+
+class TestWarningsUnderJson:
+    """fit --json: warnings in the document's ``warnings``, no text lines."""
+
+    def test_stderr_is_one_document(self) -> None:
+        """Without -o the report is on stderr: it parses (no 'warning:' line
+        before it), and its warnings hold the budget over the window."""
+        code, out, err = run(
+            "fit", str(EXAMPLE), "-m", "gpt-4o", "--budget", "1M", "--json"
+        )
+        assert code == 0
+        assert json.loads(out)[0]["role"] == "system"
+        report = json.loads(err)
+        assert report["warnings"] == [
+            "the budget (1,000,000 tokens) is over gpt-4o's window (128,000): "
+            "the provider refuses a request larger than its window"
+        ]
+
+    def test_library_warnings_too(self, tmp_path: Path) -> None:
+        """The library's warnings (an unknown model) go there as well, with -o
+        and without; the text report still prints them as lines."""
+        args = ("fit", str(EXAMPLE), "-m", "mystery-llm", "--budget", "2000")
+        code, _, err = run(*args, "--json")
+        assert code == 0
+        (warning,) = json.loads(err)["warnings"]
+        assert warning.startswith("unknown model 'mystery-llm'")
+        code, out, err = run(*args, "--json", "-o", str(tmp_path / "out.json"))
+        assert (code, err) == (0, "")
+        assert json.loads(out)["warnings"] == [warning]
+        code, _, err = run(*args)
+        assert f"warning: {warning}" in err
+
+    def test_warnings_before_an_error_are_printed(self) -> None:
+        """A run that fails after a warning prints it on stderr: the error's
+        document has no room for it."""
+        code, out, err = run(
+            "fit",
+            str(EXAMPLE),
+            "-m",
+            "gpt-4o",
+            "--budget",
+            "1M",
+            "--reserve",
+            "2M",
+            "--json",
+        )
+        assert code == 2
+        assert json.loads(out)["error"]["type"] == "usage"
+        assert err == ""  # the reserve is refused before the budget is weighed
+        code, out, err = run(
+            "fit", str(EXAMPLE), "-m", "mystery-llm", "--budget", "20", "--json"
+        )
+        assert code == 1
+        assert "cannot fit" in json.loads(out)["error"]["message"]
+        assert err.startswith("warning: unknown model 'mystery-llm'")
+
+
+class TestWrittenMessageCounts:
+    """The messages of the file written are counted, where the shape differs."""
+
+    def test_anthropic_merges_neighbours(self, tmp_path: Path) -> None:
+        """--to anthropic merges messages of one role: messages_written is the
+        body's messages, and the text line says it beside the conversation's."""
+        out = tmp_path / "a.json"
+        args = (
+            "fit",
+            str(EXAMPLE),
+            "--budget",
+            "40%",
+            "--to",
+            "anthropic",
+            "-o",
+            str(out),
+        )
+        code, stdout, _ = run(*args, "--json")
+        assert code == 0
+        report = json.loads(stdout)
+        written = len(json.loads(out.read_text())["messages"])
+        assert report["messages_written"] == written
+        assert report["messages_written"] < report["messages_after"]
+        code, stdout, _ = run(*args)
+        assert (
+            f"messages  {report['messages_before']} → {report['messages_after']} "
+            f"({written} messages as written in the anthropic shape)"
+        ) in stdout
+
+    def test_openai_splits_tool_results(self, tmp_path: Path) -> None:
+        """An Anthropic turn of two tool results is two OpenAI tool messages."""
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 100,
+            "messages": [
+                {"role": "user", "content": "Read both files."},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"t{i}", "name": "read", "input": {}}
+                        for i in (1, 2)
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x"}
+                        for i in (1, 2)
+                    ],
+                },
+                {"role": "assistant", "content": "Both read."},
+            ],
+        }
+        source = tmp_path / "request.json"
+        source.write_text(json.dumps(body))
+        data, report = fit_json(str(source), "--to", "openai")
+        assert (report["messages_after"], report["messages_written"]) == (4, 5)
+        assert len(data) == 5
+        code, _, err = run("fit", str(source), "--to", "openai")
+        assert code == 0
+        assert "messages  4 → 4 (5 messages as written in the openai shape)" in err
+
+    def test_same_count_says_nothing_more(self) -> None:
+        """Where the shape keeps every message, the line is as it was."""
+        code, _, err = run("fit", str(EXAMPLE), "--budget", "40%")
+        assert code == 0
+        assert "\nmessages  27 → 15\n" in err

@@ -165,3 +165,65 @@ class TestErrors:
         assert doc["error"]["exit_code"] == code
         assert names in doc["error"]["message"]
         assert "\n" not in doc["error"]["message"]
+
+
+class TestEveryErrorDocument:
+    """Every command's error document validates, proxy's and no command's too."""
+
+    @pytest.mark.parametrize(
+        ("args", "command"),
+        [
+            (["inspect", "missing.json"], "inspect"),
+            (["fit", str(EXAMPLE), "--budget", "lots"], "fit"),
+            (["export", "nope"], "export"),
+            (["models", "--limit", "0"], "models"),
+            (["report", str(EXAMPLE), "--strategy", "nope"], "report"),
+            (["proxy", "--port", "99999"], "proxy"),
+            (["proxy", "--strategy", "bogus"], "proxy"),
+            (["nosuchcmd"], None),
+            ([], None),
+        ],
+    )
+    def test_validates(self, args: list[str], command: str | None) -> None:
+        """A usage error under --json names its command (null: none named) and
+        validates against the shipped schema."""
+        _, doc = run_json(*args, code=2)
+        assert doc["command"] == command
+        assert doc["error"]["type"] == "usage"
+
+    def test_a_bug_is_a_document_too(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An unexpected exception under --json is an error document (exit 1),
+        its traceback on stderr; without --json it propagates as Python's."""
+        import contextwindow.cli._inspect as inspect_module
+
+        def broken(*args: object, **kw: object) -> None:
+            raise RuntimeError("something\nbroke")
+
+        monkeypatch.setattr(inspect_module, "inspect_transcript", broken)
+        result = CliRunner().invoke(main, ["inspect", str(EXAMPLE), "--json"])
+        assert result.exit_code == 1
+        doc = json.loads(result.stdout)
+        VALIDATOR.validate(doc)
+        assert doc["command"] == "inspect"
+        assert doc["error"]["type"] == "error"
+        assert "RuntimeError: something broke" in doc["error"]["message"]
+        assert "Traceback (most recent call last)" in result.stderr
+        result = CliRunner().invoke(main, ["inspect", str(EXAMPLE)])
+        assert isinstance(result.exception, RuntimeError)
+
+    def test_empty_conversation_report(self, tmp_path: Path) -> None:
+        """report --json on [] prints its document (it crashed with no JSON)."""
+        empty = tmp_path / "empty.json"
+        empty.write_text("[]")
+        _, doc = run_json("report", str(empty), "-o", str(tmp_path / "r.html"))
+        assert (doc["messages"], doc["shows"]) == (0, "conversation")
+
+
+class TestFitDocumentCounts:
+    def test_messages_written(self, tmp_path: Path) -> None:
+        """fit's document says how many messages the file written holds."""
+        out = tmp_path / "a.json"
+        _, doc = run_json(
+            "fit", str(EXAMPLE), "--budget", "40%", "--to", "anthropic", "-o", str(out)
+        )
+        assert doc["messages_written"] == len(json.loads(out.read_text())["messages"])

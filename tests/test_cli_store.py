@@ -202,3 +202,59 @@ class TestExport:
         code, out, _ = run("export", url)
         assert code == 0
         assert "c " in out
+
+
+class TestReportStored:
+    def test_reading_creates_nothing(self, tmp_path: Path) -> None:
+        """report of a mistyped database fails as inspect does, leaving no file."""
+        typo = tmp_path / "typo.db"
+        code, _, err = run(
+            "report", f"sqlite:///{typo}#c1", "-o", str(tmp_path / "r.html")
+        )
+        assert code == 1
+        assert "no such file (reading creates none)" in err
+        assert list(tmp_path.iterdir()) == []
+
+    @pytest.mark.parametrize("args", [["report", "-o", "r.html"], ["inspect"], ["fit"]])
+    def test_empty_store(self, tmp_path: Path, args: list[str]) -> None:
+        """A store of no conversations says so (exit 1), not "(0 to -1)"."""
+        path = tmp_path / "empty.db"
+        SQLiteStore(path).close()
+        code, _, err = run(args[0], f"sqlite:///{path}", *args[1:])
+        assert code == 1
+        assert err == f"Error: sqlite:///{path} holds no conversations\n"
+
+    def test_empty_store_with_a_conversation_number(self, tmp_path: Path) -> None:
+        """--conversation 0 of an empty store says it holds none, as inspect does."""
+        path = tmp_path / "empty.db"
+        SQLiteStore(path).close()
+        code, _, err = run("report", f"sqlite:///{path}", "-c", "0", "-o", "r.html")
+        assert code == 1
+        assert "holds no conversations" in err
+
+
+class TestOverviewOfManyModels:
+    def test_models_named_when_they_differ(self, tmp_path: Path) -> None:
+        """A store whose conversations name different models: the overview says
+        there are several, not the first one's model and tokenizer."""
+        path = tmp_path / "m.db"
+        with SQLiteStore(path) as s:
+            s.append("a", [Message.user("hi")], expected_version=0)
+            s.update_meta("a", {"model": "claude-sonnet-4-5"})
+            s.append("b", [Message.user("x " * 1000)], expected_version=0)
+            s.update_meta("b", {"model": "gpt-4o"})
+        code, out, _ = run("inspect", f"sqlite:///{path}", "--top", "0")
+        assert code == 0
+        line = out.splitlines()[1]
+        assert line.startswith("models: several (claude-sonnet-4-5, gpt-4o); ")
+        assert line.endswith("APPROXIMATE for some")
+        assert "window 200,000" not in out
+
+    def test_one_model_keeps_its_line(self, db: str) -> None:
+        """Conversations of one model (and tokenizer) keep the model's line."""
+        path = db.partition(":///")[2]
+        with SQLiteStore(path) as s:
+            s.update_meta("chat/2", {"provider": "anthropic", "model": "gpt-4o"})
+        code, out, _ = run("inspect", db, "--top", "0")
+        assert code == 0
+        assert out.splitlines()[1].startswith("model: gpt-4o (window 128,000); tokens:")

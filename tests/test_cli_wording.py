@@ -160,3 +160,28 @@ class TestOneLineErrors:
         assert len(lines) == 1, err
         assert lines[0].startswith("Error: ")
         assert names in lines[0]
+
+
+class TestPercentInDigits:
+    @pytest.mark.parametrize(
+        ("value", "shown"),
+        [
+            (1_000_000.0, "1,000,000%"),
+            (1_234_567.0, "1,234,567%"),
+            (40.0, "40%"),
+            (12.5, "12.5%"),
+            (0.5, "0.5%"),
+            (0.0000001, "0.0000001%"),
+        ],
+    )
+    def test_never_in_exponent_notation(self, value: float, shown: str) -> None:
+        """A share is shown in digits as given, never 1e+06% (nor rounded)."""
+        assert str(Amount(value, percent=True)) == shown
+
+    def test_fit_budget_line(self) -> None:
+        """fit's budget line writes a large share in digits."""
+        code, out, _ = run(
+            "fit", str(EXAMPLE), "--budget", "1000000%", "-o", "/dev/null"
+        )
+        assert code == 0
+        assert "(1,000,000% of the conversation's 2,941)" in out

@@ -233,6 +233,57 @@ class TestCommand:
         assert "nope" in result.output
 
 
+class TestEmptyConversation:
+    def test_page_of_no_messages(self) -> None:
+        """A conversation of no messages ([] is a valid transcript) gets a page:
+        the role chart says "No messages" (pygal raised AttributeError)."""
+        t = Transcript((), "openai", "empty.json")
+        html = build_report(t, inspect_messages(()), TOK)
+        assert html.startswith("<!DOCTYPE html>")
+        roles = html.split('data-chart="roles"')[1].split('data-chart="')[0]
+        assert "No messages" in roles
+
+    @pytest.mark.parametrize("args", [[], ["--budget", "10"], ["--strategy", "dedupe"]])
+    def test_command_on_an_empty_file(self, tmp_path: Path, args: list[str]) -> None:
+        """report on [] writes its page, with a fit or without, exit 0."""
+        empty = tmp_path / "empty.json"
+        empty.write_text("[]")
+        html = report_of(str(empty), *args, tmp_path=tmp_path)
+        assert "No messages" in html
+
+
+class TestReportFitAgreesWithFit:
+    def test_default_budget_reserves_nothing(self, tmp_path: Path) -> None:
+        """report --strategy without --budget fits into the model's window with
+        nothing reserved, as fit --strategy does: a conversation under the
+        window is not cut by either (report took off a reply reserve)."""
+        import json
+
+        from contextwindow.models import get_model
+
+        window = get_model("gpt-4").context_window
+        conv = [Message.system("Be brief.")]
+        while inspect_messages(conv, model="gpt-4").tokens < 0.9 * window:
+            i = len(conv)
+            conv += [
+                Message.user(f"q{i} " + "lorem ipsum dolor " * 40),
+                Message.assistant(f"a{i} " + "sit amet " * 40),
+            ]
+        tokens = inspect_messages(conv, model="gpt-4").tokens
+        assert 0.8 * window < tokens <= window
+        chat = tmp_path / "chat.json"
+        chat.write_text(json.dumps([{"role": m.role, "content": m.text} for m in conv]))
+        args = [str(chat), "-m", "gpt-4", "--strategy", "drop-oldest"]
+        result = CliRunner().invoke(main, ["fit", *args, "--json", "-o", "/dev/null"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert (report["budget"], report["reserve"]) == (window, 0)
+        assert report["tokens_after"] == report["tokens_before"] == tokens
+        html = report_of(*args, tmp_path=tmp_path)
+        assert f"{tokens:,} → {tokens:,}" in html
+        assert "<tr data-change=" not in html
+
+
 class TestImportSideEffects:
     def test_no_finder_left_without_find_spec(self) -> None:
         """pygal's plugin finder is removed: later imports raise no ImportWarning."""

@@ -5,7 +5,8 @@ Contract: this package is the only code that prints. Library errors
 ``Error: …`` messages and a non-zero exit; library warnings become
 ``warning: …`` lines on stderr. With ``--json``, every output is one JSON
 document (``_json``: a ``schema_version``, the command, and the schema
-shipped as ``schema.json``), errors included: on stdout, with the same exit.
+shipped as ``schema.json``), errors included: on stdout, with the same exit;
+an unexpected exception (a bug) too, with exit 1 and its traceback on stderr.
 ``fit`` writes the fitted conversation to ``-o`` (its report to stdout) or,
 without ``-o``, to stdout (its report to stderr), so that it pipes.
 
@@ -18,6 +19,7 @@ what they share (``cli_errors`` among it) is in ``_common``.
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +40,9 @@ __all__ = ["SCHEMA_VERSION", "json_schema", "main"]
 
 class _Main(click.Group):
     """The command group: every error is one line (under ``--json``, JSON on stdout).
+
+    Under ``--json`` a bug's exception is an error document too (exit 1), its
+    traceback on stderr; without it, Python shows the traceback as usual.
 
     Click would print a usage error with the usage and a hint around it; a
     wrong value here is one line naming the value and what is accepted.
@@ -75,6 +80,22 @@ class _Main(click.Group):
                 click.echo(dumps(error_document(command, "error", "aborted", 1)))
             else:
                 click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            # A bug. Its traceback is what a report of it needs, so it is
+            # shown (on stderr); under --json stdout still gets its document.
+            if not as_json:
+                raise
+            traceback.print_exc()
+            message = " ".join(f"{type(exc).__name__}: {exc}".split())
+            doc = error_document(
+                command,
+                "error",
+                f"internal error, a bug in contextwindow (please report it with "
+                f"the traceback on stderr): {message}",
+                1,
+            )
+            click.echo(dumps(doc))
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 

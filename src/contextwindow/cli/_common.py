@@ -3,8 +3,12 @@
 Contract: ``cli_errors`` is the one place where library errors
 (``ContextWindowError``, ``BudgetError`` included) become one-line
 ``Error: …`` messages and a non-zero exit, and library warnings become
-``warning: …`` lines on stderr. Nothing here prints otherwise: the helpers
-return text for the commands to print. A ``FILE|URL`` argument is shown
+``warning: …`` lines on stderr (or, for a ``--json`` document that carries
+them, a list). Nothing here prints otherwise: the helpers return text for
+the commands to print. No ``-o`` replaces what the command reads
+(``check_output``), and ``write_text`` writes to a device or a file
+descriptor's name (``/dev/stdout``, ``/dev/fd/63``) as it is, never
+replacing what it leads to. A ``FILE|URL`` argument is shown
 (in errors, progress, listings and JSON) as ``shown_source`` shows it: a
 URL with its credentials masked. The names carry no underscore because
 the module itself is private: they are shared by this package's command
@@ -16,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -23,7 +28,8 @@ import warnings
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from urllib.parse import unquote
 
 import click
 
@@ -51,20 +57,30 @@ DEFAULT_MODEL = "gpt-4o"
 
 
 @contextmanager
-def cli_errors() -> Generator[None, None, None]:
-    """Turn library errors into click errors, and warnings into stderr lines."""
+def cli_errors(collect: list[str] | None = None) -> Generator[None, None, None]:
+    """Turn library errors into click errors, and warnings into stderr lines.
+
+    Args:
+        collect: Where the warnings go instead, each once, for a ``--json``
+            document to carry (``fit`` prints its document on stderr, where
+            a text line would make it no JSON). What the command put there
+            itself is printed with the rest if the block fails: an error's
+            document has no room for warnings.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        done = False
         try:
             yield
+            done = True
         except ContextWindowError as exc:
             raise click.ClickException(str(exc)) from exc
         finally:
-            seen: set[str] = set()
-            for w in caught:
-                text = str(w.message)
-                if text not in seen:
-                    seen.add(text)
+            texts = [str(w.message) for w in caught]
+            if collect is not None and done:
+                collect[:] = list(dict.fromkeys([*collect, *texts]))
+            else:
+                for text in dict.fromkeys([*(collect or ()), *texts]):
                     click.echo(f"warning: {text}", err=True)
 
 
@@ -145,14 +161,134 @@ def provider_of(t: Transcript) -> Provider:
     return _PROVIDER_OF_FORMAT.get(fmt, "openai")
 
 
+def provider_body(messages: Sequence[Message], provider: Provider) -> Any:
+    """A conversation as JSON-ready data in ``provider``'s shape."""
+    body = to_provider(messages, provider)
+    return body.body() if isinstance(body, AnthropicRequest) else body
+
+
 def provider_json(messages: Sequence[Message], provider: Provider) -> str:
     """A conversation as indented UTF-8 JSON in ``provider``'s shape."""
-    body = to_provider(messages, provider)
-    data: Any = body.body() if isinstance(body, AnthropicRequest) else body
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    return body_json(provider_body(messages, provider))
 
 
-def write_text(output: str, text: str) -> None:
+def body_json(body: Any) -> str:
+    """A provider's body (``provider_body``) as indented UTF-8 JSON."""
+    return json.dumps(body, indent=2, ensure_ascii=False)
+
+
+def written_messages(body: Any) -> int:
+    """The messages of a provider's body: its entries, Anthropic's ``messages``.
+
+    Not the conversation's own count: Chat Completions gives each tool result
+    a message of its own, and Anthropic merges neighbours of one role and
+    keeps its system prompt apart.
+
+    Example:
+        >>> written_messages({"system": "Be brief.", "messages": [{}, {}]})
+        2
+    """
+    entries = (
+        cast("dict[str, Any]", body)["messages"] if isinstance(body, dict) else body
+    )
+    return len(cast("list[Any]", entries))
+
+
+def check_output(source: str, output: str | None) -> None:
+    """Refuse an ``-o`` that would replace what the command reads: a usage error.
+
+    ``output`` may not be empty, nor the input file (by a link or another
+    name too), nor the file standard input was redirected from (``-``), nor
+    a file of the SQLite store a ``sqlite://`` URL reads: its database, or
+    the journal or write-ahead log SQLite keeps beside it (replacing one
+    loses every conversation of the store, not only the one read). Checked
+    before any work, so that nothing is read in vain.
+    """
+    if output is None:
+        return
+    if not output:
+        raise click.BadParameter(
+            "an empty file name (leave -o out, or give - for standard output)",
+            param_hint="-o/--output",
+        )
+    if is_store_url(source):
+        database = _sqlite_file(source)
+        if database is None:  # PostgreSQL, Redis, memory: no file here
+            return
+        for suffix, what in _SQLITE_FILES:
+            if _same_path(database + suffix, output):
+                store = shown_source(source.partition("#")[0])
+                raise click.BadParameter(
+                    f"{output!r} is {what} of the store {store}: "
+                    "writing it would lose every conversation the store "
+                    "holds; write elsewhere",
+                    param_hint="-o/--output",
+                )
+        return
+    if _is_stdin(output) if source == "-" else _same_path(source, output):
+        raise click.BadParameter(
+            f"{output!r} is the input file: write elsewhere",
+            param_hint="-o/--output",
+        )
+
+
+_SQLITE_FILES = (
+    ("", "the database"),
+    ("-wal", "the write-ahead log"),
+    ("-shm", "the shared-memory index"),
+    ("-journal", "the rollback journal"),
+)
+"""The files of a SQLite database at a path: what SQLite names beside it."""
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The database file a ``sqlite://`` URL names, as ``open_store`` reads it.
+
+    ``None`` for another scheme, or a database in memory.
+
+    Example:
+        >>> _sqlite_file("sqlite:///a.db#c1"), _sqlite_file("sqlite:////v/b.db?mode=ro")
+        ('a.db', '/v/b.db')
+        >>> _sqlite_file("sqlite://") is None, _sqlite_file("redis://h/0") is None
+        (True, True)
+    """
+    scheme, _, rest = url.partition("#")[0].partition("://")
+    if scheme.lower() != "sqlite":
+        return None
+    path = rest.partition("?")[0]
+    path = unquote(path[1:] if path.startswith("/") else path)
+    return None if path in ("", ":memory:") else path
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Whether writing ``b`` replaces the file ``a``: its path, or its inode.
+
+    A file descriptor's name is written to, never replaced (``write_text``),
+    so it replaces nothing; and only a regular file counts by its inode.
+    """
+    try:
+        if _fd_link(b):
+            return False
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        st = os.stat(b)
+        return stat.S_ISREG(st.st_mode) and os.path.samestat(os.stat(a), st)
+    except (OSError, ValueError):  # not there; a NUL in the name
+        return False
+
+
+def _is_stdin(output: str) -> bool:
+    """Whether ``output`` is the file standard input was redirected from."""
+    try:
+        st = os.fstat(sys.stdin.fileno())
+        if not stat.S_ISREG(st.st_mode) or _fd_link(output):
+            return False  # a pipe or a terminal; a link is written to, as it is
+        return os.path.samestat(st, os.stat(output))
+    except (OSError, ValueError, AttributeError):  # no such file; no fd (a test)
+        return False
+
+
+def write_text(output: str, text: str) -> int:
     """Write ``text`` (and a newline) to the file ``output``, or fail clearly.
 
     Atomic: the bytes go to a temporary file in the same folder, flushed to
@@ -160,6 +296,17 @@ def write_text(output: str, text: str) -> None:
     point (text that is not valid Unicode, a full disk) leaves ``output`` as
     it was, never empty or half-written. A new file gets the usual
     permissions (umask applied), a replaced one keeps its own.
+
+    What is no regular file (``/dev/null``, a named pipe), and a file
+    descriptor's name (``/dev/stdout``, ``/dev/fd/63`` from ``>(cmd)``), is
+    written to as it is, never replaced: behind a descriptor may be a file
+    the shell opened to append to (``>> app.log``), or a pipe that has no
+    name at all. The command's own standard output or error is written
+    through its stream, where it stands, in order with what the command
+    prints there.
+
+    Returns:
+        The bytes written.
     """
     try:
         data = (text + "\n").encode("utf-8")
@@ -168,14 +315,15 @@ def write_text(output: str, text: str) -> None:
             f"cannot write {output}: the text holds a lone surrogate at "
             f"character {exc.start}, which UTF-8 cannot carry"
         ) from None
+    if _fd_link(output):
+        _write_through(output, data)
+        return len(data)
     target = os.path.realpath(output)  # through a symlink, as open() would
     try:
         st = os.stat(target)
-        if not stat.S_ISREG(st.st_mode):
-            # A device, a pipe or a terminal (/dev/null, /dev/stdout) is
-            # written to, never replaced by a file.
-            _write_through(output, target, data)
-            return
+        if not stat.S_ISREG(st.st_mode):  # a named pipe, a socket
+            _write_through(output, data)
+            return len(data)
         mode = st.st_mode & 0o7777
     except FileNotFoundError:
         umask = os.umask(0)
@@ -204,16 +352,76 @@ def write_text(output: str, text: str) -> None:
         if tmp and not done:  # interrupted or failed: no stray temporary file
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+    return len(data)
 
 
-def _write_through(output: str, target: str, data: bytes) -> None:
+_FD_LINK = re.compile(
+    r"/dev/(fd/\d+|stdin|stdout|stderr)|/proc/[^/]+/(task/\d+/)?fd/\d+"
+)
+"""A file descriptor's name: what it leads to is open already, as it is."""
+
+
+def _fd_link(output: str) -> bool:
+    """Whether ``output`` names an open file descriptor (its links followed).
+
+    ``/dev/stdout``, ``/dev/fd/63`` (a shell's ``>(cmd)``), ``/proc/self/fd/3``,
+    or a link to one. Resolved one link at a time, not with ``realpath``: that
+    goes through ``/dev/stdout`` to the file behind it (or to ``pipe:[N]``,
+    no name at all), and the name it passed is what tells a descriptor from
+    a file. Another name under ``/dev`` (a file in ``/dev/shm``) is a file.
+
+    Example:
+        >>> _fd_link("/dev/stdout"), _fd_link("/dev/fd/63"), _fd_link("out.json")
+        (True, True, False)
+    """
+    path = os.path.abspath(output)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        folder = os.path.realpath(os.path.dirname(path))
+        path = os.path.join(folder, os.path.basename(path))
+        if _FD_LINK.fullmatch(path):
+            return True
+        try:
+            link = os.readlink(path)
+        except (OSError, ValueError):  # no link (or nothing there): a file
+            return False
+        path = os.path.normpath(os.path.join(folder, link))
+    return False
+
+
+def _write_through(output: str, data: bytes) -> None:
+    """Write ``data`` to ``output`` as it is: a device, a pipe, a stream's link.
+
+    The command's own stdout or stderr (the same file as fd 1 or 2) gets the
+    bytes through its stream, at its position and in order with the rest of
+    the output; anything else is opened to append, so that a file behind a
+    descriptor's link keeps what it held (a pipe or a device ignores that).
+    """
     try:
-        with open(target, "wb") as f:
+        st = os.stat(output)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(
+            f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}"
+        ) from exc
+    for fd, err in ((1, False), (2, True)):
+        if _is_fd(st, fd):
+            # A closed pipe (| head) raises here, as any output to it does.
+            click.echo(data, nl=False, err=err)
+            return
+    try:
+        with open(output, "ab") as f:
             f.write(data)
     except OSError as exc:
         raise click.ClickException(
             f"cannot write {output}: {exc.strerror or exc}"
         ) from exc
+
+
+def _is_fd(st: os.stat_result, fd: int) -> bool:
+    """Whether ``st`` is the file open as descriptor ``fd`` (none: ``False``)."""
+    try:
+        return os.path.samestat(st, os.fstat(fd))
+    except OSError:  # the descriptor is closed
+        return False
 
 
 def choose_transcript(
@@ -224,7 +432,12 @@ def choose_transcript(
 
 
 def choose(file: str, n: int, k: int | None) -> int:
-    """Which of the ``n`` conversations ``file`` holds ``--conversation`` names."""
+    """Which of the ``n`` conversations ``file`` holds ``--conversation`` names.
+
+    None to choose from (an empty store) is an error, as ``inspect`` says it.
+    """
+    if n == 0:
+        raise click.ClickException(f"{shown_source(file)} holds no conversations")
     if k is None and n == 1:
         return 0
     if k is None:
@@ -234,9 +447,7 @@ def choose(file: str, n: int, k: int | None) -> int:
             f"(0 to {n - 1:,})"
         )
     if not 0 <= k < n:
-        if n == 0:
-            holds = "holds no conversation"
-        elif n == 1:
+        if n == 1:
             holds = "holds 1 conversation: the only choice is 0"
         else:
             holds = f"holds {n:,} conversations: choose 0 to {n - 1:,}"

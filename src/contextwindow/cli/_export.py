@@ -3,7 +3,8 @@
 Contract: the command only reads the store. ``URL#ID`` writes that
 conversation (its log, or with ``--view`` its saved view and what came
 after) as UTF-8 JSON in the provider's shape, as ``fit`` writes its output:
-to ``-o`` (with a one-line note on stdout) or to stdout. ``URL`` alone lists
+to ``-o`` (with a one-line note on stdout) or to stdout; an ``-o`` naming
+the store's own SQLite file is a usage error. ``URL`` alone lists
 the store's conversations (a table, or ``--json``). Library errors reach the
 user through ``cli_errors``.
 """
@@ -18,6 +19,7 @@ import click
 
 from contextwindow._redact import display_url
 from contextwindow.cli._common import (
+    check_output,
     cli_errors,
     num,
     provider_json,
@@ -98,6 +100,7 @@ def export_cmd(
         )
     if output == "-":
         output = None
+    check_output(url, output)
     with cli_errors():
         if split_url(url)[1] is None:
             infos = list_conversations(url)

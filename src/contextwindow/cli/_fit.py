@@ -4,29 +4,35 @@ Contract: ``fit`` writes the fitted conversation to ``-o`` (its report to
 stdout) or, without ``-o``, to stdout (its report to stderr), so that it
 pipes. The report lists every change (the largest ``MAX_CHANGES_SHOWN`` in
 text; ``--json`` has all). A bad ``--budget`` or ``--strategy`` is a usage
-error; library errors and warnings reach the user through ``cli_errors``.
+error, and so is an ``-o`` that would replace the input (``check_output``);
+library errors and warnings reach the user through ``cli_errors``. Under
+``--json`` the warnings are in the document's ``warnings``, not printed:
+without ``-o`` the document is on stderr, which a text line would make no
+JSON. Message counts are the conversation's (``messages_after``) and, where
+the provider's shape splits or merges them, the written file's too
+(``messages_written``).
 """
 
 from __future__ import annotations
 
-import os
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
 
 from contextwindow.cli._common import (
     DEFAULT_MODEL,
+    body_json,
+    check_output,
     choose_transcript,
     cli_errors,
     conversation_option,
     known_model,
     num,
     pct,
-    provider_json,
+    provider_body,
     provider_of,
     read_source,
     shown_source,
@@ -36,6 +42,7 @@ from contextwindow.cli._common import (
     tokenizer_option,
     view_option,
     write_text,
+    written_messages,
 )
 from contextwindow.cli._json import document, dumps
 from contextwindow.cli._term import Block, Styled, Table, emit, preview_width, working
@@ -89,6 +96,10 @@ class _FitRun:
     strategy: str
     fitted: Fitted
     output: str | None
+    written: int
+    """Messages of the body written (items, for responses): see ``written_messages``."""
+    warnings: tuple[str, ...]
+    """The command's and the library's warnings, under ``--json`` (else printed)."""
 
 
 @click.command("fit", epilog=_strategy_help())
@@ -174,11 +185,7 @@ def fit_cmd(
     """
     if output == "-":
         output = None
-    if output is not None and file != "-" and _same_file(file, output):
-        raise click.BadParameter(
-            f"{output!r} is the input file: write the fitted conversation elsewhere",
-            param_hint="-o/--output",
-        )
+    check_output(file, output)
     if any(not marker.strip() for marker in protect):
         raise click.BadParameter(
             "a marker must hold some text (it keeps messages whose text holds it)",
@@ -189,7 +196,8 @@ def fit_cmd(
     except ContextWindowError as exc:
         raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     known_model(model, budget=budget is not None)
-    with cli_errors():
+    warned: list[str] = []
+    with cli_errors(collect=warned if as_json else None):
         with working(f"reading {shown_source(file)}"):
             transcripts = read_source(file, view=view)
         t = choose_transcript(file, transcripts, conversation)
@@ -207,12 +215,15 @@ def fit_cmd(
                 param_hint="--reserve",
             )
         if limit > info.context_window:
-            click.echo(
-                f"warning: the budget ({num(limit)} tokens) is over {info.name}'s "
+            over = (
+                f"the budget ({num(limit)} tokens) is over {info.name}'s "
                 f"window ({num(info.context_window)}): the provider refuses a "
-                "request larger than its window",
-                err=True,
+                "request larger than its window"
             )
+            if as_json:
+                warned.append(over)
+            else:
+                click.echo(f"warning: {over}", err=True)
         with working(f"fitting {t.title}"):
             fitted = fit(
                 t.messages,
@@ -226,11 +237,14 @@ def fit_cmd(
                 protected=protect,
                 query=query,
             )
-        text = provider_json(fitted.messages, provider)
-    if output is not None:
-        write_text(output, text)
-    else:
-        click.echo(text)
+        body = provider_body(fitted.messages, provider)
+        text = body_json(body)
+        # Written inside: a failure to write prints the warnings gathered so
+        # far, where the error's document has no room for them.
+        if output is not None:
+            write_text(output, text)
+        else:
+            click.echo(text)
     run = _FitRun(
         file,
         t,
@@ -243,19 +257,13 @@ def fit_cmd(
         strategy_spec,
         fitted,
         output,
+        written_messages(body),
+        tuple(warned),
     )
     if as_json:
         click.echo(dumps(document("fit", **_fit_dict(run))), err=output is None)
     else:
         emit(_render_fit(run), err=output is None)
-
-
-def _same_file(source: str, output: str) -> bool:
-    """Whether ``output`` names the file ``source`` names (a store URL never)."""
-    try:
-        return Path(output).exists() and os.path.samefile(source, output)
-    except OSError:  # a store URL, or a path that cannot be looked at
-        return False
 
 
 # -- JSON ------------------------------------------------------------------------
@@ -282,7 +290,12 @@ def _fit_dict(run: _FitRun) -> dict[str, Any]:
         "budget": r.limit,
         "messages_before": len(run.transcript.messages),
         "messages_after": len(run.fitted.messages),
-        **{k: v for k, v in r.to_dict().items() if k != "limit"},
+        "messages_written": run.written,
+        **{
+            k: [*run.warnings, *v] if k == "warnings" else v
+            for k, v in r.to_dict().items()
+            if k != "limit"
+        },
     }
 
 
@@ -328,7 +341,7 @@ def _render_fit(run: _FitRun) -> list[Block]:
                 ),
             )
         ),
-        f"messages  {num(len(t.messages))} → {num(len(run.fitted.messages))}",
+        _messages_line(run),
         f"stages    {', '.join(r.stages) or '(none: it already fits)'}",
     ]
     if r.changes:
@@ -346,6 +359,16 @@ def _render_fit(run: _FitRun) -> list[Block]:
     if run.output is not None:
         out += ["", f"wrote {run.output} ({run.provider} shape)"]
     return out
+
+
+def _messages_line(run: _FitRun) -> str:
+    """Messages before and after, and the file's own count where it differs."""
+    after = len(run.fitted.messages)
+    line = f"messages  {num(len(run.transcript.messages))} → {num(after)}"
+    if run.written != after:
+        what = "items" if run.provider == "responses" else "messages"
+        line += f" ({num(run.written)} {what} as written in the {run.provider} shape)"
+    return line
 
 
 def _changes_table(changes: Sequence[Change]) -> tuple[Styled, Table]:

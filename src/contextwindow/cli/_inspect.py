@@ -312,6 +312,38 @@ def _sum_tools(groups: Iterable[Sequence[ToolStats]]) -> list[ToolStats]:
     return out
 
 
+MODELS_NAMED = 3
+"""Models the overview of a store names one by one when they differ."""
+
+
+def _models_line(results: Sequence[Inspection]) -> Styled:
+    """The overview's model line: the one model, or that there are several.
+
+    A store's conversations may each name their own model (and so window and
+    tokenizer); one conversation's line would misstate the others.
+    """
+    first = results[0]
+    same = {(r.model, r.context_window, r.tokenizer, r.exact) for r in results}
+    if len(same) == 1:
+        return _model_line(first, f"window {num(first.context_window)}")
+    names = list(dict.fromkeys(r.model for r in results))
+    shown = ", ".join(names[:MODELS_NAMED])
+    if len(names) > MODELS_NAMED:
+        shown += f" and {num(len(names) - MODELS_NAMED)} more"
+    exact = all(r.exact for r in results)
+    label = "exact" if exact else "APPROXIMATE for some"
+    return Styled(
+        (
+            (
+                f"models: several ({shown}); each conversation counted with its "
+                "own model's window and tokenizer, ",
+                "",
+            ),
+            (label, "green" if exact else "yellow"),
+        )
+    )
+
+
 def _render_many(
     file: str,
     transcripts: Sequence[Transcript],
@@ -319,7 +351,6 @@ def _render_many(
     top: int,
 ) -> list[Block]:
     total = sum(r.tokens for r in results)
-    first = results[0]
     out: list[Block] = [
         Styled(
             (
@@ -333,7 +364,7 @@ def _render_many(
                 ),
             )
         ),
-        _model_line(first, f"window {num(first.context_window)}"),
+        _models_line(results),
     ]
     over = sum(1 for r in results if r.remaining < 0)
     incomplete = sum(r.incomplete_units for r in results)

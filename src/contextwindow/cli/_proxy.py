@@ -1,11 +1,13 @@
 """``contextwindow proxy``: serve the fitting proxy (``contextwindow.proxy``).
 
 Contract: the options are checked before anything is served (a bad strategy,
-store URL, ``--model-window`` or key variable is one ``Error: …`` line, a
-store URL shown with its credentials masked, an ``--api-key-env`` that is no
-variable's name not shown at all);
+store URL, upstream URL, ``--model-window`` or key variable is one
+``Error: …`` line, a URL shown with its credentials masked, an
+``--api-key-env`` that is no variable's name not shown at all);
 binding beyond loopback needs ``--api-key-env``, so that the proxy is no
-open relay. The command then serves until interrupted, one JSON line per
+open relay. The first line on stderr is the address served, as a client
+writes it: the port the system chose for ``--port 0``, an IPv6 address in
+brackets. The command then serves until interrupted, one JSON line per
 request on stderr.
 """
 
@@ -16,9 +18,11 @@ import logging
 import os
 import socket
 import sys
+from urllib.parse import urlsplit
 
 import click
 
+from contextwindow._redact import display_url
 from contextwindow.cli._common import cli_errors
 from contextwindow.errors import ContextWindowError
 from contextwindow.strategies.names import parse_strategy
@@ -31,6 +35,26 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _check_upstream(url: str, option: str) -> None:
+    """Refuse an upstream that is no http(s) URL with a host: a usage error.
+
+    Checked here, not at the first request (each would get a 502). What is
+    no URL at all is not shown: it may be a key given by mistake.
+    """
+    try:
+        parts = urlsplit(url)
+        good = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  # raises ValueError for a port out of range
+    except ValueError:
+        good = False
+    if not good:
+        what = f"{display_url(url)!r} is" if "://" in url else "the value given is"
+        raise click.BadParameter(
+            f"{what} not an http(s) URL with a host, e.g. https://api.openai.com",
+            param_hint=option,
+        )
 
 
 def _windows(values: tuple[str, ...]) -> dict[str, int]:
@@ -93,7 +117,10 @@ def _windows(values: tuple[str, ...]) -> dict[str, int]:
     "model_windows",
     multiple=True,
     metavar="MODEL=TOKENS",
-    help="One model's window (repeatable).",
+    help="One model's window (repeatable). MODEL matches a request's model as "
+    "the registry resolves names: in any case, with or without a provider "
+    "prefix (openai/gpt-4o), and a dated variant (gpt-4o-2024-08-06) as its "
+    "model.",
 )
 @click.option(
     "--api-key-env",
@@ -169,6 +196,8 @@ def proxy_cmd(
             "value given is not shown: is it the key itself?)",
             param_hint="--api-key-env",
         )
+    _check_upstream(upstream_openai, "--upstream-openai")
+    _check_upstream(upstream_anthropic, "--upstream-anthropic")
     windows = _windows(model_windows)
     try:
         strategy = parse_strategy(strategy_spec) if strategy_spec else None
@@ -209,19 +238,37 @@ def proxy_cmd(
     logger = logging.getLogger("contextwindow.proxy")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    _check_free(host, port)
-    click.echo(f"contextwindow proxy on http://{host}:{port}", err=True)
+    port = _free_port(host, port)
+    click.echo(f"contextwindow proxy on http://{_address(host, port)}", err=True)
     serve(config, host, port)
 
 
-def _check_free(host: str, port: int) -> None:
-    """A usage error when nothing can listen on ``host:port`` (a port taken)."""
+def _address(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it: an IPv6 address in brackets.
+
+    Example:
+        >>> _address("::1", 8787), _address("127.0.0.1", 8787)
+        ('[::1]:8787', '127.0.0.1:8787')
+    """
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _free_port(host: str, port: int) -> int:
+    """The port to serve on ``host``: ``port``, or the system's choice for 0.
+
+    A usage error when nothing can listen there (a port taken). For 0 the
+    port the system gives a probe is the one served and announced, so that
+    a script can read it; ``serve`` binds it anew once the probe is closed
+    (another process taking it in between fails the start, never silently).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        with socket.create_server((host, port), family=family):
-            pass
+        with socket.create_server((host, port), family=family) as probe:
+            bound: int = probe.getsockname()[1]
     except OSError as exc:
         why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise click.BadParameter(
-            f"cannot listen on {host}:{port}: {why}", param_hint="--host/--port"
+            f"cannot listen on {_address(host, port)}: {why}",
+            param_hint="--host/--port",
         ) from exc
+    return bound

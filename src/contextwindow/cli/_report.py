@@ -3,20 +3,24 @@
 Contract: the command reads a transcript or a stored conversation, builds
 the page with ``contextwindow.report.build_report`` and writes it to ``-o``
 (default ``report.html``); stdout gets one line saying what was written.
-With ``--budget`` or ``--strategy`` the page shows that fit against the
-original; a stored conversation with a saved view shows its log against the
-view. Library errors and warnings reach the user through ``cli_errors``.
+An ``-o`` that would replace the input (the transcript, or the SQLite file
+of a store) is a usage error (``check_output``). With ``--budget`` or
+``--strategy`` the page shows that fit against the original, the budget
+read as ``fit`` reads it: what the request may take (default: the model's
+window), nothing reserved; a stored conversation with a saved view shows
+its log against the view. Library errors and warnings reach the user
+through ``cli_errors``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import click
 
 from contextwindow.cli._common import (
     DEFAULT_MODEL,
+    check_output,
     choose,
     choose_transcript,
     cli_errors,
@@ -61,7 +65,8 @@ from contextwindow.tokens import TokenCounter
     "--budget",
     type=AmountType("the conversation's tokens"),
     metavar="N|N%",
-    help="Show a fit into this budget: tokens, or N% of the conversation's own.",
+    help="Show a fit into this budget: tokens, or N% of the conversation's own "
+    "(what the request may take, nothing reserved, as `fit --budget`).",
 )
 @click.option(
     "-s",
@@ -69,7 +74,7 @@ from contextwindow.tokens import TokenCounter
     "strategy_spec",
     metavar="SPEC",
     help="Show a fit with this strategy (as `fit --strategy`; default budget: "
-    "the model's window).",
+    "the model's window, nothing reserved, as fit's default).",
 )
 @click.option(
     "--provider",
@@ -96,6 +101,7 @@ def report_cmd(
     conversation, e.g. sqlite:///chats.db#support-42, whose log is shown
     against its saved view. The page is one file that opens offline.
     """
+    check_output(file, output)
     try:
         strategy = parse_strategy(strategy_spec) if strategy_spec else None
     except ContextWindowError as exc:
@@ -132,9 +138,9 @@ def report_cmd(
                 t.messages,
                 model=info,
                 limit=limit,
-                # A budget is what the request may take, as ``fit --budget``
-                # reads it; the model's window leaves room for the reply.
-                reserve=0 if budget else None,
+                # As ``fit`` reads its budget, given or the window: what the
+                # request may take, nothing reserved (``fit --reserve 0``).
+                reserve=0,
                 strategy=strategy,
                 provider=wire,
                 tokenizer=counter,
@@ -145,8 +151,7 @@ def report_cmd(
             html = build_report(
                 t, inspection, tok, provider=wire, fitted=fitted, view=view
             )
-    write_text(output, html)
-    size = Path(output).stat().st_size
+    size = write_text(output, html)  # not the file's size: /dev/stdout has none
     shows = "fit" if fitted is not None else "saved view" if view else "conversation"
     if as_json:
         doc = document(

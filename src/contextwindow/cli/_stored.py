@@ -48,7 +48,7 @@ def stored_view(url: str) -> tuple[Transcript, StoredView | None]:
     base, cid = split_url(url)
     if cid is None:
         raise StoreError(f"{display_url(url)}: name one conversation, as URL#ID")
-    store = open_store(base)
+    store = open_store(base, readonly=True)  # reading creates no file
     try:
         conv = store.load(cid, view=True)
     finally:

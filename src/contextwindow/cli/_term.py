@@ -252,7 +252,9 @@ class Working:
 
         columns: list[Any] = [
             SpinnerColumn(),
-            TextColumn("{task.description}"),
+            # Plain text: the label holds a file name or a conversation's
+            # title, where "[/x]" would be read as a closing tag and raise.
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
         ]
         if self._total is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 import click
@@ -36,7 +37,19 @@ class Amount:
         return int(whole * self.value / 100) if self.percent else int(self.value)
 
     def __str__(self) -> str:
-        return f"{self.value:g}%" if self.percent else f"{int(self.value):,}"
+        """As given, in digits: ``25%``, ``12.5%``, ``1,000,000%``, ``1,500``.
+
+        Never in exponent notation (``1e+06%``), which no budget is written in.
+
+        Example:
+            >>> str(Amount(1e6, percent=True)), str(Amount(0.5, percent=True))
+            ('1,000,000%', '0.5%')
+        """
+        if not self.percent:
+            return f"{int(self.value):,}"
+        # repr is the float's shortest exact digits; Decimal writes them out.
+        digits = Decimal(repr(float(self.value))).normalize()
+        return f"{digits:,f}%"
 
 
 def parse_amount(text: str, *, percent: bool = True) -> Amount | None:

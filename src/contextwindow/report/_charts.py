@@ -251,11 +251,15 @@ def _compaction_points(page: Page, top: int) -> Iterator[Any]:
 
 
 def role_bars(page: Page) -> str:
-    """Tokens by role (with tool schemas, when sent)."""
+    """Tokens by role (with tool schemas, when sent); "No messages" for none."""
     ins = page.inspection
     stats = list(ins.by_role)
     colours = [ROLE_COLOURS.get(s.role, "#718096") for s in stats]
     n = len(stats) + (1 if ins.tool_schema_tokens else 0)
+    top = max([s.tokens for s in stats] + [ins.tool_schema_tokens, 1])
+    # pygal fails on the axis labels of a chart with no series (an empty
+    # conversation): it gets none, and says "No messages".
+    labels: dict[str, Any] = {"y_labels": _ticks(top)} if n else {}
     chart: Any = pygal.HorizontalBar(  # pygal is untyped
         **_config(
             n,
@@ -264,9 +268,8 @@ def role_bars(page: Page) -> str:
             height=max(200, 90 + 40 * n),
             title="Tokens by role",
             value_formatter=_short,
-            y_labels=_ticks(
-                max([s.tokens for s in stats] + [ins.tool_schema_tokens, 1])
-            ),
+            no_data_text="No messages",
+            **labels,
         ),
         style=_style([*colours, "#a0aec0"]),
     )
