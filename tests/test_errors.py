@@ -64,6 +64,11 @@ class TestBudgetError:
         assert exc.pinned == ()
         assert str(exc) == "cannot fit 20 tokens into a budget of 10: pinned content"
 
+    def test_large_figures_are_grouped(self) -> None:
+        """Figures are written as every other count is, with thousands separated."""
+        exc = BudgetError(1_000, 12_730)
+        assert str(exc).startswith("cannot fit 12,730 tokens into a budget of 1,000:")
+
 
 class TestUnknownModelError:
     def test_str_is_not_quoted_like_a_key_error(self) -> None:

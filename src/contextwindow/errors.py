@@ -112,7 +112,7 @@ class BudgetError(ContextWindowError):
         self.pinned = pinned
         what = "; ".join(pinned) if pinned else "pinned content"
         super().__init__(
-            f"cannot fit {required} tokens into a budget of {budget}: {what}"
+            f"cannot fit {required:,} tokens into a budget of {budget:,}: {what}"
         )
 
 

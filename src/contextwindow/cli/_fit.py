@@ -205,7 +205,7 @@ def fit_cmd(
         info = get_model(asked)  # an unknown model keeps the name asked for
         provider = to or provider_of(t)
         tok = tokenizer_from(tokenizer_spec) if tokenizer_spec else get_tokenizer(info)
-        counter = TokenCounter(tok, provider)
+        counter = TokenCounter(tok, provider, model=info)
         current = counter.messages(list(t.messages), tools=t.tools)
         limit = budget.tokens(current) if budget else info.context_window
         reserve = reserve_amount.tokens(limit)

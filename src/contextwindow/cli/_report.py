@@ -131,7 +131,7 @@ def report_cmd(
         inspection = inspect_transcript(t, asked, wire, tok, 0)
         fitted: Fitted | None = None
         if budget is not None or strategy is not None:
-            counter = TokenCounter(tok, wire)
+            counter = TokenCounter(tok, wire, model=info)
             current = counter.messages(list(t.messages), tools=t.tools)
             limit = budget.tokens(current) if budget else info.context_window
             fitted = fit(

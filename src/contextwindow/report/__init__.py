@@ -101,7 +101,7 @@ def _page_data(
     return gather(
         t.messages,
         inspection,
-        TokenCounter(tokenizer, provider),
+        TokenCounter(tokenizer, provider, model=inspection.model),
         title=t.title,
         subtitle=subtitle,
         tools=t.tools,
