@@ -292,3 +292,22 @@ class TestImportSideEffects:
         import contextwindow.report._charts  # noqa: F401  # the import under test
 
         assert all(hasattr(f, "find_spec") for f in sys.meta_path)
+
+
+def test_two_builds_of_the_same_input_are_the_same_bytes() -> None:
+    """No pygal script, random chart id or build date: a report is reproducible."""
+    import re
+
+    from contextwindow import fit, get_tokenizer, inspect_messages, read_transcript
+    from contextwindow.report import build_report
+
+    t = read_transcript(EXAMPLE)
+    tok = get_tokenizer("gpt-4o")
+    fitted = fit(t.messages, limit=1500, tokenizer=tok)
+    info = inspect_messages(t.messages, model="gpt-4o")
+    first = build_report(t, info, tok, fitted=fitted)
+    assert first == build_report(t, info, tok, fitted=fitted)
+    svgs = re.findall(r"<svg\b.*?</svg>", first, re.S)
+    assert svgs
+    assert not any("<script" in s for s in svgs)
+    assert len(re.findall(r"<script\b", first)) == 1  # the page's own
