@@ -47,10 +47,15 @@ class TestDerivedIds:
         assert len(set(firsts)) == len(firsts)
 
     def test_claude_code_keeps_record_uuids(self, shared_data: Path) -> None:
-        """A Claude Code message's id is its record's uuid (uuid:N for more)."""
-        path = next((shared_data / "claude_code_sessions").glob("*.jsonl"))
-        (t,) = read_transcripts(path)
-        ids = [m.id for m in t.messages]
-        assert len(set(ids)) == len(ids)
-        for m in t.messages:
-            assert m.id.split(":")[0] == m.meta["uuid"]
+        """A Claude Code message's id is its record's uuid (uuid:N for more);
+        a queued prompt, whose record has none, gets a derived one."""
+        for path in (shared_data / "claude_code_sessions").glob("*.jsonl"):
+            (t,) = read_transcripts(path)
+            ids = [m.id for m in t.messages]
+            assert len(set(ids)) == len(ids)
+            for m in t.messages:
+                if m.meta.get("queued"):
+                    assert "uuid" not in m.meta
+                    assert len(m.id) == 32
+                else:
+                    assert m.id.split(":")[0] == m.meta["uuid"]

@@ -402,6 +402,61 @@ class TestReadErrors:
         with pytest.raises(InvalidMessageError, match=r"^d\.jsonl:4: not valid JSON"):
             read_transcripts(write(tmp_path, "d.jsonl", text + "\n"))
 
+    def test_a_last_line_cut_inside_a_character(self, tmp_path: Path) -> None:
+        """A file being written, read between the bytes of one character: the
+        unfinished last line is left out as any other, not "not UTF-8"."""
+        first = json.dumps(OPENAI_CHAT[1]) + "\n"
+        last = json.dumps({"role": "assistant", "content": "café"}, ensure_ascii=False)
+        data = (first + last).encode()
+        path = tmp_path / "c.jsonl"
+        path.write_bytes(data[: data.index("é".encode()) + 1])
+        with pytest.warns(PartialLineWarning, match=r"^c\.jsonl:2: the last line is"):
+            (t,) = read_transcripts(path)
+        assert [m.text for m in t.messages] == ["Weather in Oslo?"]
+
+    def test_a_byte_not_utf8_is_named_by_line(self, tmp_path: Path) -> None:
+        """A stray Latin-1 byte names the file's line and column."""
+        lines = [json.dumps(m).encode() for m in OPENAI_CHAT[1:]]
+        lines[2] = b'{"role": "tool", "tool_call_id": "c1", "content": "3 \xb0C"}'
+        path = tmp_path / "c.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(path)
+        assert info.value.path == "c.jsonl:3"
+        assert info.value.reason.startswith("not UTF-8 text: ")
+        assert info.value.reason.endswith("invalid start byte (column 54)")
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(io.BytesIO(b"\n\n[\xff]"))
+        assert info.value.path == "<stream>:3"
+
+    @pytest.mark.parametrize(
+        ("first", "column", "why"),
+        [
+            ('{"role": "user", "content": "hi"', 33, "Expecting ',' delimiter"),
+            ('{"role": "user",', 17, "Expecting property name"),
+        ],
+    )
+    def test_a_broken_first_line_is_named(
+        self, tmp_path: Path, first: str, column: int, why: str
+    ) -> None:
+        """A broken first JSONL line is named as line 1, with its own column,
+        blank lines before it counted; a document over many lines is still
+        named where it broke."""
+        rest = jsonl(OPENAI_CHAT[2:])
+        for blank, line in (("", 1), ("\n\n", 3)):
+            with pytest.raises(InvalidMessageError) as info:
+                read_transcripts(
+                    write(tmp_path, "c.jsonl", blank + first + "\n" + rest)
+                )
+            assert info.value.path == f"c.jsonl:{line}"
+            assert info.value.reason.startswith(f"not valid JSON: {why}")
+            assert info.value.reason.endswith(f"(column {column})")
+        items = [json.dumps(m) for m in OPENAI_CHAT[:2]]
+        text = "[\n" + items[0] + "\n" + items[1] + "\n]"  # a comma missing
+        with pytest.raises(InvalidMessageError) as info:
+            read_transcripts(write(tmp_path, "c.json", text))
+        assert info.value.path == "c.json:3"
+
     def test_no_format(self, tmp_path: Path) -> None:
         """A shape that matches no format lists the formats tried."""
         with pytest.raises(InvalidMessageError) as info:
@@ -524,6 +579,56 @@ class TestDetection:
         """An empty JSON list is an empty OpenAI conversation."""
         assert detect_format(io.StringIO("[]")) == "openai"
         assert read_transcript(io.StringIO("[]")).messages == ()
+
+    @pytest.mark.parametrize(
+        "record",
+        [
+            {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}},
+            {"type": "summary", "summary": "Fixing login", "leafUuid": "u9"},
+            {"type": "queue-operation", "operation": "enqueue", "content": "hi"},
+        ],
+    )
+    def test_a_claude_code_session_with_no_messages(
+        self, record: dict[str, Any]
+    ) -> None:
+        """A session file holding only records without messages is a Claude
+        Code session of no messages, as a line or as a document."""
+        for text in (json.dumps(record) + "\n", json.dumps(record)):
+            assert detect_format(io.StringIO(text)) == "claude_code"
+            t = read_transcript(io.StringIO(text))
+            assert (t.format, t.messages) == ("claude_code", ())
+
+    def test_a_saved_anthropic_response_is_anthropic(self, tmp_path: Path) -> None:
+        """A reply saved as the SDK dumps it (``type: "message"``, ``usage``)
+        is an Anthropic turn, as ``fit`` reads it, and its response-only keys
+        are not written back."""
+        reply = {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "abc"},
+                {"type": "tool_use", "id": "t1", "name": "weather", "input": {}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+        chat = [ANTHROPIC_CHAT[0], reply, ANTHROPIC_CHAT[2]]
+        t = read_transcript(write(tmp_path, "c.json", chat))
+        assert t.format == "anthropic"
+        assert [m.role for m in t.messages] == ["user", "assistant", "tool"]
+        assert "anthropic" not in t.messages[1].meta
+        (t,) = read_transcripts(write(tmp_path, "c.jsonl", jsonl(chat)))
+        assert (t.format, t.meta["shape"]) == ("jsonl", "anthropic")
+        text_only = {**reply, "content": [{"type": "text", "text": "3 C."}]}
+        t = read_transcript(write(tmp_path, "d.json", [ANTHROPIC_CHAT[0], text_only]))
+        assert t.messages[1].text == "3 C."
+        body = {"model": "claude-x", "system": "Be brief.", "messages": chat}
+        t = read_transcript(write(tmp_path, "b.json", body))
+        assert t.format == "anthropic_request"
+        assert "anthropic" not in t.messages[1].meta
 
     def test_role_items_with_responses_parts(self) -> None:
         """Role-only items whose content uses input_text parts are Responses items."""

@@ -70,6 +70,7 @@ __all__ = [
     "coerce_messages",
     "coerce_tools",
     "neutral",
+    "request_turn",
 ]
 
 ShapeKind = Literal["neutral", "openai", "anthropic", "responses"]
@@ -554,9 +555,7 @@ def _plain(item: object, path: str) -> Any:
     """One message as JSON data: SDK objects dumped, response-only keys left out."""
     if isinstance(item, Mapping):
         obj = cast("Mapping[str, Any]", item)
-        if "role" in obj and ("stop_reason" in obj or "usage" in obj):
-            # An Anthropic response (dumped): its turn is role and content.
-            obj = {k: v for k, v in obj.items() if k not in _ANTHROPIC_RESPONSE_KEYS}
+        obj = request_turn(obj)
         content = obj.get("content")
         if isinstance(content, (list, tuple)) and any(
             not isinstance(b, (Mapping, str)) and hasattr(b, "model_dump")
@@ -600,6 +599,25 @@ def _plain(item: object, path: str) -> Any:
         f"expected a message (a Message, a provider dict or an SDK object), "
         f"got {type(item).__name__}",
     )
+
+
+def request_turn(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A message as a request takes it: an Anthropic response (dumped) is its turn.
+
+    ``Message.model_dump()`` adds the response's own keys (``type:
+    "message"``, ``id``, ``model``, ``usage``, ``stop_reason``) to the role
+    and content a request sends back: they are left out, so that neither
+    detection (``type`` is otherwise a Responses item's) nor the written
+    request carries them. Anything else is returned as it is.
+
+    Example:
+        >>> request_turn({"type": "message", "role": "assistant", "content": [],
+        ...               "usage": {"input_tokens": 3}})
+        {'role': 'assistant', 'content': []}
+    """
+    if "role" in obj and ("stop_reason" in obj or "usage" in obj):
+        return {k: v for k, v in obj.items() if k not in _ANTHROPIC_RESPONSE_KEYS}
+    return obj
 
 
 def _chat_reply(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,12 @@ Contract:
   JSON list of Anthropic turns), ``anthropic_request`` (``{"model", "system",
   "messages", "tools"}``), ``responses`` (a list of Responses items or a body
   with ``input``), ``jsonl`` (one message or item per line, in any of those
-  shapes), ``claude_code`` (Claude Code session records), ``tau_bench``
+  shapes; a message saved as the Anthropic SDK dumps a response, with
+  ``type: "message"`` and ``usage``, is its Anthropic turn),
+  ``claude_code`` (Claude Code session records: the conversation Claude
+  Code itself would resume, ``_claude_code``; a file of records without
+  messages, such as a lone ``file-history-snapshot``, is a session of no
+  messages), ``tau_bench``
   (τ-bench trajectories, one transcript each) and ``locomo`` (LoCoMo
   conversations, one transcript each).
 - Messages are converted by ``contextwindow.formats``, so the same rules and
@@ -20,13 +25,20 @@ Contract:
   position and content, unique within the file.
 - Malformed files raise ``InvalidMessageError`` naming the file and the line or
   record, compiler-style (``session.jsonl:3: not valid JSON: …``,
-  ``chat.jsonl:2: content[0].type: unknown part type 'foo'``); a JSON
+  ``chat.jsonl:2: content[0].type: unknown part type 'foo'``; a broken
+  first line of JSON Lines is named as that line, a document over many
+  lines where it broke); a JSON
   shape that matches no format names the formats tried. A file that cannot
   be read raises ``InvalidMessageError(path, "cannot read: …")`` from the
-  ``OSError``. Text that is not UTF-8 (from a file or a stream alike), JSON
-  nested deeper than ``contextwindow._json.MAX_DEPTH``, a number too long to
-  read and a string holding a lone surrogate are refused the same way,
-  naming the path inside the document (``chat.json: [3].content: …``).
+  ``OSError``. Text that is not UTF-8 (from a file or a stream alike) is
+  refused naming its line and column (``chat.jsonl:600: not UTF-8 text:
+  … (column 38)``); JSON nested deeper than ``contextwindow._json.MAX_DEPTH``,
+  a number too long to read and a string holding a lone surrogate are
+  refused the same way, naming the path inside the document (``chat.json:
+  [3].content: …``).
+- A last JSON Lines line with no line end that is not JSON (a transcript
+  still being written, cut anywhere, inside a character too) is left out
+  with a ``PartialLineWarning``; the lines before it are read.
 
 Example:
     >>> import io, json
@@ -59,6 +71,7 @@ from contextwindow.errors import (
     PartialLineWarning,
 )
 from contextwindow.formats import from_anthropic, from_openai, from_responses
+from contextwindow.formats._coerce import request_turn
 from contextwindow.messages import Message, ToolSpec
 from contextwindow.transcripts._base import FORMATS, Records, Transcript
 from contextwindow.transcripts._claude_code import read_claude_code
@@ -76,6 +89,9 @@ _ANTHROPIC_BLOCKS = frozenset(
     ("tool_use", "tool_result", "thinking", "redacted_thinking", "document")
 )
 _RESPONSES_PARTS = frozenset(("input_text", "output_text", "input_image"))
+# Record types only Claude Code writes: a session file may hold nothing else
+# (a session opened and left, a 1.x file's title record).
+_CLAUDE_CODE_TYPES = frozenset(("file-history-snapshot", "queue-operation", "progress"))
 
 
 def read_transcripts(
@@ -218,7 +234,48 @@ def _read_source(
             data = raw.read() if isinstance(raw, io.BufferedIOBase) else source.read()
         except UnicodeDecodeError as exc:
             raise InvalidMessageError(name, f"not UTF-8 text: {exc}") from None
-    return name, decode(data, name)
+    return name, _text(data, name)
+
+
+def _text(data: str | bytes, name: str) -> str:
+    """``data`` as text (``decode``), with the bytes no UTF-8 holds placed.
+
+    A file being written can be read between the bytes of one character:
+    an incomplete character at the very end (no line end after it) is cut,
+    and the unfinished last line is then left out as any other is
+    (``_parse``). Any other undecodable byte is named by its line and
+    column.
+    """
+    try:
+        return decode(data, name)
+    except InvalidMessageError:
+        raw = _bytes(data)
+        if raw is None:
+            raise
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end == len(raw) and exc.reason == "unexpected end of data":
+            return decode(raw[: exc.start], name)
+        line = raw.count(b"\n", 0, exc.start) + 1
+        start = raw.rfind(b"\n", 0, exc.start) + 1
+        column = len(raw[start : exc.start].decode("utf-8", "replace")) + 1
+        raise InvalidMessageError(
+            f"{name}:{line}", f"not UTF-8 text: {exc} (column {column})"
+        ) from None
+    raise AssertionError(  # pragma: no cover -- decode refused these bytes
+        "UTF-8 bytes refused"
+    )
+
+
+def _bytes(data: str | bytes) -> bytes | None:
+    """The bytes ``decode`` read, or ``None`` for text no bytes give."""
+    if isinstance(data, bytes):
+        return data
+    try:  # a text stream's undecodable bytes, kept as surrogates
+        return data.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no byte made
+        return None
 
 
 def _parse(text: str, name: str) -> tuple[str, Any]:
@@ -250,8 +307,11 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
                     stacklevel=4,
                 )
                 break
-            bad = exc if records else whole
-            line_no = n if records else whole.lineno
+            # Before any record, the whole document's error stands, unless
+            # it ran from this line into a record of a JSON Lines file.
+            own = bool(records) or _ran_into_a_record(lines, n, whole)
+            bad = exc if own else whole
+            line_no = n if own else whole.lineno
             raise InvalidMessageError(
                 f"{name}:{line_no}",
                 f"not valid JSON: {bad.msg} (column {bad.colno})",
@@ -263,15 +323,45 @@ def _parse(text: str, name: str) -> tuple[str, Any]:
     return "jsonl", records
 
 
+def _ran_into_a_record(
+    lines: Sequence[str], n: int, whole: json.JSONDecodeError
+) -> bool:
+    """Whether line ``n``, the first, broke a JSON Lines file, not a document.
+
+    Parsed as one document, line ``n`` ran on into the next line and the
+    parse broke there. When it broke at the start of a line that is JSON on
+    its own, that line is the file's next record: line ``n`` is the broken
+    one. A line that only opens a document (``[``, ``{``) is not a record.
+    """
+    if whole.lineno <= n or whole.colno != 1 or lines[n - 1].strip() in ("[", "{"):
+        return False
+    try:
+        json.loads(lines[whole.lineno - 1])
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _claude_code_record(r: object) -> bool:
+    if not isinstance(r, Mapping):
+        return False
+    rec = cast("Mapping[str, Any]", r)
+    kind = rec.get("type")
+    return (
+        ("sessionId" in rec and "type" in rec)
+        or kind in _CLAUDE_CODE_TYPES
+        or (kind == "summary" and "leafUuid" in rec)
+    )
+
+
 def _detect(kind: str, value: Any, name: str) -> str:
     recs: list[Any] = []
     if kind == "jsonl" or (
-        isinstance(value, Mapping) and ("role" in value or "sessionId" in value)
+        isinstance(value, Mapping)
+        and ("role" in value or "sessionId" in value or _claude_code_record(value))
     ):
         recs = [v for _, v in cast("Records", value)] if kind == "jsonl" else [value]
-        if any(
-            isinstance(r, Mapping) and "sessionId" in r and "type" in r for r in recs
-        ):
+        if any(_claude_code_record(r) for r in recs):
             return "claude_code"
         if _shape(recs) is not None:
             return "jsonl"
@@ -308,9 +398,14 @@ def _detect(kind: str, value: Any, name: str) -> str:
 
 
 def _shape(items: Sequence[Any]) -> str | None:
-    """Which message shape a list is in: ``openai``, ``anthropic``, ``responses``."""
+    """Which message shape a list is in: ``openai``, ``anthropic``, ``responses``.
+
+    An Anthropic response saved as the SDK dumps it is read as its turn
+    (``request_turn``): its ``type: "message"`` is not a Responses item's.
+    """
     if not all(isinstance(it, Mapping) for it in items):
         return None
+    items = _turns(items)
     if any("type" in it for it in items):
         return "responses"
     if not all("role" in it for it in items):
@@ -368,7 +463,18 @@ def _relocated(
     return InvalidMessageError(path, exc.reason)
 
 
+def _turns(items: Any) -> Any:
+    """A list of messages with each saved Anthropic response as its turn."""
+    if not isinstance(items, list):
+        return items
+    return [
+        request_turn(cast("Mapping[str, Any]", it)) if isinstance(it, Mapping) else it
+        for it in items
+    ]
+
+
 def _convert(shape: str, items: Any, path: str) -> list[Message]:
+    items = _turns(items)
     if shape == "anthropic":
         return from_anthropic(items, path=path)
     if shape == "responses":
@@ -403,7 +509,7 @@ def _read_request(shape: str) -> Callable[[Any, str], list[Transcript]]:
             raise InvalidMessageError(f"{name}.{key}", "missing")
         if shape == "anthropic":
             msgs = from_anthropic(
-                body[key], system=body.get("system"), path=f"{name}.{key}"
+                _turns(body[key]), system=body.get("system"), path=f"{name}.{key}"
             )
         elif shape == "responses":
             msgs = from_responses(

@@ -56,6 +56,8 @@ class Transcript:
     )
     """Format-specific facts: ``claude_code``: ``session_id``, ``agent_id``,
     ``compactions`` (``index`` of the first message after each boundary,
-    ``trigger``, ``pre_tokens``) and ``usage`` (the last one); ``tau_bench``:
+    ``trigger``, ``pre_tokens``), ``usage`` (the last one) and ``left_out``
+    (the message records not read: ``duplicates``, ``sidechain``,
+    ``abandoned``); ``tau_bench``:
     ``task_id``, ``trial``, ``reward``, ``info``; ``locomo``: ``sample_id``,
     the speakers and ``qa``; request bodies: the other ``request`` fields."""

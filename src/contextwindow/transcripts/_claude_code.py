@@ -4,9 +4,25 @@ Contract:
 
 - Only ``user`` and ``assistant`` records become messages, plus each
   ``system`` ``compact_boundary`` as an entry of ``meta["compactions"]``
-  (``index`` of the first message after it, ``trigger``, ``pre_tokens``);
-  ``progress``, ``file-history-snapshot``, ``queue-operation`` and other
-  system records are skipped.
+  (``index`` of the first message after it, ``trigger``, ``pre_tokens``),
+  plus the prompts typed while Claude Code was busy (below);
+  ``progress``, ``file-history-snapshot``, ``summary`` and other system
+  records are skipped.
+- The records read are those of the conversation Claude Code itself would
+  resume (``_claude_chain``): a record whose ``uuid`` was read before, a
+  sub-agent's sidechain record in a main session file and a record on a
+  branch the conversation left (``/rewind``) are left out, and
+  ``meta["left_out"]`` counts the ``user`` and ``assistant`` records each
+  rule left out (``duplicates``, ``sidechain``, ``abandoned``).
+- A prompt typed while Claude Code was busy is recorded only as a
+  ``queue-operation`` ``enqueue``; a ``remove`` marks where Claude Code took
+  it into the running turn, with the tool results that follow. Unless a
+  later ``user`` record carries its text (a prompt or task notification run
+  as a turn of its own, which is read as that record), its text becomes a
+  user message there, after those tool results, flagged ``queued`` (with
+  the enqueue's ``timestamp``; it has no ``uuid``, so its id is derived). A
+  ``dequeue`` (run as a turn of its own) and a ``popAll`` (taken back into
+  the prompt box) deliver nothing.
 - Assistant records sharing ``message.id`` are one API message (Claude Code
   writes one record per content block); consecutive user records holding
   only tool results are one user turn. Blocks are then converted by
@@ -22,6 +38,7 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -31,6 +48,12 @@ from contextwindow.errors import InvalidMessageError
 from contextwindow.formats.anthropic import from_anthropic_message
 from contextwindow.messages import Message
 from contextwindow.transcripts._base import Records, Transcript
+from contextwindow.transcripts._claude_chain import (
+    Rec,
+    blocks_of,
+    conversation,
+    message_of,
+)
 
 __all__ = ["read_claude_code"]
 
@@ -45,69 +68,95 @@ class _ApiMessage:
     records: list[Mapping[str, Any]]
     usage: Any = None
     results_only: bool = False
+    queued: bool = False
 
 
 _BLOCK_PATH = re.compile(r"@\.content\[(\d+)\]")
 
 
 def read_claude_code(records: Records, name: str) -> list[Transcript]:
-    api: list[_ApiMessage] = []
-    by_id: dict[str, _ApiMessage] = {}
-    boundaries: list[tuple[int, Mapping[str, Any]]] = []
-    session_id = agent_id = model = None
-    usage: Any = None
-    for n, raw in records:
-        where = f"{name}:{n}"
-        rec = expect_mapping(raw, where)
+    recs = [(n, expect_mapping(raw, f"{name}:{n}")) for n, raw in records]
+    recs, left_out = conversation(recs)
+    build = _Builder(name, _user_texts(recs))
+    for n, rec in recs:
+        build.add(n, rec)
+    return [build.transcript(left_out)]
+
+
+class _Builder:
+    """API messages rebuilt record by record, and what the records say besides."""
+
+    def __init__(self, name: str, texts: list[tuple[int, str]]) -> None:
+        self.name = name
+        self.api: list[_ApiMessage] = []
+        self.by_id: dict[str, _ApiMessage] = {}
+        self.boundaries: list[tuple[int, Mapping[str, Any]]] = []
+        self.queue = _Queue(texts)
+        self.session_id: Any = None
+        self.agent_id: Any = None
+        self.model: str | None = None
+        self.usage: Any = None
+
+    def add(self, n: int, rec: Mapping[str, Any]) -> None:
+        where = f"{self.name}:{n}"
         kind = rec.get("type")
-        session_id = session_id or rec.get("sessionId")
-        agent_id = agent_id or rec.get("agentId")
+        self.session_id = self.session_id or rec.get("sessionId")
+        self.agent_id = self.agent_id or rec.get("agentId")
         if kind == "system":
             if rec.get("subtype") == "compact_boundary":
-                boundaries.append((len(api), rec))
-            continue
+                self.api.extend(self.queue.delivered())
+                self.boundaries.append((len(self.api), rec))
+            return
+        if kind == "queue-operation":
+            self.queue.record(n, rec)
+            return
         if kind not in ("user", "assistant"):
-            # Other kinds (progress, file-history-snapshot, queue-operation and
-            # any newer one) carry no message.
+            # Other kinds (progress, file-history-snapshot, summary and any
+            # newer one) carry no message.
             if isinstance(kind, str):
-                continue
+                return
             raise InvalidMessageError(
                 f"{where}: type", f"expected a string, got {type_name(kind)}"
             )
         if "message" not in rec:
             raise InvalidMessageError(f"{where}: message", "missing")
         msg = expect_mapping(rec["message"], f"{where}: message")
-        content = msg.get("content")
-        blocks = cast("Sequence[Any]", content) if isinstance(content, list) else None
         if kind == "assistant":
-            mid = msg.get("id")
-            found = by_id.get(mid) if isinstance(mid, str) else None
-            if (
-                found is not None
-                and blocks is not None
-                and isinstance(found.content, list)
-            ):
-                found.spans.append((n, len(found.content)))
-                found.content.extend(blocks)
-                found.records.append(rec)
-                target = found
-            else:
-                target = _ApiMessage("assistant", _copy(content), [(n, 0)], [rec])
-                api.append(target)
-                if isinstance(mid, str):
-                    by_id[mid] = target
-            if isinstance(msg.get("usage"), Mapping):
-                target.usage = usage = msg["usage"]
-            m = msg.get("model")
-            if isinstance(m, str) and m != "<synthetic>":
-                model = m
-            continue
-        results_only = bool(blocks) and all(
-            isinstance(b, Mapping)
-            and cast("Mapping[str, Any]", b).get("type") == "tool_result"
-            for b in blocks or ()
-        )
-        last = api[-1] if api else None
+            self._assistant(n, rec, msg)
+        else:
+            self._user(n, rec, msg.get("content"))
+
+    def _assistant(
+        self, n: int, rec: Mapping[str, Any], msg: Mapping[str, Any]
+    ) -> None:
+        content = msg.get("content")
+        mid = msg.get("id")
+        found = self.by_id.get(mid) if isinstance(mid, str) else None
+        if (
+            found is not None
+            and isinstance(content, list)
+            and isinstance(found.content, list)
+        ):
+            found.spans.append((n, len(found.content)))
+            found.content.extend(cast("Sequence[Any]", content))
+            found.records.append(rec)
+            target = found
+        else:
+            # A queued prompt went in with the tool results before this.
+            self.api.extend(self.queue.delivered())
+            target = _ApiMessage("assistant", _copy(content), [(n, 0)], [rec])
+            self.api.append(target)
+            if isinstance(mid, str):
+                self.by_id[mid] = target
+        if isinstance(msg.get("usage"), Mapping):
+            target.usage = self.usage = msg["usage"]
+        m = msg.get("model")
+        if isinstance(m, str) and m != "<synthetic>":
+            self.model = m
+
+    def _user(self, n: int, rec: Mapping[str, Any], content: Any) -> None:
+        results_only = _results_only(content)
+        last = self.api[-1] if self.api else None
         if (
             results_only
             and last is not None
@@ -115,30 +164,109 @@ def read_claude_code(records: Records, name: str) -> list[Transcript]:
             and isinstance(last.content, list)
         ):
             last.spans.append((n, len(last.content)))
-            last.content.extend(blocks or ())
+            last.content.extend(cast("Sequence[Any]", content))
             last.records.append(rec)
-        else:
-            api.append(
-                _ApiMessage(
-                    "user", _copy(content), [(n, 0)], [rec], results_only=results_only
-                )
+            return
+        if not results_only:
+            self.api.extend(self.queue.delivered())
+        self.api.append(
+            _ApiMessage(
+                "user", _copy(content), [(n, 0)], [rec], results_only=results_only
             )
-    messages: list[Message] = []
-    starts: list[int] = []
-    for am in api:
+        )
+
+    def transcript(self, left_out: dict[str, int]) -> Transcript:
+        self.api.extend(self.queue.delivered())
+        messages: list[Message] = []
+        starts: list[int] = []
+        for am in self.api:
+            starts.append(len(messages))
+            messages.extend(_convert_api(am, self.name))
         starts.append(len(messages))
-        messages.extend(_convert_api(am, name))
-    starts.append(len(messages))
-    compactions = [_compaction(starts[k], rec) for k, rec in boundaries]
-    title = str(session_id or name) + (f" agent {agent_id}" if agent_id else "")
-    meta: dict[str, Any] = {
-        "session_id": session_id,
-        "compactions": compactions,
-        "usage": usage,
-    }
-    if agent_id:
-        meta["agent_id"] = agent_id
-    return [Transcript(tuple(messages), "claude_code", title, model, (), meta)]
+        compactions = [_compaction(starts[k], rec) for k, rec in self.boundaries]
+        agent = self.agent_id
+        title = str(self.session_id or self.name) + (f" agent {agent}" if agent else "")
+        meta: dict[str, Any] = {
+            "session_id": self.session_id,
+            "compactions": compactions,
+            "usage": self.usage,
+            "left_out": left_out,
+        }
+        if agent:
+            meta["agent_id"] = agent
+        return Transcript(tuple(messages), "claude_code", title, self.model, (), meta)
+
+
+def _results_only(content: Any) -> bool:
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(
+            isinstance(b, Mapping)
+            and cast("Mapping[str, Any]", b).get("type") == "tool_result"
+            for b in cast("Sequence[Any]", content)
+        )
+    )
+
+
+def _user_texts(recs: list[Rec]) -> list[tuple[int, str]]:
+    """Each user record's texts with its line: what a queued prompt became."""
+    out: list[tuple[int, str]] = []
+    for n, rec in recs:
+        if rec.get("type") != "user":
+            continue
+        msg = message_of(rec)
+        content = msg.get("content")
+        if isinstance(content, str):
+            out.append((n, content.strip()))
+        for block in blocks_of(msg):
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str):
+                out.append((n, text.strip()))
+    return out
+
+
+class _Queue:
+    """Claude Code's queue of prompts typed while it was busy, replayed."""
+
+    def __init__(self, texts: list[tuple[int, str]]) -> None:
+        self.texts = texts
+        # Prompts a later user record carries (run as turns of their own)
+        # and prompts no record carries: a ``remove`` takes the oldest of
+        # these, as Claude Code takes a typed prompt into the running turn
+        # and leaves task notifications for a turn of their own.
+        self.carried: deque[Rec] = deque()
+        self.pending: deque[Rec] = deque()
+        self.taken: list[Rec] = []
+
+    def record(self, n: int, rec: Mapping[str, Any]) -> None:
+        op = rec.get("operation")
+        if op == "enqueue":
+            content = rec.get("content")
+            if isinstance(content, str) and content.strip():
+                text = content.strip()
+                later = any(k > n and t == text for k, t in self.texts)
+                (self.carried if later else self.pending).append((n, rec))
+        elif op == "remove":
+            if self.pending:
+                self.taken.append(self.pending.popleft())
+        elif op == "dequeue":
+            for queue in (self.carried, self.pending):
+                if queue:
+                    queue.popleft()
+                    break
+        elif op == "popAll":
+            self.carried.clear()
+            self.pending.clear()
+
+    def delivered(self) -> list[_ApiMessage]:
+        """The prompts taken into the turn so far, as user messages; then none."""
+        out = [
+            _ApiMessage("user", str(rec["content"]), [(n, 0)], [rec], queued=True)
+            for n, rec in self.taken
+        ]
+        self.taken.clear()
+        return out
 
 
 def _copy(content: Any) -> Any:
@@ -169,10 +297,12 @@ def _convert_api(am: _ApiMessage, name: str) -> list[Message]:
     except InvalidMessageError as exc:
         raise _record_error(exc, am, name) from None
     first = am.records[0]
-    extra: dict[str, Any] = {
-        "uuid": first.get("uuid"),
-        "timestamp": first.get("timestamp"),
-    }
+    extra: dict[str, Any] = {"timestamp": first.get("timestamp")}
+    if am.queued:
+        # An enqueue record has no uuid: the id is derived, as for any file.
+        extra["queued"] = True
+    else:
+        extra["uuid"] = first.get("uuid")
     if len(am.records) > 1:
         extra["uuids"] = [r.get("uuid") for r in am.records]
     if am.usage is not None:
