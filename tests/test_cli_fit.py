@@ -237,7 +237,7 @@ class TestFitOutput:
         data, report = fit_json(str(EXAMPLE), "--budget", "40%", "--to", to)
         assert report["provider"] == to
         if to == "anthropic":
-            assert set(data) == {"system", "messages"}
+            assert set(data) == {"model", "system", "messages"}
             assert data["messages"][0]["role"] == "user"
         elif to == "responses":
             assert all("type" in item for item in data)
@@ -283,7 +283,7 @@ class TestFitOutput:
         path.write_text(json.dumps(turns))
         data, report = fit_json(str(path), "--budget", "60", "-s", "drop-oldest")
         assert report["provider"] == "anthropic"
-        assert set(data) == {"messages"}
+        assert set(data) == {"model", "messages"}
         messages = read_back(data, "anthropic")
         assert messages[0].role == "user"  # first turn repaired to a user turn
         assert report["tokens_after"] <= 60
@@ -798,3 +798,30 @@ class TestWrittenMessageCounts:
         code, _, err = run("fit", str(EXAMPLE), "--budget", "40%")
         assert code == 0
         assert "\nmessages  27 → 15\n" in err
+
+
+def test_a_written_body_names_its_model(tmp_path: Path, shared_data: Path) -> None:
+    """An Anthropic body ``fit`` writes names the model; fitting it again keeps it.
+
+    Without the model the file read back as a request for gpt-4o (its window,
+    its tokenizer), and a body of plain text messages as an OpenAI one.
+    """
+    session = (
+        shared_data
+        / "claude_code_sessions"
+        / ("258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+    )
+    out = tmp_path / "fitted.json"
+    code, doc, err = run(
+        "fit", str(session), "--budget", "50%", "-o", str(out), "--json"
+    )
+    assert code == 0, err
+    first = json.loads(doc)
+    body = json.loads(out.read_text())
+    assert body["model"] == first["model"]
+    again = tmp_path / "again.json"
+    code, doc, err = run("fit", str(out), "-o", str(again), "--json")
+    assert code == 0, err
+    second = json.loads(doc)
+    assert (second["model"], second["provider"]) == (first["model"], "anthropic")
+    assert second["context_window"] == first["context_window"]

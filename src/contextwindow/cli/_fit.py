@@ -18,7 +18,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -238,6 +238,10 @@ def fit_cmd(
                 query=query,
             )
         body = provider_body(fitted.messages, provider)
+        if isinstance(body, dict):
+            # A request body names its model (Anthropic's must): fitting the
+            # file again then counts for that model, in that window.
+            body = {"model": info.name, **cast("dict[str, Any]", body)}
         text = body_json(body)
         # Written inside: a failure to write prints the warnings gathered so
         # far, where the error's document has no room for them.

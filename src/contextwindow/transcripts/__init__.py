@@ -435,6 +435,9 @@ def _shape(items: Sequence[Any]) -> str | None:
 def _anthropic_body(body: Mapping[str, Any]) -> bool:
     if "system" in body:
         return True
+    model = body.get("model")
+    if isinstance(model, str) and "claude" in model.lower():
+        return True  # messages of plain text read alike in both shapes
     tools = body.get("tools")
     if isinstance(tools, list) and any(
         isinstance(t, Mapping) and "input_schema" in t
