@@ -3,12 +3,23 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from contextwindow import ContextManager, Message, Opaque, Text, Thinking, ToolCall, fit
-from contextwindow.formats import from_anthropic, to_openai
+from contextwindow import (
+    ContextManager,
+    Image,
+    Message,
+    Opaque,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    fit,
+)
+from contextwindow.formats import from_anthropic, to_anthropic, to_openai
 from contextwindow.handles import find_handles
 from contextwindow.recalling import (
     MIN_RECALL_TOKENS,
@@ -363,3 +374,217 @@ class TestOpaqueRecall:
         doc = {"type": "document", "title": "Terms", "source": source}
         msg = Message("user", (Opaque.of("anthropic", doc), Text("Summarise.")))
         assert render([msg]) == "user: [document 'Terms', PDF, 12 pages]\nSummarise."
+
+
+def reads(gap: str = "", n: int = 30, at: int = 10, lines: int = 12) -> list[Message]:
+    """An agent reading ``n`` files; at call ``at``, what ``gap`` names: a call
+    with no result (``unanswered``), a stray result (``orphan``) or an empty
+    assistant turn (``empty``), each of which a repair leaves out of a view."""
+    conv = [Message.system("agent"), Message.user("go")]
+    for i in range(n):
+        args = json.dumps({"path": f"f{i}.py"})
+        conv.append(
+            Message.assistant(tool_calls=[ToolCall(f"c{i}", "read_file", args)])
+        )
+        if not (gap == "unanswered" and i == at):
+            body = "\n".join(f"v{i}_{j} = {j}" for j in range(lines))
+            conv.append(Message.tool(f"c{i}", f"contents of f{i}.py\n{body}"))
+        if i == at and gap == "orphan":
+            conv.append(Message.tool("zz", "late result of a call nobody made"))
+        if i == at and gap == "empty":
+            conv.append(Message.assistant(""))
+    conv.append(Message.user("summarise"))
+    return conv
+
+
+def runs_in(messages: Sequence[Message]) -> list[str]:
+    return [h for m in messages for h in find_handles(m.text) if "+" in h]
+
+
+class TestRecallAcrossRepairs:
+    @pytest.mark.parametrize("gap", ["unanswered", "orphan", "empty"])
+    def test_a_run_over_a_repaired_spot_recalls_through_fit(self, gap: str) -> None:
+        """A collapsed run whose messages a repair left apart in the history
+        (it dropped what lay between) brings back the stretch of history it
+        stood for, the dropped message included, with no view given."""
+        conv = reads(gap)
+        fitted = fit(conv, limit=400, tokenizer=FakeTokenizer())
+        assert "repaired" in fitted.report.totals()
+        (run,) = runs_in(fitted.messages)
+        (line,) = [m for m in fitted.messages if run in m.text]
+        first = next(k for k, m in enumerate(conv) if m.id == line.id)
+        count = int(run.partition("+")[2])
+        got = context_recall(conv, run, max_tokens=32000, tokenizer=FakeTokenizer())
+        assert got == render(conv[first : first + count + 1])
+        assert "contents of f9.py" in got
+        assert "contents of f11.py" in got
+        answer = answer_recall(conv, recall_call(run, max_tokens=32000))
+        assert not answer.tool_results[0].is_error, answer.text
+
+    def test_a_run_over_an_interrupted_call_is_answered_by_the_manager(self) -> None:
+        """Pushed turn by turn, prepared after each: every handle of the view,
+        the run's over the call that got no result too, is answered."""
+        conv = reads("unanswered", at=3)
+        m = ContextManager(
+            token_limit=1000, tokenizer=FakeTokenizer(), offer_recall=True
+        )
+        m.push_many(conv[:2])
+        for message in conv[2:]:
+            m.push(message)
+            m.prepare()
+        handles = [h for v in m.messages for h in find_handles(v.text)]
+        assert runs_in(list(m.messages))
+        for h in handles:
+            answer = m.answer_recall(recall_call(h, max_tokens=32000))
+            assert not answer.tool_results[0].is_error, (h, answer.text)
+        over = [
+            m.answer_recall(recall_call(h, max_tokens=32000)).text
+            for h in runs_in(list(m.messages))
+        ]
+        assert any("contents of f2.py" in t and "contents of f4.py" in t for t in over)
+
+    def test_a_summary_of_a_run_over_a_repaired_spot_names_its_messages(self) -> None:
+        """A summary that replaces such a run's line reads, and names, the
+        messages the run stood for: its handle brings them back."""
+        conv = reads("unanswered", lines=30)
+        fitted = fit(conv, limit=200, tokenizer=FakeTokenizer())
+        (summary,) = [m for m in fitted.messages if is_summary(m)]
+        sources = summary_sources(summary)
+        assert conv[19].id in sources  # f8.py's result, inside the run
+        handle = str(summary_handle(summary))
+        got = context_recall(
+            conv,
+            handle,
+            max_tokens=32000,
+            tokenizer=FakeTokenizer(),
+            view=fitted.messages,
+        )
+        assert got is not None
+        assert "contents of f9.py" in got
+        assert "contents of f11.py" in got
+
+    def test_a_run_over_a_message_a_transform_took_out_recalls_with_the_view(
+        self,
+    ) -> None:
+        """A message taken out of the view (a handler's transform), not by a
+        repair: the run's line in the view anchors where its messages start,
+        and the stretch of history holding them comes back."""
+        conv = reads()
+        note = Message.user("(a note a handler took out of the view)")
+        history = [*conv[:12], note, *conv[12:]]
+        fitted = fit(conv, limit=400, tokenizer=FakeTokenizer())
+        (run,) = runs_in(fitted.messages)
+        tok = FakeTokenizer()
+        assert context_recall(history, run, tokenizer=tok) is None  # no view: no anchor
+        got = context_recall(
+            history, run, max_tokens=32000, tokenizer=tok, view=fitted.messages
+        )
+        assert got is not None
+        assert note.text in got
+        assert "contents of f0.py" in got
+        assert "contents of f26.py" in got
+
+
+SHOT = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" * 400).decode()
+
+
+class TestImagesInRecall:
+    def test_a_cleared_screenshot_says_an_image_was_there(self) -> None:
+        """A cleared result that held an image recalls its caption and a label
+        of the image (its size and type), not the caption alone."""
+        conv = [Message.user("take screenshots")]
+        for i in range(4):
+            shot = Image(SHOT, width=1024, height=768)
+            conv += [
+                Message.assistant(tool_calls=[ToolCall(f"c{i}", "screenshot", "{}")]),
+                Message("tool", (ToolResult(f"c{i}", (Text(f"screen {i}:"), shot)),)),
+            ]
+        conv.append(Message.user("what changed?"))
+        fitted = fit(conv, limit=3000, strategy=ClearToolResults(keep_recent=1))
+        (h, *_) = [h for m in fitted.messages for h in find_handles(m.text)]
+        assert context_recall(conv, h) == "screen 0:\n[image 1024x768, image/png]"
+        answer = answer_recall(conv, recall_call(h))
+        assert answer.text == "screen 0:\n[image 1024x768, image/png]"
+
+    def test_a_dropped_image_turn_says_what_it_held(self) -> None:
+        """A dropped user turn holding only an image recalls a label, its size
+        read from the image's header when the part does not give it."""
+        png = base64.b64encode(
+            b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+            + (800).to_bytes(4, "big")
+            + (600).to_bytes(4, "big")
+        ).decode()
+        turn = Message("user", (Image(f"data:image/png;base64,{png}"),))
+        url = Message("user", (Image("https://example.com/chart.png"), Text("see")))
+        assert render([turn]) == "user: [image 800x600, image/png]"
+        assert render([url]) == "user: [image, https://example.com/chart.png]\nsee"
+
+
+class TestRecallFromWhatWasSent:
+    @pytest.mark.parametrize("shape", ["openai", "anthropic"])
+    def test_a_summary_is_found_in_the_provider_shape_fit_returned(
+        self, shape: str
+    ) -> None:
+        """``view=fitted.as_input()`` (provider dicts, no meta): the summary is
+        known by its header, and its handle brings back what the neutral
+        view's does."""
+        conv = session(12)
+        data = to_openai(conv) if shape == "openai" else to_anthropic(conv)
+        fitted = fit(data, limit=300, tokenizer=FakeTokenizer())
+        (summary,) = [m for m in fitted.messages if is_summary(m)]
+        call = recall_call(str(summary_handle(summary)), max_tokens=32000)
+        tok = FakeTokenizer()
+        sent = answer_recall(data, call, view=fitted.as_input(), tokenizer=tok)  # type: ignore[arg-type]  # provider shapes, as users hold them
+        neutral = answer_recall(data, call, view=fitted.messages, tokenizer=tok)  # type: ignore[arg-type]  # provider shapes, as users hold them
+        assert not sent.tool_results[0].is_error, sent.text
+        assert sent.text == neutral.text
+        assert "m1_199" in sent.text
+
+
+class TestRecallArguments:
+    def test_null_max_tokens_is_the_default(self) -> None:
+        """``max_tokens: null`` (a model's way to leave it out, OpenAI strict
+        mode's too) is taken as absent, as a null ``start_line`` is."""
+        text = "\n".join(f"line {i}" for i in range(1, 3001))
+        history = [Message.tool("c1", text)]
+        h = history[0].id
+        plain = answer_recall(history, recall_call(h))
+        for extra in (
+            {"max_tokens": None},
+            {"max_tokens": None, "start_line": None, "start_char": None},
+        ):
+            got = answer_recall(history, recall_call(h, **extra))
+            assert not got.tool_results[0].is_error, got.text
+            assert got.text == plain.text
+
+    def test_a_handle_pasted_with_the_markers_words(self) -> None:
+        """``recall 3f2a9c1b0d`` (the marker's word copied with it), or the
+        whole marker, names the handle it shows."""
+        conv = session()
+        fitted = fit(conv, limit=3000, tokenizer=FakeTokenizer())
+        (marker, *_) = [m.text for m in fitted.messages if find_handles(m.text)]
+        (h, *_) = find_handles(marker)
+        want = answer_recall(conv, recall_call(h)).text
+        for pasted in (f"recall {h}", f" recall {h} ", marker):
+            got = answer_recall(conv, recall_call(pasted))
+            assert not got.tool_results[0].is_error, (pasted, got.text)
+            assert got.text == want
+        bad = answer_recall(conv, recall_call("recall 0000000000"))
+        assert bad.tool_results[0].is_error
+
+
+class TestPagingCost:
+    def test_a_page_counts_what_it_holds_not_the_rest(self) -> None:
+        """Reading one page of a large original counts about what the page
+        holds: a few times its size, whatever the size of the rest."""
+        for n in (5_000, 40_000):
+            text = "\n".join(f"{i}: " + "word " * 6 for i in range(n))
+            history = [Message.tool("c1", text)]
+            tok = FakeTokenizer()
+            page = context_recall(
+                history, history[0].id, max_tokens=500, tokenizer=tok, start_line=2
+            )
+            assert page is not None
+            assert page.startswith("[lines 2-")
+            counted = sum(len(t) for t in tok.calls)
+            assert counted < 40 * len(page), (n, counted, len(page))

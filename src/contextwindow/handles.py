@@ -17,12 +17,19 @@ Contract:
   names that run even where the same message occurs elsewhere.
 - ``originals(history, handle)`` finds what a handle names: the message with
   that content hash, the run with that handle, or the message with that id.
-  Nothing is changed.
+  Nothing is changed. A run made where a repair (or a caller's transform)
+  left messages of the history out is not a window of ``history``: with
+  ``kept``, the positions of the messages that were left in,
+  ``originals`` finds it among those and gives back the stretch of the
+  history it stood for, the left-out messages inside it included.
 - ``originals_of(history, messages)`` puts back, in a list of messages,
   the original of each rewrite (and the messages of each run's line) that
   ``history`` holds, found by id (a rewrite keeps its message's id; a run's
   line its first message's) and checked by handle: what a summary of
-  compacted messages should read, not their placeholders.
+  compacted messages should read, not their placeholders. A run whose
+  view had left a message out between its messages (a repair's drop, a
+  transform's) is found by trying which were left out, a bounded number of
+  ways (``run_originals``), and gives the stretch of history holding them.
 - A marker's text is read here too: ``is_marker`` (a one-line result with a
   handle), ``marker_names`` (what it named of the original: the rest, its
   size and lines, describes the cut), ``output_of`` (a result's output, a
@@ -42,6 +49,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -51,6 +60,7 @@ from contextwindow.errors import ArgumentTypeError
 from contextwindow.messages import Message, ToolResult
 
 __all__ = [
+    "GAP_WORK",
     "HANDLE_PATTERN",
     "NAMING",
     "ORIGIN_KEY",
@@ -65,6 +75,7 @@ __all__ = [
     "originals_of",
     "output_of",
     "run_handle",
+    "run_originals",
     "span_handle",
     "with_origin",
     "without_handles",
@@ -269,12 +280,32 @@ def _keyword(found: re.Match[str]) -> str:
     return found.group(0).split(" ", 1)[0]
 
 
-def originals(history: Sequence[Message], handle: str) -> list[Message]:
-    """The messages of ``history`` that ``handle`` names (see the module's contract).
+def originals(
+    history: Sequence[Message], handle: str, *, kept: Sequence[int] | None = None
+) -> list[Message]:
+    r"""The messages of ``history`` that ``handle`` names (see the module's contract).
+
+    Args:
+        history: The full history.
+        handle: A marker's handle, a run's (``h+n``), or a message id.
+        kept: Where a run's handle is looked for: the positions in
+            ``history``, ascending, of the messages a repair left in (the
+            run is ``n`` of them next to each other). ``None``: every
+            message. A handle of one message, or an id, is looked for in
+            the whole history either way.
 
     Returns:
-        The original message, or the run of them, in history order; ``[]``
-        when nothing in ``history`` has that handle or id.
+        The original message, or the run of them, in history order (with
+        ``kept``, every message of ``history`` from the run's first to its
+        last); ``[]`` when nothing in ``history`` has that handle or id.
+
+    Example:
+        >>> run = [Message.user("a"), Message.assistant("b")]
+        >>> history = [run[0], Message.tool("c9", "stray"), run[1]]
+        >>> originals(history, run_handle(run))
+        []
+        >>> originals(history, run_handle(run), kept=[0, 2]) == history
+        True
     """
     handle = handle.strip()
     m = HANDLE_PATTERN.fullmatch(handle)
@@ -285,11 +316,12 @@ def originals(history: Sequence[Message], handle: str) -> list[Message]:
                 if content_handle(msg) == digest:
                     return [msg]
         else:
+            at = list(range(len(history))) if kept is None else kept
+            own = [content_handle(history[k]) for k in at]
             n = int(count)
-            own = [content_handle(msg) for msg in history]
-            for i in range(len(history) - n + 1):
+            for i in range(len(at) - n + 1):
                 if n > 0 and _joined(own[i : i + n]) == digest:
-                    return list(history[i : i + n])
+                    return list(history[at[i] : at[i + n - 1] + 1])
     for msg in history:
         if msg.id == handle:
             return [msg]
@@ -304,7 +336,10 @@ def originals_of(
     A rewrite (its record names an original) is found by its id and kept
     only when that message's content has the recorded handle; a run's line
     (``handle+count``) becomes the ``count`` messages from its id on when
-    they hash to its handle. A message with no record, or whose original
+    they hash to its handle, or, where the view the run was made in had
+    left messages of ``history`` out there (a repair's, a transform's),
+    the stretch of ``history`` from its id that holds them with the others
+    between (``run_originals``). A message with no record, or whose original
     ``history`` does not hold (another conversation, a repaired message),
     stays as it is. Costs one pass over ``history`` when ``messages`` holds
     a rewrite; nothing is changed.
@@ -322,23 +357,105 @@ def originals_of(
     """
     if not any(ORIGIN_KEY in m.meta for m in messages):
         return list(messages)
+    at = _places(history)
+    out: list[Message] = []
+    for k, m in enumerate(messages):
+        after = messages[k + 1] if k + 1 < len(messages) else None
+        out.extend(_original(history, at, m, after) or [m])
+    return out
+
+
+def run_originals(
+    history: Sequence[Message], line: Message, after: Message | None = None
+) -> list[Message]:
+    r"""The messages of ``history`` a rewrite or a run's line stands for.
+
+    As ``originals_of`` finds them: for a run's line, its ``count`` messages
+    from its id on, or, where the view it was made in had left messages of
+    ``history`` out between them (an unanswered call, an orphan result or
+    an empty turn a repair dropped; a message a transform took out), the
+    stretch of ``history`` that holds them and those, found by trying which
+    were left out: up to as many as lie before ``after`` (the message that
+    followed the line in the view, when ``history`` holds it), else one;
+    within ``GAP_WORK``.
+
+    Returns:
+        The originals, in history order; ``[]`` when ``history`` holds none.
+
+    Raises:
+        ContextWindowError: An item of ``history`` that is no ``Message``.
+
+    Example:
+        >>> run = [Message.user("a"), Message.assistant("b")]
+        >>> history = [*run[:1], Message.assistant(""), *run[1:], Message.user("c")]
+        >>> line = Message.assistant("[2 earlier ...]", id=run[0].id,
+        ...                          meta={ORIGIN_KEY: {"handle": run_handle(run)}})
+        >>> run_originals(history, line) == history[:3]
+        True
+    """
+    return _original(history, _places(history), line, after)
+
+
+GAP_WORK = 1 << 19
+"""The most work ``run_originals`` does for one run, trying ways of leaving
+messages out between its messages, in steps (one a gap, one eight of the
+handles each way hashes): about a tenth of a second at most. Enough for
+one gap in a run of 2,000 messages, two in one of 190, three in one of 60."""
+
+
+def _places(history: Sequence[Message]) -> dict[str, int]:
+    """Each id of ``history`` and where it first is (every item checked)."""
     at: dict[str, int] = {}
     for k, m in enumerate(history):
         if not isinstance(m, Message):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
             raise ArgumentTypeError(f"history[{k}]", shown(m), "a Message")
         at.setdefault(m.id, k)
-    out: list[Message] = []
-    for m in messages:
-        handle = _origin(m).get("handle")
-        i = at.get(m.id)
-        if not isinstance(handle, str) or i is None:
-            out.append(m)
-            continue
-        digest, _, count = handle.partition("+")
-        if not count:
-            found = [history[i]] if content_handle(history[i]) == digest else []
-        else:
-            span = history[i : i + int(count)] if count.isdigit() else ()
-            found = list(span) if span and run_handle(span) == handle else []
-        out.extend(found or [m])
-    return out
+    return at
+
+
+def _original(
+    history: Sequence[Message],
+    at: Mapping[str, int],
+    m: Message,
+    after: Message | None,
+) -> list[Message]:
+    """What ``m`` (a rewrite, a run's line) stands for in ``history``; ``[]``: none."""
+    handle = _origin(m).get("handle")
+    i = at.get(m.id)
+    if not isinstance(handle, str) or i is None:
+        return []
+    digest, _, count = handle.partition("+")
+    if not count:
+        return [history[i]] if content_handle(history[i]) == digest else []
+    if not count.isdigit():
+        return []
+    n = int(count)
+    span = history[i : i + n]
+    if span and run_handle(span) == handle:
+        return list(span)
+    if n < 2:
+        return []  # no message of it to leave another out after
+    stop = at.get(after.id) if after is not None else None
+    most = min(1 if stop is None else stop - i - n, len(history) - i - n)
+    own = [handle_of(x) for x in history[i : i + n]]
+    work = 0
+    for gaps in range(1, most + 1):
+        size = n + gaps
+        # The first and the last are the run's: a gap after the last is
+        # a narrower stretch, tried before.
+        # Each way costs a step per gap here, and a hash of the run's
+        # handles (in C: a step per few of them).
+        work += math.comb(size - 2, gaps) * (gaps + size // 8)
+        if work > GAP_WORK:
+            break
+        own.append(handle_of(history[i + size - 1]))
+        for gone in itertools.combinations(range(1, size - 1), gaps):
+            left: list[str] = []
+            start = 0
+            for k in gone:  # by slices: a run may hold thousands of messages
+                left += own[start:k]
+                start = k + 1
+            left += own[start:size]
+            if _joined(left) == digest:
+                return list(history[i : i + size])
+    return []

@@ -15,7 +15,17 @@ Contract:
   longer than a page is read a piece at a time (``start_char``): so every
   line of an original of any size, even one line of minified JSON, can be
   read, page by page. The notes saying so fit within the cap, which is at
-  least ``MIN_RECALL_TOKENS``.
+  least ``MIN_RECALL_TOKENS``. A page counts about what it holds, never
+  the rest of the original, so reading a large one costs what it holds.
+- Every cut is found again: a run's line gives the stretch of history its
+  messages lie in, also where the view it was made in had left a message
+  out between them (a repair drops an unanswered call, an orphan result,
+  an empty turn; a run's line in ``view`` anchors one a transform made),
+  those messages included. A summary is known in ``view`` by its record,
+  or by its header where the view's shape lost the record (the provider
+  dicts ``Fitted.as_input()`` gives). An image, which text cannot bring
+  back, is said by a label of its size and type
+  (``[image 1024x768, image/png]``).
 - ``recall_tool(provider)`` is the tool's schema in the shape of OpenAI Chat
   Completions, Anthropic Messages or OpenAI Responses; ``RECALL_SPEC`` is the
   neutral ``ToolSpec`` (its tokens count like any tool's).
@@ -49,11 +59,19 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from contextwindow._args import as_tokenizer, check_int, check_str, shown
+from contextwindow._images import decode_base64, image_size, parse_data_uri
 from contextwindow.errors import ArgumentTypeError
 from contextwindow.formats._coerce import neutral
-from contextwindow.formats._opaque import opaque_text
-from contextwindow.handles import originals
+from contextwindow.formats._opaque import opaque_text, read_opaque
+from contextwindow.handles import (
+    HANDLE_PATTERN,
+    find_handles,
+    handle_of,
+    originals,
+    run_originals,
+)
 from contextwindow.messages import (
+    Image,
     Message,
     Opaque,
     Provider,
@@ -67,10 +85,12 @@ from contextwindow.strategies.tool_results import head_and_tail
 from contextwindow.summarizers.record import (
     is_summary,
     summary_handle,
+    summary_header,
     summary_originals,
 )
 from contextwindow.tokens.base import Tokenizer
 from contextwindow.tokens.heuristic import HeuristicTokenizer
+from contextwindow.validity import neutral_ensure_valid
 
 __all__ = [
     "DEFAULT_RECALL_TOKENS",
@@ -173,15 +193,26 @@ def render(messages: Sequence[Message]) -> str:
 
     A lone tool message's output as it was; else one block per message (role,
     text, calls with their arguments, results, and opaque content as its text
-    or a label: ``[document 'Terms', PDF, 12 pages]``).
+    or a label: ``[document 'Terms', PDF, 12 pages]``). An image, in a
+    message or in a result, is a label of its size and its type (or its
+    URL), ``[image 1024x768, image/png]``: the text says that an image was
+    there, and what it was, where the image itself cannot go back.
 
     Example:
         >>> print(render([Message.user("hi"), Message.assistant("hello")]))
         user: hi
         assistant: hello
+        >>> shot = Image("data:image/png;base64,iVBORw0KGgo=", width=1024, height=768)
+        >>> print(render([Message.tool("c1", (Text("screen 0:"), shot))]))
+        screen 0:
+        [image 1024x768, image/png]
     """
     if len(messages) == 1 and messages[0].role == "tool":
-        return messages[0].text
+        return "\n".join(
+            p.text if isinstance(p, Text) else _output(p)
+            for p in messages[0].parts
+            if isinstance(p, (Text, ToolResult))
+        )
     blocks: list[str] = []
     for m in messages:
         lines: list[str] = []
@@ -191,11 +222,63 @@ def render(messages: Sequence[Message]) -> str:
             elif isinstance(p, ToolCall):
                 lines.append(f"called {p.name} {p.arguments}")
             elif isinstance(p, ToolResult):
-                lines.append(f"result of {p.call_id}: {p.text}")
+                lines.append(f"result of {p.call_id}: {_output(p)}")
             elif isinstance(p, Opaque):
                 lines.append(opaque_text(p))
+            elif isinstance(p, Image):
+                lines.append(_image_label(p))
         blocks.append(f"{m.role}: " + "\n".join(lines))
     return "\n".join(blocks)
+
+
+def _output(result: ToolResult) -> str:
+    """A result's text (``ToolResult.text``), with labels for what holds no text.
+
+    An image, and an opaque part that holds no text (a PDF), get a label.
+    """
+    if isinstance(result.content, str):
+        return result.content
+    out: list[str] = []
+    for p in result.content:
+        if isinstance(p, Text):
+            out.append(p.text)
+        elif isinstance(p, Image):
+            out.append(_image_label(p))
+        else:
+            out.append(read_opaque(p).text or opaque_text(p))
+    return "\n".join(out)
+
+
+_URL_CHARS = 200
+"""The most characters of an image's URL its label shows."""
+
+
+def _image_label(image: Image) -> str:
+    """What a recall says of an image: its size, and its type or its URL.
+
+    The size is the one the part gives, else the one its ``data:`` URI's
+    header says; a URL is shown (up to ``_URL_CHARS`` characters) so that
+    the image can be fetched again, a ``data:`` URI's bytes never.
+
+    Example:
+        >>> _image_label(Image("https://example.com/cat.png", width=800, height=600))
+        '[image 800x600, https://example.com/cat.png]'
+        >>> _image_label(Image("data:image/png;base64,iVBORw0KGgo="))
+        '[image, image/png]'
+    """
+    parsed = parse_data_uri(image.url)
+    size = (image.width, image.height) if image.width and image.height else None
+    if size is None and parsed is not None:
+        data = parsed[1]
+        size = image_size(decode_base64(data, 64)) or image_size(decode_base64(data))
+    what = [f"image {size[0]}x{size[1]}" if size else "image"]
+    if image.url.startswith("data:"):
+        what.append(image.media_type or "data")
+    elif len(image.url) > _URL_CHARS:
+        what.append(image.url[:_URL_CHARS] + "...")
+    else:
+        what.append(image.url)
+    return f"[{', '.join(what)}]"
 
 
 def context_recall(
@@ -212,13 +295,17 @@ def context_recall(
 
     Args:
         history: The full history (what ``fit`` was given, a manager's log).
-        handle: A marker's handle, a message id, or a summary's id.
+        handle: A marker's handle (the marker's words around it are read
+            too: ``recall 3f2a9c1b0d``), a message id, or a summary's id.
         max_tokens: The most tokens returned, the notes saying what was cut
             included (head and tail beyond it); at least
             ``MIN_RECALL_TOKENS`` (a smaller cap is raised to it: the notes
             alone take a few dozen), at most ``MAX_RECALL_TOKENS``.
         tokenizer: Counts them (default: the heuristic).
-        view: The conversation sent (where summaries live), for a summary's id.
+        view: The conversation sent (where summaries live), for a summary's
+            handle or id, in any shape: ``fitted.messages``, or the provider
+            dicts ``fitted.as_input()`` gave (a summary then known by its
+            header).
         start_line: Read from this line (1 is the first) on, as many lines
             as ``max_tokens`` holds, saying where the rest starts.
         start_char: Read line ``start_line`` (default 1) from this character
@@ -244,7 +331,7 @@ def context_recall(
         >>> sku = ",".join(f"SKU-{i:05d}" for i in range(3000))
         >>> one = [Message.tool("c1", sku)]
         >>> context_recall(one, one[0].id, max_tokens=200).splitlines()[1]
-        '[... 17,180 tokens cut: lines 1-1 of 1; recall with start_line=1, start_char=121 to read them ...]'
+        '[... 17,178 tokens cut: lines 1-1 of 1; recall with start_line=1, start_char=121 to read them ...]'
         >>> piece = context_recall(one, one[0].id, max_tokens=200, start_char=121)
         >>> print(piece.replace(sku[140:330], " ... "))
         [line 1 of 1, characters 121-340 of 29,999]
@@ -260,13 +347,13 @@ def context_recall(
     if start_char is not None:
         check_int(start_char, "start_char", low=1)
     tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
-    found = originals(history, handle)
+    wanted = handle.strip()
+    found = _found(history, view, wanted)
     if not found:
-        wanted = handle.strip()
-        for m in view:
-            if is_summary(m) and wanted in (m.id, summary_handle(m)):
-                found = summary_originals(history, m)
-                break
+        # A model may paste the marker's words with it ("recall 3f2a9c1b0d").
+        named = set(find_handles(wanted))
+        if len(named) == 1:
+            found = _found(history, view, named.pop())
     if not found:
         return None
     text = render(found)
@@ -276,6 +363,89 @@ def context_recall(
     if line > 1 or char > 1:
         return _page(text, line, char, cap, tok)
     return _whole(text, cap, tok)
+
+
+def _found(
+    history: Sequence[Message], view: Sequence[Message], wanted: str
+) -> list[Message]:
+    """What ``wanted`` names: a marker's or a run's handle, an id, a summary's.
+
+    A run is looked for in the history, then across what a repair of it
+    leaves out, then from its line in ``view`` (``run_originals``: whatever
+    the view left out between its messages). A summary is found in
+    ``view`` by its ``meta``, or, where the view's shape lost it (provider
+    dicts), by its header, and then its originals by content: its handle
+    is that of the messages it replaced, as a run's.
+    """
+    found = originals(history, wanted) or _across_repairs(history, wanted)
+    if found:
+        return found
+    run = "+" in wanted
+    for k, m in enumerate(view):
+        if is_summary(m):
+            if wanted in (m.id, summary_handle(m)):
+                return summary_originals(history, m)
+        elif run and handle_of(m) == wanted:
+            after = view[k + 1] if k + 1 < len(view) else None
+            found = run_originals(history, m, after)
+            if found:
+                return found
+        elif not run:
+            header = summary_header(m)
+            if header is not None and header[0] == wanted:
+                span = f"{wanted}+{header[1]}"
+                return originals(history, span) or _across_repairs(history, span)
+    return []
+
+
+_PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "responses")
+"""Whose repairs a run may have been made across (they differ: Anthropic's
+drops blank turns the others keep)."""
+
+
+def _across_repairs(history: Sequence[Message], handle: str) -> list[Message]:
+    """The stretch of ``history`` a run's handle (``h+n``) names across repairs.
+
+    A run is made of the messages of a view, and a view is repaired
+    (``validity.ensure_valid``): an unanswered call, an orphan result or an
+    empty turn in the history is not in it, so the run is no window of the
+    history but one of what the repair kept. Each provider's repair of the
+    history is tried; ``[]`` when none holds it. Costs one repair of the
+    history per provider, only for a run's handle that ``originals`` did not
+    find.
+    """
+    m = HANDLE_PATTERN.fullmatch(handle)
+    if m is None or m.group(2) is None:
+        return []
+    tried: set[tuple[int, ...]] = set()
+    for provider in _PROVIDERS:
+        kept = _kept(history, neutral_ensure_valid(history, provider).messages)
+        if len(kept) == len(history) or kept in tried:
+            continue  # nothing left out: ``originals`` looked there
+        tried.add(kept)
+        found = originals(history, handle, kept=kept)
+        if found:
+            return found
+    return []
+
+
+def _kept(history: Sequence[Message], repaired: Sequence[Message]) -> tuple[int, ...]:
+    """Where in ``history`` each message of its repair ``repaired`` is.
+
+    A repair keeps the messages it does not change, and the id of one it
+    strips (a call no result answers, a blank text block), in order; the
+    turn it may put first (``CONTINUED``) is in no history.
+    """
+    out: list[int] = []
+    k, n = 0, len(history)
+    for r in repaired:
+        j = k
+        while j < n and history[j] is not r and history[j].id != r.id:
+            j += 1
+        if j < n:
+            out.append(j)
+            k = j + 1
+    return tuple(out)
 
 
 MIN_RECALL_TOKENS = 100
@@ -324,7 +494,10 @@ def _page(text: str, start: int, char: int, cap: int, tok: Tokenizer) -> str:
     """``text`` from line ``start`` (its character ``char``) on, within ``cap``.
 
     As many whole lines as the cap holds; when not even the first does, as
-    much of it as does, saying where the rest of it starts.
+    much of it as does, saying where the rest of it starts. What is counted
+    is at most about twice what the page holds (``_fitting``), never the
+    rest of the text: reading a large original page by page costs what its
+    pages hold, not their number times its size.
     """
     lines = text.split("\n")
     n = len(lines)
@@ -336,21 +509,31 @@ def _page(text: str, start: int, char: int, cap: int, tok: Tokenizer) -> str:
             f"[line {start:,} has {len(whole):,} characters; "
             f"start_char {char:,} is past its end]"
         )
-    rest = [whole[char - 1 :], *lines[start:]]
+    first = whole[char - 1 :]
     room = max(1, cap - tok.count(_PAGE_NOTES))
-    if tok.count(rest[0]) > room:
-        return _piece(whole, start, n, char, _longest(rest[0], room, tok))
-    # The most lines within the room (the first fits).
-    lo, hi = 1, len(rest)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if tok.count("\n".join(rest[:mid])) <= room:
-            lo = mid
-        else:
-            hi = mid - 1
-    end = start + lo - 1
+    # Where the page starts in ``text``: the lines before it, each with its "\n".
+    at = sum(map(len, lines[: start - 1])) + start - 1 + char - 1
+    size = _fitting(text, at, room, tok)
+    held = 0  # the whole lines the page holds
+    if size >= len(first):
+        stop = at + size
+        held = text.count("\n", at, stop)
+        if stop == len(text) or text[stop] == "\n":
+            held += 1  # its last line ends where the page does
+    # Counted as the page will show them (a tokenizer may count a shorter
+    # text as more): the most lines that fit, the first one, or a piece of it.
+    while (
+        held and tok.count("\n".join([first, *lines[start : start + held - 1]])) > room
+    ):
+        held -= 1
+    if not held:
+        if size >= len(first):
+            size = _fitting(first, 0, room, tok)
+        return _piece(whole, start, n, char, _at_word(first, size))
+    end = start + held - 1
     where = f", line {start:,} from character {char:,}" if char > 1 else ""
-    page = f"[lines {start:,}-{end:,} of {n:,}{where}]\n" + "\n".join(rest[:lo])
+    body = "\n".join([first, *lines[start:end]])
+    page = f"[lines {start:,}-{end:,} of {n:,}{where}]\n" + body
     if end < n:
         page += f"\n[lines {end + 1:,}-{n:,} follow: recall with start_line={end + 1}]"
     return page
@@ -374,22 +557,32 @@ def _piece(line: str, at: int, n: int, char: int, size: int) -> str:
     return page + "[the end of the original]"
 
 
-def _longest(text: str, room: int, tok: Tokenizer) -> int:
-    """How many leading characters of ``text`` fit ``room`` tokens (at least 1).
+def _fitting(text: str, at: int, room: int, tok: Tokenizer) -> int:
+    """How many characters of ``text`` from ``at`` on fit ``room`` tokens.
 
-    A cut in a word is moved back to the word's start when one is near, so
-    a name is not split between two pieces.
+    At least one, where there is one (a page always moves on). Grown from a
+    guess, doubling, then narrowed: each count is of at most about twice
+    what fits, so the cost is that of the page, not of the text after it.
     """
-    hi = min(len(text), max(64, room * 4))
-    while hi < len(text) and tok.count(text[:hi]) <= room:
-        hi = min(len(text), hi * 2)
+    left = len(text) - at
+    if left <= 0:
+        return 0
+    hi = min(left, max(64, room * 4))
+    while hi < left and tok.count(text[at : at + hi]) <= room:
+        hi = min(left, hi * 2)
     lo = 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if tok.count(text[:mid]) <= room:
+        if tok.count(text[at : at + mid]) <= room:
             lo = mid
         else:
             hi = mid - 1
+    return lo
+
+
+def _at_word(text: str, size: int) -> int:
+    """``size``, moved back to a word's start when it cuts a word near one."""
+    lo = min(size, len(text))
     if lo < len(text) and not text[lo].isspace():
         space = max(text.rfind(" ", 0, lo), text.rfind(",", 0, lo))
         if space >= lo * 3 // 4:
@@ -408,7 +601,9 @@ def answer_recall(
 
     A call without a string ``handle``, with a bad ``max_tokens``,
     ``start_line`` or ``start_char``, or naming nothing the history holds
-    gets an error result saying so.
+    gets an error result saying so. A ``null`` field is taken as absent
+    (models send one for what they leave out; OpenAI's strict mode sends
+    every field).
     """
     if not isinstance(call, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
         raise ArgumentTypeError("call", shown(call), "a ToolCall")
@@ -418,7 +613,9 @@ def answer_recall(
     args: Any = call.input
     given = cast("dict[str, Any]", args) if isinstance(args, dict) else {}
     handle = given.get("handle")
-    limit = given.get("max_tokens", DEFAULT_RECALL_TOKENS)
+    limit = given.get("max_tokens")
+    if limit is None:  # absent, or null: models send null for what they leave out
+        limit = DEFAULT_RECALL_TOKENS
     start = given.get("start_line")
     char = given.get("start_char")
     if not isinstance(handle, str) or not handle.strip():

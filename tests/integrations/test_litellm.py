@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from tests.llama import LlamaServer, free_port
 
-from contextwindow import get_tokenizer, problems
+from contextwindow import _windows, get_model, get_tokenizer, problems
 from contextwindow.errors import ArgumentError, ContextWindowError, InvalidMessageError
 from contextwindow.formats import from_openai
 from contextwindow.integrations.litellm import (
@@ -19,6 +19,7 @@ from contextwindow.integrations.litellm import (
     acompletion,
     completion,
 )
+from contextwindow.models import Registry
 from contextwindow.tokens import TokenCounter
 
 
@@ -331,6 +332,51 @@ class TestWindows:
     def test_a_window_overrides_the_registry(self) -> None:
         """windows= wins over the registry for a model it knows."""
         assert FittingCompletion(windows={"gpt-4o": 1_000}).window("gpt-4o") == 1_000
+
+    @pytest.mark.parametrize(
+        "model",
+        [
+            "GPT-4o",
+            " gpt-4o ",
+            "openai/gpt-4o",
+            "azure/gpt-4o",
+            "gpt-4o-2024-08-06",
+            "gpt-4o-latest",
+        ],
+    )
+    def test_a_window_holds_for_names_the_registry_reads_alike(
+        self, model: str
+    ) -> None:
+        """windows={"gpt-4o": ...} holds for the spellings the registry resolves
+        as that model (case, a provider's prefix, a date), as the proxy's
+        --model-window does."""
+        assert FittingCompletion(windows={"gpt-4o": 1_000}).window(model) == 1_000
+
+    def test_the_exact_string_first_and_not_another_model(self) -> None:
+        """The name as given wins over one read alike; another model (whose
+        name holds gpt-4o's) keeps its own window."""
+        calls = FittingCompletion(windows={"gpt-4o": 1_000, "GPT-4o": 2_000})
+        assert (calls.window("GPT-4o"), calls.window("gpt-4o")) == (2_000, 1_000)
+        mini = get_model("gpt-4o-mini").context_window
+        assert calls.window("gpt-4o-mini") == mini
+
+    def test_an_unknown_models_name_in_another_case(self) -> None:
+        """A deployment's name neither registry knows matches in any case and
+        with a provider's prefix, without asking LiteLLM."""
+        calls = FittingCompletion(windows={"My-Deployment": 12_000})
+        assert calls.window("my-deployment") == 12_000
+        assert calls.window("openai/my-deployment") == 12_000
+
+    def test_an_alias_by_the_model_it_names(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A name the registry resolves to a configured model's (an alias) gets
+        that model's window."""
+        reg = Registry()
+        reg.alias("house-model", "gpt-4o")
+        monkeypatch.setattr(_windows, "registry", reg)
+        calls = FittingCompletion(windows={"gpt-4o": 1_000})
+        assert calls.window("house-model") == 1_000
 
 
 class TestQuiet:

@@ -84,6 +84,24 @@ class TestModelWindow:
         assert fitter.window_of("house-model") == (300, True)
         assert fitter.window_of("no-such-model")[0] == DEFAULT_MODEL_INFO.context_window
 
+    def test_the_litellm_adapter_reads_the_names_alike(self) -> None:
+        """The LiteLLM adapter's windows= gives each name the window the proxy
+        gives it: one rule for both."""
+        from contextwindow.integrations.litellm import FittingCompletion
+
+        windows = {"gpt-4o": 300, "GPT-4o": 500, "My-Deployment": 900}
+        fitter = Fitter(FitterConfig(windows=windows), None)
+        calls = FittingCompletion(windows=windows)
+        for model in (
+            "gpt-4o",
+            "GPT-4o",
+            "openai/gpt-4o",
+            "gpt-4o-2024-08-06",
+            "my-deployment",
+            "azure/My-Deployment",
+        ):
+            assert calls.window(model) == fitter.window_of(model)[0], model
+
     def test_an_unknown_models_name(self) -> None:
         """An unknown model's name matches as well, in any case; its window is
         the configured one, and the plan says the registry does not know it."""

@@ -19,9 +19,15 @@ Contract:
   is; when every model failed, the last error is raised. Every fallback is
   checked before the first call; a bad one's error shows a dict's keys,
   never its values (they hold an ``api_key``).
-- A model's window is, in order: ``windows[model]``, this project's
-  registry (the name with or without its ``provider/`` prefix), LiteLLM's
-  ``get_model_info``; else ``ContextWindowError`` names the model.
+- A model's window is, in order: the one ``windows`` gives it, this
+  project's registry (the name with or without its ``provider/`` prefix),
+  LiteLLM's ``get_model_info``; else ``ContextWindowError`` names the model.
+  A name of ``windows`` gives the model its window when it is the model's
+  string, else when it names it as the registry resolves names (case, a
+  provider's prefix, a date or ``-latest``: ``gpt-4o`` names ``GPT-4o``,
+  ``openai/gpt-4o`` and ``gpt-4o-2024-08-06``), else when both resolve to
+  one model of the registry (an alias): the rule of the proxy's
+  ``--model-window`` (``contextwindow._windows``).
 - Each model's reported usage (``response.usage.prompt_tokens``) feeds a
   ``Calibration`` of that model (``calibration(model)``), and the next
   request to it is fitted to the calibrated budget (never above the window
@@ -48,6 +54,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from contextwindow._args import as_strategy, as_tokenizer, check_int, shown
+from contextwindow._windows import Windows
 from contextwindow.errors import (
     ArgumentTypeError,
     ContextWindowError,
@@ -118,8 +125,10 @@ class FittingCompletion:
 
     Args:
         windows: Windows of models this project's registry and LiteLLM's do
-            not know (or to override them), by the name given to LiteLLM:
-            each an int of at least 1.
+            not know (or to override them), by the name given to LiteLLM
+            or one naming the same model as the registry resolves names
+            (``gpt-4o`` for ``openai/gpt-4o-2024-08-06``; the exact name
+            first): each an int of at least 1.
         strategy: How to make room (default: the one ``fit`` uses).
         tokenizer: Counts text (default: each model's).
 
@@ -145,13 +154,14 @@ class FittingCompletion:
             raise ArgumentTypeError(
                 "windows", shown(windows), "a mapping of model to int"
             )
-        self._windows: dict[str, int] = {}
+        checked: dict[str, int] = {}
         for name, size in (windows or {}).items():
             if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass anything
                 raise ArgumentTypeError(
                     "windows", f"a key {shown(name)}", "a mapping of model name to int"
                 )
-            self._windows[name] = check_int(size, f"windows[{name!r}]", low=1)
+            checked[name] = check_int(size, f"windows[{name!r}]", low=1)
+        self._windows = Windows(checked)
         self._strategy = None if strategy is None else as_strategy(strategy)
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
         self._calibrations: dict[str, Calibration] = {}

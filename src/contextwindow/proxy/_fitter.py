@@ -83,6 +83,7 @@ from typing import Any, NoReturn, cast
 import orjson
 
 from contextwindow._args import check_int, check_str, shown
+from contextwindow._windows import Windows
 from contextwindow.errors import ArgumentTypeError, BudgetError, ContextWindowError
 from contextwindow.fitting import fit, reply_reserve
 from contextwindow.formats._coerce import coerce_messages, coerce_tools
@@ -91,7 +92,6 @@ from contextwindow.messages import Message, ToolSpec
 from contextwindow.models import (
     DEFAULT_MODEL_INFO,
     ModelInfo,
-    Registry,
     get_model,
     get_tokenizer,
     registry,
@@ -243,12 +243,7 @@ class Fitter:
         self, config: FitterConfig, store: Store | None, *, write_behind: bool = False
     ) -> None:
         self.config = config
-        self._windows = _checked_windows(config.windows)
-        self._window_names: Registry | None = None
-        """``windows`` as a registry of its own, resolving a request's model
-        as the registry does (made on first use)."""
-        self._window_models: dict[str, int] | None = None
-        """``windows`` by the registry's canonical name (made on first use)."""
+        self._windows = Windows(_checked_windows(config.windows), registry)
         self._behind = (
             WriteBehind(store) if write_behind and store is not None else None
         )
@@ -287,32 +282,10 @@ class Fitter:
 
         The exact string first; then as the registry resolves names, with
         ``windows``' names as its table; then by the registry's canonical
-        name, when the request's and a configured one resolve alike.
+        name, when the request's and a configured one resolve alike
+        (``contextwindow._windows``: the LiteLLM adapter's rule too).
         """
-        if not self._windows:
-            return None
-        got = self._windows.get(name)
-        if got is not None:
-            return got
-        if self._window_names is None:
-            self._window_names = Registry(
-                {
-                    k: ModelInfo(k, "custom", w, None, None, False)
-                    for k, w in self._windows.items()
-                }
-            )
-        hit = self._window_names.resolve(name)
-        if hit is not None:
-            return self._windows[hit]
-        if self._window_models is None:
-            by_model: dict[str, int] = {}
-            for k, w in self._windows.items():
-                canonical = registry.resolve(k)
-                if canonical is not None:
-                    by_model.setdefault(canonical, w)
-            self._window_models = by_model
-        canonical = registry.resolve(name)
-        return None if canonical is None else self._window_models.get(canonical)
+        return self._windows.get(name)
 
     def window_of(self, model: str) -> tuple[int, bool]:
         """The window ``model``'s requests are fitted into; whether it is known.

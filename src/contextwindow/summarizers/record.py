@@ -15,6 +15,8 @@ Contract:
   twice gives the same id (a stable prefix for prompt caches).
 - ``is_summary`` tells one apart by its ``meta``; every strategy but
   ``Summarize`` treats it as pinned (``strategies.base.pinned_flags``).
+  ``summary_header`` reads its header's handle and count from the text
+  alone, where the ``meta`` was lost (provider dicts carry none).
 - ``recall(history, ids)`` brings the originals back from the full history,
   in history order; ``summary_originals(history, summary)`` those of a
   summary: by id, or, in a history whose ids differ (provider dicts get
@@ -67,6 +69,7 @@ __all__ = [
     "summary_facts",
     "summary_handle",
     "summary_handles",
+    "summary_header",
     "summary_message",
     "summary_originals",
     "summary_sources",
@@ -203,6 +206,38 @@ def summary_handle(message: Message) -> str | None:
 
 
 _HANDLE = re.compile(r"; recall ([0-9a-f]{10})\]$")
+
+
+def summary_header(message: Message) -> tuple[str, int] | None:
+    """The handle and the message count a summary's header shows, by its text.
+
+    Read from the text alone, so a summary is known where its ``meta`` was
+    lost: the provider dicts ``Fitted.as_input()`` gives carry none (and
+    Anthropic's merges it into one turn with the user turn after it). The
+    header is a whole line of a user message: ``None`` for any other text.
+
+    Example:
+        >>> s = summary_message("done.", ["u1", "a1"], Facts(), handle="0123456789")
+        >>> summary_header(Message.user(s.text))  # no meta
+        ('0123456789', 2)
+        >>> summary_header(Message.user("[Summary of 2 earlier messages]")) is None
+        True
+    """
+    _message(message)
+    if message.role != "user":
+        return None
+    text = message.text
+    if "[Summary of " not in text:
+        return None
+    found = _HEADER.search(text)
+    return (found.group(2), int(found.group(1))) if found else None
+
+
+_HEADER = re.compile(
+    r"^\[Summary of (\d+) earlier messages?(?: \(\+[\d,]+ facts? not listed\))?"
+    r"; recall ([0-9a-f]{10})\]$",
+    re.MULTILINE,
+)
 
 
 def recall(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
