@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -622,3 +623,19 @@ class TestReserve:
         assert seen_budget == p.budget == budget
         assert 90 <= usage <= 100
         assert p.usage == pytest.approx(100 * p.tokens / budget)
+
+
+def test_images_count_by_the_models_rule_and_are_stored_apart(tmp_path: Path) -> None:
+    """A manager's counter knows its model: gpt-4.1-mini's images by patches.
+
+    Counts a store keeps are under a key naming that model, so a conversation
+    reopened for gpt-4o does not take gpt-4.1-mini's image counts.
+    """
+    from contextwindow.messages import Image, Text
+
+    image = Message.user([Text("look"), Image("https://x/y.png", "high", 1800, 2400)])
+    url = f"sqlite:///{tmp_path / 'chats.db'}"
+    patch = ContextManager("gpt-4.1-mini", store=url, conversation_id="c")
+    patch.push(image)
+    tiles = ContextManager("gpt-4o", store=url, conversation_id="c")
+    assert patch.prepare().tokens - tiles.prepare().tokens == 2353 - 765

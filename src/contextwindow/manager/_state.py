@@ -145,7 +145,7 @@ class State:
         calibration: Calibration | None = None,
     ) -> None:
         self._setup()
-        info = as_model(model)
+        info = as_model(model, window_given=token_limit is not None)
         offer_recall = check_bool(offer_recall, "offer_recall")
         token_limit = check_int(token_limit, "token_limit", low=1, none=True)
         reserve = check_int(reserve, "reserve", low=0, none=True)
@@ -200,7 +200,7 @@ class State:
             chosen = (
                 get_tokenizer(info) if tokenizer is None else as_tokenizer(tokenizer)
             )
-            self._counter = TokenCounter(chosen, self._provider)
+            self._counter = TokenCounter(chosen, self._provider, model=info)
         self._tools = coerce_tools(tools)
         self._shape: Shape = NEUTRAL
         """The shape pushed messages last came in (``Prepared.as_input``)."""
@@ -525,7 +525,7 @@ class State:
         """
         chosen = as_tokenizer(tokenizer)
         with self._held:  # a prepare under way counts with one tokenizer
-            self._counter = TokenCounter(chosen, self._provider)
+            self._counter = TokenCounter(chosen, self._provider, model=self._info)
             self._set_view(self._view)
             self._emit("tokenizer", tokenizer=chosen.name)
 
@@ -926,7 +926,7 @@ class State:
             raise ArgumentTypeError(
                 "store", shown(store), "a Store or a store URL (sqlite:///chats.db)"
             )
-        key = f"{self._counter.tokenizer.name}/{self._provider}"
+        key = self._counter.counts_key
         return Persistence(store, cid or new_id(), key)
 
     def _resume(self, resumed: Resumed) -> None:

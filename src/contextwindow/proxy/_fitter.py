@@ -300,12 +300,16 @@ class Fitter:
         m = self._model(model)
         return m.window, m.known
 
-    def _counter(self, tok: Tokenizer, api: Api) -> TokenCounter:
-        key = (tok.name, api.provider)
+    def _counter(self, tok: Tokenizer, api: Api, info: ModelInfo) -> TokenCounter:
+        # By model too: a model's images have their own rule (gpt-4.1-mini's
+        # patches, gpt-4o's tiles).
+        key = (tok.name, api.provider, info.name)
         with self._lock:
             counter = self._counters.get(key)
             if counter is None:
-                counter = self._counters[key] = TokenCounter(tok, api.provider)
+                counter = self._counters[key] = TokenCounter(
+                    tok, api.provider, model=info
+                )
             return counter
 
     # -- planning ----------------------------------------------------------------
@@ -328,7 +332,7 @@ class Fitter:
             raise PassThrough("no model")
         m = self._model(model)
         info, tok, window = m.info, m.tokenizer, m.window
-        counter = self._counter(tok, api)
+        counter = self._counter(tok, api, info)
         calibration = self._calibration(info, tok, api)
         req = _Request(api, raw, body, model, counter, calibration, known=m.known)
         req.reserve = self._reserve(api, body, info, window)
@@ -626,7 +630,7 @@ class Fitter:
         counter = (
             entry.counter
             if entry is not None and entry.key == key
-            else TokenCounter(tok, req.api.provider)
+            else TokenCounter(tok, req.api.provider, model=info)
         )
         manager = ContextManager(
             info,

@@ -76,6 +76,7 @@ from contextwindow.tokens._images import (
     ImageRule,
     anthropic_image_tokens,
     openai_image_rule,
+    openai_image_tokens,
 )
 from contextwindow.tokens._opaque import opaque_tokens
 from contextwindow.tokens.base import Tokenizer
@@ -277,6 +278,28 @@ class TokenCounter:
             ('gpt-4.1-mini', None)
         """
         return self._model
+
+    @property
+    def counts_key(self) -> str:
+        """What its counts depend on, as a stored count's key names it.
+
+        The tokenizer and the provider, and the model when its images count
+        by a rule of their own (so that a count kept for one model is not
+        taken for another's); stores keep each message's count under it.
+
+        Example:
+            >>> TokenCounter("gpt-4o").counts_key
+            'o200k_base/openai'
+            >>> TokenCounter("gpt-4.1-mini").counts_key
+            'o200k_base/openai/gpt-4.1-mini'
+        """
+        key = f"{self._tok.name}/{self._provider}"
+        if (
+            self._provider != "anthropic"
+            and self._image_rule is not openai_image_tokens
+        ):
+            key += f"/{self._model}"
+        return key
 
     def clear(self) -> None:
         """Forget every cached count."""
