@@ -167,7 +167,13 @@ class _Context:
         """Make ``messages`` the view (the history is kept as it is).
 
         The next request is checked as always: a broken tool exchange is
-        repaired, and the change is reported message by message.
+        repaired, and the change is reported message by message, each
+        message of the view once (matched by id): one left out is
+        ``dropped``, one changed is ``rewritten``, one new is ``added``, and
+        so is a second copy of one given twice; one moved out of the order
+        of the others is ``rewritten``, its ``what`` ending in ``moved``. So
+        the report adds up: tokens before, less what its changes save, are
+        the tokens after.
 
         Raises:
             InvalidMessageError: An item is not a ``Message``.

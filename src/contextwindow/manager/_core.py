@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import logging
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from contextwindow._args import as_strategy, check_int, check_str
@@ -203,10 +205,10 @@ class Core(State):
     def _replace(self, messages: Iterable[Message], reason: str) -> Compaction:
         """Make ``messages`` the view (a handler's own edit), accounted by id."""
         new = self._checked(messages, "messages")
+        budget = self._budget(self._window)
         changes = _diff(self._view, new, self._counter)
-        fitted = finish(
-            "replace_messages", self._view, new, changes, self._budget(self._window)
-        )
+        _frame_first_system(changes, self._view, new, budget)
+        fitted = finish("replace_messages", self._view, new, changes, budget)
         return self._install(fitted, "handler", reason)
 
     def _fit_view(
@@ -695,24 +697,47 @@ def _common_prefix(
 def _diff(
     before: Sequence[Message], after: Sequence[Message], counter: TokenCounter
 ) -> list[Change]:
-    """Changes that turn ``before`` into ``after``, messages matched by id."""
-    old = {m.id: (i, m) for i, m in enumerate(before)}
-    kept = {m.id for m in after}
+    """Changes that turn ``before`` into ``after``, each message accounted once.
+
+    Each message of ``after`` stands for one message of ``before`` with its
+    id, or for none (``_matched``): one that stands for none is ``added``,
+    be it new or a second copy of a message given twice. A message of
+    ``before`` that none stands for is ``dropped``; one whose stand-in
+    differs from it is ``rewritten``, and so is one moved out of the order
+    of the others (``what`` says ``moved``; the fewest are named: those
+    outside a longest run kept in order). So the report adds up: its tokens
+    before less what the changes save are its tokens after, and a move that
+    saves nothing is still named.
+    """
+    slot = _matched(before, after)
+    moved = _moved(slot)
     stage = "replace_messages"
+    taken = {i for i in slot if i >= 0}
     changes = [
         Change("dropped", stage, (m.id,), i, counter.message(m), 0, f"{m.role} message")
         for i, m in enumerate(before)
-        if m.id not in kept
+        if i not in taken
     ]
-    for m in after:
-        hit = old.get(m.id)
-        if hit is None:
+    # An added message goes before the next one kept in order (its index).
+    nexts = [len(before)] * len(after)
+    following = len(before)
+    for k in range(len(after) - 1, -1, -1):
+        nexts[k] = following
+        if slot[k] >= 0 and k not in moved:
+            following = slot[k]
+    known = {m.id for m in before}
+    for k, m in enumerate(after):
+        i = slot[k]
+        if i < 0:
+            what = f"{m.role} message"
+            if m.id in known:
+                what += ", a copy (its id is given more than once)"
             n = counter.message(m)
-            changes.append(
-                Change("added", stage, (m.id,), len(before), 0, n, f"{m.role} message")
-            )
-        elif hit[1] != m or hit[1].meta != m.meta:
-            i, was = hit
+            changes.append(Change("added", stage, (m.id,), nexts[k], 0, n, what))
+            continue
+        was = before[i]
+        if k in moved or not _same(was, m):
+            what = f"{m.role} message" + (", moved" if k in moved else "")
             changes.append(
                 Change(
                     "rewritten",
@@ -721,7 +746,119 @@ def _diff(
                     i,
                     counter.message(was),
                     counter.message(m),
-                    f"{m.role} message",
+                    what,
                 )
             )
     return changes
+
+
+def _frame_first_system(
+    changes: list[Change],
+    before: Sequence[Message],
+    after: Sequence[Message],
+    budget: Budget,
+) -> None:
+    """Give the change to the first system message what the tools' framing moved.
+
+    With tools, OpenAI's count reads the first system message (the tools
+    join that turn): when another message is first, or none, the request
+    changes by a few tokens more than the messages' own, and the report
+    would not add up. Those tokens go to the change that names the new
+    first system message, else the old one (one always does: it was
+    dropped, rewritten, moved or added), so that it saves them.
+    """
+    if not budget.tools:
+        return
+    was, now = _first_system(before), _first_system(after)
+    if was is now:
+        return
+    counter = budget.counter
+    gap = budget.count(before) - counter.messages(before)
+    gap -= budget.count(after) - counter.messages(after)
+    if not gap:
+        return
+    for m in (now, was):
+        k = next((k for k, c in enumerate(changes) if m and m.id in c.ids), -1)
+        if k >= 0:
+            c = changes[k]
+            # Taken off one side as far as it goes (a drop keeps 0 after, an
+            # addition 0 before), the rest put on the other.
+            if gap > 0:
+                cut = min(gap, c.tokens_after)
+                before_n, after_n = c.tokens_before + gap - cut, c.tokens_after - cut
+            else:
+                cut = min(-gap, c.tokens_before)
+                before_n, after_n = c.tokens_before - cut, c.tokens_after - gap - cut
+            what = f"{c.what} (and the tools' framing of the first system message)"
+            changes[k] = Change(
+                c.kind, c.stage, c.ids, c.index, before_n, after_n, what, c.units
+            )
+            return
+
+
+def _first_system(messages: Sequence[Message]) -> Message | None:
+    """The first system message of ``messages`` (``None``: none)."""
+    return next((m for m in messages if m.role == "system"), None)
+
+
+def _same(a: Message, b: Message) -> bool:
+    """Whether ``b`` is ``a`` unchanged: the same object, or equal, meta included."""
+    return a is b or (a == b and a.meta == b.meta)
+
+
+def _matched(before: Sequence[Message], after: Sequence[Message]) -> list[int]:
+    """For each message of ``after``, the index in ``before`` it stands for (-1: none).
+
+    Matched by id, each message of ``before`` at most once: an unchanged one
+    first (so that a copy given twice, or a rewritten copy put beside it,
+    is the one that stands for nothing), then, in order, what is left.
+    """
+    free: dict[str, list[int]] = {}
+    for i, m in enumerate(before):
+        free.setdefault(m.id, []).append(i)
+    slot = [-1] * len(after)
+    rest: list[int] = []
+    for k, m in enumerate(after):
+        left = free.get(m.id)
+        if not left:
+            continue
+        j = next((j for j, i in enumerate(left) if _same(before[i], m)), -1)
+        if j < 0:
+            rest.append(k)
+        else:
+            slot[k] = left.pop(j)
+    for k in rest:
+        left = free[after[k].id]
+        if left:
+            slot[k] = left.pop(0)
+    return slot
+
+
+def _moved(slot: Sequence[int]) -> set[int]:
+    """Positions ``k`` whose ``slot[k]`` is out of the order of the others.
+
+    ``slot`` holds distinct indices, or -1 (no place, never moved). The
+    fewest are named: all but a longest increasing run (patience sorting,
+    ``O(n log n)``); none when the order is kept, the common case.
+    """
+    placed = [k for k, i in enumerate(slot) if i >= 0]
+    if all(slot[a] < slot[b] for a, b in pairwise(placed)):
+        return set()
+    tails: list[int] = []  # tails[n]: least last value of a run of n + 1
+    ends: list[int] = []  # the position in ``placed`` where that run ends
+    back = [-1] * len(placed)  # the run's previous position, for each
+    for p, k in enumerate(placed):
+        n = bisect_left(tails, slot[k])
+        back[p] = ends[n - 1] if n else -1
+        if n == len(tails):
+            tails.append(slot[k])
+            ends.append(p)
+        else:
+            tails[n] = slot[k]
+            ends[n] = p
+    kept: set[int] = set()
+    p = ends[-1]
+    while p >= 0:
+        kept.add(placed[p])
+        p = back[p]
+    return {k for k in placed if k not in kept}
