@@ -210,6 +210,7 @@ def texts() -> SearchStrategy[str]:
         ...     assert isinstance(text, str)
         >>> check()
     """
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     return st.one_of(st.sampled_from(SAMPLE_TEXTS), st.text(max_size=40))
@@ -217,6 +218,7 @@ def texts() -> SearchStrategy[str]:
 
 def images() -> SearchStrategy[Image]:
     """Images: a URL or a ``data:`` URI, with or without detail and size."""
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     return st.builds(
@@ -229,6 +231,7 @@ def images() -> SearchStrategy[Image]:
 
 
 def _arguments() -> SearchStrategy[str]:
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     value = st.one_of(st.integers(-5, 5), st.sampled_from(SAMPLE_TEXTS[:6]))
@@ -238,6 +241,7 @@ def _arguments() -> SearchStrategy[str]:
 
 def parts_strategy() -> SearchStrategy[Part]:
     """Any single part, with every optional field exercised."""
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     content = st.one_of(
@@ -270,6 +274,7 @@ def parts_strategy() -> SearchStrategy[Part]:
 
 
 def _json_values() -> SearchStrategy[Any]:
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     scalars = (
@@ -304,6 +309,7 @@ def messages_strategy() -> SearchStrategy[Message]:
         ...     assert message_from_dict(message_to_dict(msg)) == msg
         >>> round_trip()
     """
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     roles: tuple[Role, ...] = ("system", "user", "assistant", "tool")
@@ -344,6 +350,7 @@ def conversations(
         ...     assert all(u.complete for u in units(conv))
         >>> check()
     """
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     kit = _kit()
@@ -416,6 +423,7 @@ class _Kit:
 
 @functools.lru_cache(maxsize=1)
 def _kit() -> _Kit:
+    _need_hypothesis()
     from hypothesis import strategies as st
 
     text = texts()
@@ -478,3 +486,14 @@ def _exchange(draw: DrawFn, kit: _Kit, add: _Add) -> None:
     else:
         for r in results:
             add("tool", [r])
+
+
+def _need_hypothesis() -> None:
+    """Raise an error naming what to install when hypothesis is missing."""
+    try:
+        import hypothesis  # noqa: F401 -- imported to see that it is there
+    except ModuleNotFoundError as exc:
+        raise ImportError(
+            "contextwindow.testing's strategies need hypothesis: "
+            "pip install hypothesis (or 'contextwindow[test]')"
+        ) from exc

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -140,3 +141,20 @@ class TestArguments:
         """An unhashable or non-str name is named, not a TypeError from the cache."""
         with pytest.raises(ArgumentTypeError, match=r"^name: expected an encoding"):
             load_encoding(bad)  # type: ignore[arg-type]  # the wrong type on purpose
+
+
+def test_loading_an_encoding_writes_nothing_to_the_temp_folder(tmp_path: Path) -> None:
+    """The shipped BPE files are read in place: no copy in a cache folder.
+
+    ``tiktoken.load`` caches every file it reads under the temp folder
+    (``data-gym-cache``): 5.3 MB for each install location.
+    """
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        env.pop(name, None)
+    code = "from contextwindow.tokens import bpe; bpe.load_encoding('o200k_base')"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    assert list(tmp_path.rglob("*")) == []

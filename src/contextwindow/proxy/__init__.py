@@ -23,8 +23,15 @@ Example:
 
 from __future__ import annotations
 
-from contextwindow.proxy._app import ProxyConfig, create_app
-from contextwindow.proxy._fitter import FitterConfig
+try:
+    from contextwindow.proxy._app import ProxyConfig, create_app
+    from contextwindow.proxy._fitter import FitterConfig
+except ModuleNotFoundError as exc:  # the extra's packages, not ours
+    if exc.name is None or exc.name.startswith("contextwindow"):
+        raise
+    raise ImportError(
+        f"contextwindow.proxy needs {exc.name}: pip install 'contextwindow[proxy]'"
+    ) from exc
 
 __all__ = ["FitterConfig", "ProxyConfig", "create_app", "serve"]
 

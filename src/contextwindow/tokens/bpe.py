@@ -9,6 +9,7 @@ is set.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import threading
@@ -116,17 +117,23 @@ def load_encoding(name: str) -> tiktoken.Encoding:
             known = ", ".join(sorted(ENCODINGS))
             raise ContextWindowError(f"unknown encoding {name!r} (known: {known})")
         import tiktoken
-        from tiktoken.load import load_tiktoken_bpe
 
-        res = resources.files("contextwindow.tokens") / "data" / spec.file
-        with resources.as_file(res) as path:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            if digest != spec.sha256:
-                raise ContextWindowError(
-                    f"{spec.file}: sha256 {digest} does not match the expected "
-                    f"{spec.sha256}; reinstall contextwindow"
-                )
-            ranks = load_tiktoken_bpe(str(path), expected_hash=spec.sha256)
+        data = (
+            resources.files("contextwindow.tokens") / "data" / spec.file
+        ).read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != spec.sha256:
+            raise ContextWindowError(
+                f"{spec.file}: sha256 {digest} does not match the expected "
+                f"{spec.sha256}; reinstall contextwindow"
+            )
+        # Read here, not by ``tiktoken.load``: it copies every file it reads
+        # into a cache in the temp folder (and before 0.12 needs blobfile
+        # for a local path).
+        ranks = {
+            base64.b64decode(token): int(rank)
+            for token, rank in (line.split() for line in data.splitlines() if line)
+        }
         enc = tiktoken.Encoding(
             name=name,
             pat_str=spec.pat_str,
