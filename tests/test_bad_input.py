@@ -6,6 +6,8 @@ And outputs written atomically: a failed ``fit -o`` leaves the file as it was.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import io
 import json
 import os
@@ -13,7 +15,9 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -21,10 +25,25 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from contextwindow import AsyncContextManager, ContextManager, Message, fit
 from contextwindow._json import MAX_DEPTH, check_tree
 from contextwindow.cli import main
 from contextwindow.cli._common import write_text
-from contextwindow.errors import ContextWindowError, InvalidMessageError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ContextWindowError,
+    InvalidMessageError,
+)
+from contextwindow.strategies import (
+    Budget,
+    CollapseRuns,
+    DropOldest,
+    Fitted,
+    Pipeline,
+    Report,
+    Summarize,
+)
+from contextwindow.summarizers.base import summary_text
 from contextwindow.transcripts import read_transcripts
 
 
@@ -221,3 +240,77 @@ def lone(value: object) -> bool:
     if isinstance(value, dict):
         return any(lone(k) or lone(v) for k, v in value.items())
     return False
+
+
+async def keep_tail(messages: Sequence[Message], budget: Budget, /) -> Fitted:
+    return Fitted(tuple(messages[-3:]), Report(0, 0, budget.limit))
+
+
+class AsyncCall:
+    async def __call__(self, messages: Sequence[Message], budget: Budget, /) -> Fitted:
+        return await keep_tail(messages, budget)
+
+
+class AsyncSummarizer:
+    async def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        return "summary"
+
+
+class TestAsyncCallables:
+    @pytest.mark.parametrize(
+        "strategy",
+        [keep_tail, AsyncCall(), functools.partial(keep_tail)],
+        ids=["function", "__call__", "partial"],
+    )
+    @pytest.mark.parametrize(
+        ("use", "argument"),
+        [
+            (lambda s: ContextManager(token_limit=2000, strategy=s), "strategy"),
+            (lambda s: AsyncContextManager(token_limit=2000, strategy=s), "strategy"),
+            (lambda s: Pipeline(DropOldest(), s), "stages[1]"),
+            (lambda s: CollapseRuns(s), "strategy"),
+            (lambda s: fit([Message.user("hi")], limit=100, strategy=s), "strategy"),
+        ],
+        ids=["manager", "async manager", "pipeline", "collapse", "fit"],
+    )
+    def test_an_async_strategy_is_refused_when_given(
+        self, strategy: Any, use: Callable[[Any], object], argument: str
+    ) -> None:
+        """An async def strategy: refused at once, naming the argument, no warning."""
+        with pytest.raises(ArgumentTypeError, match="an async def") as caught:
+            use(strategy)
+        assert caught.value.argument == argument
+
+    @pytest.mark.parametrize(
+        "use",
+        [
+            lambda s: Summarize(s),
+            lambda s: ContextManager(token_limit=2000, summarizer=s),
+            lambda s: AsyncContextManager(token_limit=2000, summarizer=s),
+        ],
+        ids=["Summarize", "manager", "async manager"],
+    )
+    def test_an_async_summarize_is_refused_when_given(
+        self, use: Callable[[Any], object]
+    ) -> None:
+        """A summarizer whose summarize is async def: refused at once, named."""
+        with pytest.raises(ArgumentTypeError, match="summarize is an async def") as e:
+            use(AsyncSummarizer())
+        assert e.value.argument == "summarizer"
+
+    def test_a_coroutine_returned_is_closed(self) -> None:
+        """A summarize that returned a coroutine: closed, and the error names it."""
+
+        async def text() -> str:
+            return "summary"
+
+        coro = text()
+        with pytest.raises(ArgumentTypeError, match="returning <coroutine"):
+            summary_text(object(), coro)
+        assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED

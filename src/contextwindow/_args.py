@@ -435,9 +435,11 @@ def as_strategy(value: object, name: str = "strategy") -> Strategy:
     """The strategy ``value`` is, or the one a spec string names (``parse_strategy``).
 
     A callable must take ``(messages, budget)``: a strategy class (not an
-    instance of it) or a function of another arity is refused here, when its
-    signature can be read, not on the first call that needs a cut. The
-    library's own strategies are known good.
+    instance of it), a function of another arity (when its signature can be
+    read) or an ``async def`` one is refused here, not on the first call
+    that needs a cut: a strategy runs on a worker thread in
+    ``AsyncContextManager`` too, where nothing awaits it. The library's own
+    strategies are known good.
 
     Example:
         >>> as_strategy("sliding-window(4)")
@@ -459,8 +461,22 @@ def as_strategy(value: object, name: str = "strategy") -> Strategy:
         raise _type_error(name, value, _STRATEGY)
     _refuse_class(value, name, _STRATEGY)  # a spec string names an instance
     if not type(value).__module__.startswith("contextwindow."):
+        _refuse_async(value, name)
         _check_arity(value, name)
     return cast("Strategy", value)  # a callable: the protocol's one member
+
+
+def _refuse_async(value: Callable[..., object], name: str) -> None:
+    """Refuse an ``async def`` strategy (or one whose ``__call__`` is).
+
+    A strategy is called, never awaited (``AsyncContextManager`` runs it on a
+    worker thread): the coroutine it returned would be the error on the
+    first compaction, with a ``RuntimeWarning`` that it was never awaited.
+    """
+    call = type(value).__call__  # an instance's own: the class's method
+    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(call):
+        hint = "an async def; a strategy is called, never awaited: pass a sync one"
+        raise _type_error(name, value, _STRATEGY, hint)
 
 
 def _refuse_class(value: object, name: str, takes: str) -> None:
@@ -491,7 +507,11 @@ def check_summarizer(value: T, name: str = "summarizer") -> T:
 
     Anything with a callable ``summarize``, but not a summarizer class (its
     ``summarize`` is an unbound function, which fails on the first call
-    that needs a summary), as ``as_strategy`` refuses a strategy class.
+    that needs a summary), as ``as_strategy`` refuses a strategy class; nor
+    one whose ``summarize`` is ``async def`` (the ``Summarize`` strategy
+    calls it, on a worker thread in ``AsyncContextManager``, and awaits
+    nothing; an async summarizer gives ``summarize`` as well as
+    ``asummarize``).
 
     Example:
         >>> from contextwindow.summarizers import ExtractiveSummarizer
@@ -504,8 +524,12 @@ def check_summarizer(value: T, name: str = "summarizer") -> T:
     if value is None:
         return value
     _refuse_class(value, name, _SUMMARIZER)
-    if not callable(getattr(value, "summarize", None)):
+    summarize = getattr(value, "summarize", None)
+    if not callable(summarize):
         raise _type_error(name, value, _SUMMARIZER)
+    if inspect.iscoroutinefunction(summarize):
+        hint = "its summarize is an async def, which strategies call, never await"
+        raise _type_error(name, value, _SUMMARIZER, hint)
     return value
 
 

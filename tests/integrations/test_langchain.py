@@ -29,7 +29,12 @@ from pydantic import SecretStr
 from tests.llama import LlamaServer
 
 from contextwindow import Message, ToolCall, ToolResult, fit, get_tokenizer, problems
-from contextwindow.errors import ArgumentTypeError, BudgetError, InvalidMessageError
+from contextwindow.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    BudgetError,
+    InvalidMessageError,
+)
 from contextwindow.formats import from_openai
 from contextwindow.integrations.langchain import (
     ContextWindowMiddleware,
@@ -398,6 +403,34 @@ class TestTrimMessages:
             assert ours == theirs, n
         with pytest.raises(BudgetError):
             trim_messages(history, max_tokens=1, token_counter=len)
+
+    @pytest.mark.parametrize("allow_partial", [False, True])
+    @pytest.mark.parametrize(
+        ("counter", "error", "got"),
+        [
+            (lambda ms: sum(len(m.content) for m in ms) / 4, ArgumentTypeError, "0.0"),
+            (lambda ms: -sum(len(m.content) for m in ms), ArgumentValueError, "-6"),
+        ],
+        ids=["float", "negative"],
+    )
+    def test_a_counter_that_is_not_an_int_is_named(
+        self, counter: Any, error: type[Exception], got: str, allow_partial: bool
+    ) -> None:
+        """A float or negative count from the user's counter: named, not summed."""
+        history: list[BaseMessage] = [
+            SystemMessage("Be brief."),
+            HumanMessage("a " * 200),
+            AIMessage("b " * 200),
+            HumanMessage("and c?"),
+        ]
+        match = rf"^token_counter: expected a token counter .*returned {got}\)"
+        with pytest.raises(error, match=match):
+            trim_messages(
+                history,
+                max_tokens=60,
+                token_counter=counter,
+                allow_partial=allow_partial,
+            )
 
     def test_with_langchains_approximate_counter(self) -> None:
         """LangChain's own counters are honoured: the output fits by their count."""

@@ -213,9 +213,9 @@ def test_strategy_output_is_checked_for_the_provider() -> None:
 
 def test_an_exchange_awaiting_results_that_the_strategy_dropped_still_fits() -> None:
     """A strategy that drops the final unit, an exchange whose other calls
-    await results: the view keeps the exchange for them, so it goes back
-    after the strategy's output, over the window; the oldest units then go,
-    and the request fits (it was a BudgetError)."""
+    await results: the exchange is put back (every strategy keeps the final
+    message and its exchange, ``verify``), and the request fits (it was a
+    BudgetError), the put-back named in the compaction's warnings."""
 
     def drops_the_end(messages: object, budget: Budget, /) -> Fitted:
         msgs = list(messages)  # type: ignore[call-overload]
@@ -232,7 +232,7 @@ def test_an_exchange_awaiting_results_that_the_strategy_dropped_still_fits() -> 
     assert p.tokens <= 300
     assert problems(p.conversation, "openai") == ()
     assert p.conversation[-1].role == "tool"  # the result that came is sent
-    assert "the exchange awaiting results did not fit" in p.compactions[1].reason
+    assert any("put back" in w for w in p.compactions[0].report.warnings)
 
 
 def test_prepare_query_reaches_relevance_aware_strategies() -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -279,6 +280,45 @@ class TestSelectRelevant:
 
         with pytest.raises(ContextWindowError, match="1 scores for 6 units"):
             SelectRelevant(scorer=short)(chat(), budget(20))
+
+    @pytest.mark.parametrize(
+        "shape",
+        [
+            lambda scores: dict(enumerate(scores)),
+            lambda scores: "".join("9" if s else "0" for s in scores),
+            lambda scores: b"0" * len(scores),
+            lambda scores: set(range(len(scores))),
+        ],
+        ids=["dict", "str", "bytes", "set"],
+    )
+    def test_scores_that_are_no_sequence_are_refused(
+        self, shape: Callable[[list[float]], object]
+    ) -> None:
+        """A dict of scores (its keys would rank), a str or a set: refused, named."""
+
+        def ana(documents: Sequence[str], query: str, /) -> Any:
+            return shape([10.0 if "Ana" in d else 0.0 for d in documents])
+
+        with pytest.raises(
+            ContextWindowError, match=r"the scorer <function .* not one number per unit"
+        ):
+            SelectRelevant(keep_recent=1, scorer=ana)(chat(), budget(20))
+
+    def test_scores_in_any_ordered_iterable_are_read(self) -> None:
+        """A tuple or a generator of scores ranks as the list does."""
+
+        def scores(documents: Sequence[str]) -> list[float]:
+            return [10.0 if "Ana" in d else 0.0 for d in documents]
+
+        def as_tuple(documents: Sequence[str], query: str, /) -> Any:
+            return tuple(scores(documents))
+
+        def as_generator(documents: Sequence[str], query: str, /) -> Any:
+            return iter(scores(documents))
+
+        for scorer in (as_tuple, as_generator):
+            fitted = SelectRelevant(keep_recent=1, scorer=scorer)(chat(), budget(30))
+            assert texts(fitted.messages) == [CHAT[0], chat()[-1].text]
 
     def test_by_name(self) -> None:
         """'relevant(N)' is SelectRelevant(keep_recent=N), equal to one built."""

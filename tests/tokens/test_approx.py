@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from contextwindow import ArgumentError, Message, count_messages, fit
+from contextwindow import (
+    ArgumentError,
+    ArgumentTypeError,
+    ArgumentValueError,
+    Message,
+    TokenCounter,
+    count_messages,
+    fit,
+)
 from contextwindow.testing import FakeTokenizer
 from contextwindow.tokens.approx import ApproximateTokenizer
 from contextwindow.tokens.base import Tokenizer
@@ -88,3 +98,80 @@ class TestApproximateTokenizer:
         """The label is shown in every report: it must be text."""
         with pytest.raises(ArgumentError, match=r"^label: expected a str"):
             ApproximateTokenizer(FakeTokenizer(), None)  # type: ignore[arg-type]  # the wrong type on purpose
+
+
+class CharsOver4:
+    """A user's estimate: ``len / 4``, a float (``count("")`` is the int 0)."""
+
+    name, exact = "chars/4", False
+
+    def count(self, text: str) -> Any:
+        return len(text) / 4 if text else 0
+
+
+class Negative:
+    """A user's tokenizer gone wrong: negative counts."""
+
+    name, exact = "negative", False
+
+    def count(self, text: str) -> int:
+        return -len(text)
+
+
+class TestAUsersBase:
+    CONV = (
+        Message.user("word " * 400),
+        Message.assistant("ok " * 300),
+        Message.user("and now?"),
+    )
+
+    @pytest.mark.parametrize(
+        ("base", "error", "got"),
+        [
+            (CharsOver4(), ArgumentTypeError, "500.0"),
+            (Negative(), ArgumentValueError, "-2000"),
+        ],
+    )
+    def test_counts_are_checked(
+        self, base: Tokenizer, error: type[Exception], got: str
+    ) -> None:
+        """A float or negative count from a user's base is named, as a bare one's is."""
+        tok = ApproximateTokenizer(base, "claude")
+        match = rf"^base: expected a Tokenizer whose count returns an int >= 0.*{got}"
+        with pytest.raises(error, match=match):
+            tok.count("word " * 400)
+        with pytest.raises(error, match=r"^base: "):
+            TokenCounter(tok).messages(list(self.CONV))
+        with pytest.raises(error, match=r"^base: "):
+            fit(list(self.CONV), limit=500, tokenizer=tok)
+        with pytest.raises(error, match=r"^base: "):
+            tok.count_many(["word " * 400])
+
+    def test_a_batch_is_checked(self) -> None:
+        """A user's count_many returning floats, or too few counts: named."""
+
+        class Batch(CharsOver4):
+            def count_many(self, texts: list[str]) -> list[Any]:
+                return [len(t) / 4 for t in texts]
+
+        class Short(CharsOver4):
+            def count_many(self, texts: list[str]) -> list[int]:
+                return [1]
+
+        with pytest.raises(ArgumentTypeError, match=r"^base: .*returned 1\.0"):
+            ApproximateTokenizer(Batch(), "m").count_many(["abcd", "ab"])
+        with pytest.raises(ArgumentValueError, match=r"^base: .*returned 1 for 2"):
+            ApproximateTokenizer(Short(), "m").count_many(["abcd", "ab"])
+
+    def test_good_counts_pass(self) -> None:
+        """A user's base that counts right is used as it is, scaled."""
+
+        class Words:
+            name, exact = "words", False
+
+            def count(self, text: str) -> int:
+                return len(text.split())
+
+        tok = ApproximateTokenizer(Words(), "m", scale=1.5)
+        assert tok.count("a b c") == 5
+        assert tok.count_many(["a b", "c"]) == [3, 2]

@@ -337,20 +337,46 @@ def token_counter(
 
 
 class _MessagesTokenizer:
-    """A LangChain counter over message lists, seen as a ``Tokenizer``."""
+    """A LangChain counter over message lists, seen as a ``Tokenizer``.
+
+    The counter is the user's (``given``: what was passed as
+    ``token_counter``), and this class the library's, whose counts a
+    ``TokenCounter`` takes as they come: each count is checked here
+    (``_lc_count``), so that a float or a negative one is named at once, not
+    summed into the request's tokens.
+    """
 
     exact = False
 
-    def __init__(self, count: Callable[[list[BaseMessage]], int]) -> None:
+    def __init__(self, count: Callable[[list[BaseMessage]], int], given: Any) -> None:
         self._count = count
-        self._base = count([HumanMessage("")])
+        self._given = given
+        self._base = _lc_count(count([HumanMessage("")]), given, "an empty message")
 
     @property
     def name(self) -> str:
         return "langchain counter"
 
     def count(self, text: str) -> int:
-        return max(0, self._count([HumanMessage(text)]) - self._base) if text else 0
+        if not text:
+            return 0
+        n = self._count([HumanMessage(text)])
+        # Its length, not the text, is said: the text may hold a secret.
+        what = f"a message of {len(text)} characters"
+        return max(0, _lc_count(n, self._given, what) - self._base)
+
+
+def _lc_count(n: object, counter: Any, what: str) -> int:
+    """``n`` if it is a count (an ``int >= 0``), else an error naming the counter."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        negative = isinstance(n, int) and not isinstance(n, bool)
+        raise (ArgumentValueError if negative else ArgumentTypeError)(
+            "token_counter",
+            shown(counter),
+            "a token counter that returns an int >= 0",
+            f"its count of {what} returned {shown(n)}",
+        )
+    return n
 
 
 def _lc_counter(counter: Any) -> Callable[[list[BaseMessage]], int] | None:
@@ -467,13 +493,13 @@ def trim_messages(
         else:
             counter = TokenCounter(as_tokenizer(token_counter), provider)
         return to_langchain(_fit(conv, max_tokens, chosen, counter, provider))
-    counter = TokenCounter(_MessagesTokenizer(theirs), provider)
+    counter = TokenCounter(_MessagesTokenizer(theirs, token_counter), provider)
     limit = max_tokens
     got = 0  # set by the first pass (_REFITS > 0)
     for _ in range(_REFITS):
         fitted = _fit(conv, limit, chosen, counter, provider)
         out = to_langchain(fitted)
-        got = theirs(out)
+        got = _lc_count(theirs(out), token_counter, f"the {len(out)} messages kept")
         if got <= max_tokens:
             return out
         # Their count is not ours: shrink by the ratio between the two.

@@ -48,9 +48,11 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import inspect
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol, cast, get_args
 
 from contextwindow._args import (
     check_bool,
@@ -120,6 +122,7 @@ __all__ = [
     "step_end",
     "step_size",
     "strategy_input",
+    "trusted",
     "unit_start",
     "verify",
 ]
@@ -860,7 +863,7 @@ class RunTally:
         for u in run:
             if u.kind == "tool_exchange":
                 for part in messages[u.start].parts:
-                    if part.__class__ is ToolCall or isinstance(part, ToolCall):
+                    if isinstance(part, ToolCall):
                         names[part.name] = None
                 if len(names) > MAX_NAMES_SHOWN:
                     break
@@ -1211,6 +1214,26 @@ def shared_length(
     return best
 
 
+def trusted(stage: object) -> bool:
+    """Whether ``stage`` is one of the library's own strategies (not a subclass).
+
+    Their outputs keep the module's contract by construction (the property
+    tests hold them to it), and those that run a user's strategy
+    (``Pipeline``, ``CollapseRuns``) pass its output through ``verify``
+    themselves. So ``verify`` looks for what only a user's code can do (a
+    pinned message dropped, messages moved, a change that names no message
+    or holds no number) in a user's output alone: a re-fit of the default
+    pipeline costs what changed, not a pass over every message per stage.
+
+    Example:
+        >>> from contextwindow.strategies import DropOldest
+        >>> def mine(messages, budget, /): ...
+        >>> trusted(DropOldest()), trusted(mine)
+        (True, False)
+    """
+    return type(stage).__module__.startswith("contextwindow.")
+
+
 def verify(
     stage: object,
     given: Sequence[Message],
@@ -1222,13 +1245,28 @@ def verify(
     """A stage's output as ``fit`` and ``Pipeline`` can rely on it.
 
     A strategy is any callable, so its output is checked, not trusted: it
-    must be a ``Fitted`` of messages; it is made valid for the budget's
-    provider (``ensure_valid``, each repair reported); its tokens are
-    counted again (the counter's cache makes that a sum for messages seen
-    before); and when its report does not add up to the recount
-    (``tokens_before - saved != tokens_after``), a ``rewritten`` change
-    naming the messages it touched carries the difference, so the report
-    stays consistent. A built-in strategy's output passes unchanged.
+    must be a ``Fitted`` of messages and a report whose changes have the
+    fields a ``Change`` declares (each index into ``given``); it is made
+    valid for the budget's provider (``ensure_valid``, each repair
+    reported); its tokens are counted again (the counter's cache makes that
+    a sum for messages seen before); and when its report does not add up to
+    the recount (``tokens_before - saved != tokens_after``), a change naming
+    the messages it touched carries the difference, so the report stays
+    consistent. A built-in strategy's output passes unchanged (``trusted``).
+
+    A user's strategy is held to the invariants every strategy keeps
+    (DESIGN.md): the system messages, the pinned ones, those holding a
+    protected marker and the final message, each with the rest of its tool
+    exchange, are put back as they were when it dropped or rewrote them, and
+    the input's order when it moved messages (the final message last), each
+    said in the report's ``warnings``. They are put back rather than
+    refused: the output then keeps the invariants and the rest of the
+    stage's work, as a broken tool pair is repaired rather than refused (the
+    next stage, or ``fit``'s fallback, cuts what no longer fits). A cut
+    the stage reported and that was undone gets a ``repaired`` change that
+    adds its tokens back. Every message it dropped, rewrote or added that its
+    report names nowhere (by id) gets a change, even one that saves no
+    tokens (a rewrite of the same size).
 
     Args:
         stage: The strategy, for its name.
@@ -1242,7 +1280,9 @@ def verify(
 
     Raises:
         ContextWindowError: The strategy returned something other than a
-            ``Fitted`` of messages and a ``Report`` (naming the strategy).
+            ``Fitted`` of messages and a ``Report`` (a coroutine too: an
+            ``async def`` strategy), or a report field that is not of its
+            declared type or range (naming the strategy and the field).
 
     Example:
         >>> from contextwindow.testing import FakeTokenizer
@@ -1259,6 +1299,14 @@ def verify(
         (['hi', 'and?'], 13)
         >>> [(c.kind, c.stage) for c in fitted.report.changes]
         [('dropped', 'sloppy'), ('repaired', 'ensure_valid')]
+        >>> def tail(messages, budget, /):  # drops the first message, a pinned one
+        ...     return Fitted(tuple(messages[-1:]), Report(0, 0, budget.limit))
+        >>> pinned = [Message.system("Be brief."), *conv]
+        >>> fitted = verify(tail, pinned, tail(pinned, budget), budget)
+        >>> fitted.messages[0].text
+        'Be brief.'
+        >>> print(fitted.report.warnings[0])  # doctest: +ELLIPSIS
+        strategy 'tail' dropped or rewrote messages[0] (system), which every ...
         >>> try:
         ...     verify(sloppy, conv, list(conv), budget)
         ... except ContextWindowError as e:
@@ -1266,17 +1314,14 @@ def verify(
         strategy 'sloppy' returned list, not a Fitted(messages, report)
     """
     name = stage_name(stage)
-    if not isinstance(fitted, Fitted):
-        raise ContextWindowError(
-            f"strategy {name!r} returned {type(fitted).__name__}, not a Fitted"
-            "(messages, report)"
-        )
-    report = fitted.report
-    if not isinstance(report, Report):  # pyright: ignore[reportUnnecessaryIsInstance]  # a user's strategy may return anything
-        raise ContextWindowError(
-            f"strategy {name!r} returned a Fitted whose report is "
-            f"{type(report).__name__}, not a Report"
-        )
+    report = _report_of(name, fitted)
+    assert isinstance(fitted, Fitted)  # _report_of refused anything else
+    own = trusted(stage)
+    returned = report
+    if own:
+        given_changes = tuple(cast("Iterable[object]", report.changes))
+    else:
+        given_changes, report = _checked_report(name, report, len(given))
     given_out = fitted.messages
     if isinstance(given_out, tuple) and known_valid(budget, given_out):  # pyright: ignore[reportUnnecessaryIsInstance]  # a user's strategy may return anything
         # A conversation ``finish`` returned: messages, valid, its tokens known.
@@ -1285,7 +1330,6 @@ def verify(
     else:
         out = _checked_output(name, given_out)
         valid = False
-    given_changes = tuple(cast("Iterable[object]", report.changes))
     # What this stage reported last time (the same changes, mostly): only
     # the rest is checked and added up.
     found = budget.memo.get(_VERIFIED_KEY)  # only this function puts it
@@ -1307,10 +1351,21 @@ def verify(
         saved += c.saved
     changes = cast("tuple[Change, ...]", given_changes)
     verified[name] = (changes, saved)
+    kept: _Kept | None = None
+    if not own:
+        kept = _kept(name, given, out, changes, budget)
+        if kept.messages is not out:
+            out, valid = kept.messages, False
+        changes = (*changes, *kept.repairs)
+        saved += sum(c.saved for c in kept.repairs)
     before = budget.count(given) if counted is None else counted
     after = budget.count(out)
     unaccounted = before - saved - after
-    if unaccounted:
+    if kept is not None:
+        extra = kept.unreported(name, given, budget, unaccounted)
+        if extra is not None:
+            changes = (*changes, extra)
+    elif unaccounted:
         changes = (*changes, _unreported(name, given, out, unaccounted))
     if not valid and ensure_valid(out, budget.provider).problems:
         fixed = finish("ensure_valid", out, out, (), budget, counted=after)
@@ -1324,10 +1379,31 @@ def verify(
         limit=budget.limit,
         changes=changes,
         stages=report.stages or (name,),
+        warnings=report.warnings if kept is None else report.warnings + kept.warnings,
     )
-    if checked == report and out is fitted.messages:
+    if checked == returned and out is fitted.messages:
         return fitted
     return Fitted(out, checked)
+
+
+def _report_of(name: str, fitted: object) -> Report:
+    """The report of ``fitted``, a ``Fitted`` holding a ``Report`` (else an error)."""
+    if not isinstance(fitted, Fitted):
+        hint = ""
+        if inspect.iscoroutine(fitted):
+            fitted.close()  # never awaited: said here, without a RuntimeWarning
+            hint = " (an async def strategy: a strategy is called, never awaited)"
+        raise ContextWindowError(
+            f"strategy {name!r} returned {type(fitted).__name__}, not a Fitted"
+            f"(messages, report){hint}"
+        )
+    report = fitted.report
+    if not isinstance(report, Report):  # pyright: ignore[reportUnnecessaryIsInstance]  # a user's strategy may return anything
+        raise ContextWindowError(
+            f"strategy {name!r} returned a Fitted whose report is "
+            f"{type(report).__name__}, not a Report"
+        )
+    return report
 
 
 _VERIFIED_KEY = "contextwindow.verify"
@@ -1355,6 +1431,341 @@ def _checked_output(name: str, messages: object) -> tuple[Message, ...]:
                 f"{type(m).__name__}, not a Message"
             )
     return cast("tuple[Message, ...]", out)
+
+
+_KINDS = frozenset(get_args(ChangeKind))
+"""Every ``ChangeKind``."""
+
+
+def _checked_report(
+    name: str, report: Report, n: int
+) -> tuple[tuple[object, ...], Report]:
+    """A user's report: its changes, and the report with tuples where it has lists.
+
+    Each field must be what ``Report`` and ``Change`` declare, so that an
+    error names the strategy and the field, not a ``TypeError`` deep in a
+    sum, and so that ``fit``'s report indexes its input (``n`` messages; an
+    index of ``n`` is a message added at the end).
+    """
+    changes = _items(name, "changes", report.changes, "a tuple of Change")
+    for j, c in enumerate(changes):
+        if not isinstance(c, Change):
+            raise ContextWindowError(
+                f"strategy {name!r} returned report.changes[{j}] of type "
+                f"{type(c).__name__}, not a Change"
+            )
+        _check_change(name, j, c, n)
+    warnings = _items(name, "warnings", report.warnings, "a tuple of str")
+    stages = _items(name, "stages", report.stages, "a tuple of str")
+    for field_name, values in (("warnings", warnings), ("stages", stages)):
+        for j, v in enumerate(values):
+            if not isinstance(v, str):
+                raise ContextWindowError(
+                    f"strategy {name!r} returned report.{field_name}[{j}] = "
+                    f"{shown(v)}, not a str"
+                )
+    if warnings is report.warnings and stages is report.stages:
+        return changes, report
+    fixed = replace(
+        report,
+        warnings=cast("tuple[str, ...]", warnings),
+        stages=cast("tuple[str, ...]", stages),
+    )
+    return changes, fixed
+
+
+def _items(name: str, field_name: str, value: object, takes: str) -> tuple[object, ...]:
+    """A report field's items as a tuple (a list or a generator is read)."""
+    given: object = value  # narrowed below, ``value`` itself is not
+    if isinstance(given, tuple):
+        return cast("tuple[object, ...]", given)
+    if isinstance(given, Iterable) and not isinstance(
+        given, str | bytes | bytearray | Mapping
+    ):
+        return tuple(cast("Iterable[object]", given))
+    raise ContextWindowError(
+        f"strategy {name!r} returned report.{field_name} = {shown(value)}, not {takes}"
+    )
+
+
+def _check_change(name: str, j: int, c: Change, n: int) -> None:
+    """Refuse a field of ``c`` (``report.changes[j]``) that is not what it declares."""
+    where = f"strategy {name!r} returned report.changes[{j}]"
+    if c.kind not in _KINDS:
+        raise ContextWindowError(
+            f"{where}.kind = {shown(c.kind)}, not a ChangeKind "
+            f"({', '.join(get_args(ChangeKind))})"
+        )
+    for field_name in ("stage", "what"):
+        value = getattr(c, field_name)
+        if not isinstance(value, str):
+            raise ContextWindowError(
+                f"{where}.{field_name} = {shown(value)}, not a str"
+            )
+    ids = cast("object", c.ids)  # a user's change may hold anything
+    if not isinstance(ids, tuple) or not all(
+        isinstance(i, str) for i in cast("tuple[object, ...]", ids)
+    ):
+        shown_ids = shown(c.ids)
+        raise ContextWindowError(f"{where}.ids = {shown_ids}, not a tuple of str")
+    for field_name in ("tokens_before", "tokens_after", "units"):
+        value = getattr(c, field_name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ContextWindowError(
+                f"{where}.{field_name} = {shown(value)}, not an int >= 0"
+            )
+    index = cast("object", c.index)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= n:
+        raise ContextWindowError(
+            f"{where}.index = {shown(index)}, not an index into its {n} input "
+            f"messages (0 to {n})"
+        )
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A user's output with the invariants put back (``_kept``), and what that took."""
+
+    messages: tuple[Message, ...]
+    """The output: the stage's own when nothing was put back."""
+    repairs: tuple[Change, ...]
+    """A ``repaired`` change for each message put back that its report cut."""
+    warnings: tuple[str, ...]
+    """What was put back, and why."""
+    touched: list[int]
+    """Input positions dropped or rewritten that its report names nowhere."""
+    dropped: bool
+    """Whether each of ``touched`` is gone from the output (none rewritten)."""
+    added: list[int]
+    """For each message added that its report names nowhere, the input
+    position it went before."""
+    added_ids: list[str]
+    """Those messages' ids."""
+
+    def unreported(
+        self, name: str, given: Sequence[Message], budget: Budget, tokens: int
+    ) -> Change | None:
+        """The change for what the report left out: its messages and ``tokens``.
+
+        ``tokens`` is what the report leaves unaccounted (``before - saved -
+        after``): the change carries it, so the report adds up. ``None`` when
+        nothing is left out.
+        """
+        touched, added = self.touched, self.added
+        if not touched and not added:
+            return _unreported(name, given, self.messages, tokens) if tokens else None
+        if not added:
+            kind: ChangeKind = "dropped" if self.dropped else "rewritten"
+        else:
+            kind = "added" if not touched else "rewritten"
+        was = sum(budget.counter.message(given[j]) for j in touched)
+        now = was - tokens  # what replaced them, when the report's figures hold
+        if now < 0:  # they do not: the change carries the difference alone
+            was, now = max(tokens, 0), max(-tokens, 0)
+        n = len(touched) + len(added)
+        return Change(
+            kind,
+            name,
+            (*(given[j].id for j in touched), *self.added_ids),
+            touched[0] if touched else added[0],
+            was,
+            now,
+            f"{n} message{'' if n == 1 else 's'} {kind} that its report does not "
+            f"account for ({tokens:,} tokens saved)",
+        )
+
+
+def _kept(
+    name: str,
+    given: Sequence[Message],
+    out: tuple[Message, ...],
+    changes: tuple[Change, ...],
+    budget: Budget,
+) -> _Kept:
+    """A user's output, holding what every strategy keeps, in the input's order.
+
+    Each output message stands for the input message with its id (else one
+    equal to it: a message rebuilt with a new id), or for none (one it
+    added). A pinned input message (``pinned_flags``: system, pinned,
+    holding a marker, the final one) that no output message stands for, or
+    one that stands for it changed, is put back as it was; so is any message
+    of its unit gone from the output (a tool exchange is kept whole). Then
+    the messages are sorted by the input position each stands for, an added
+    one going before the message that followed it (after the last of them:
+    before the final unit), so that the order is the input's.
+    """
+    n = len(given)
+    if len(out) == n and all(map(operator.is_, out, given)):
+        return _Kept(out, (), (), [], True, [], [])  # it changed nothing
+    slot = _slots(given, out)
+    holder = [-1] * n
+    for k, j in enumerate(slot):
+        if j >= 0:
+            holder[j] = k
+    carried = [
+        k >= 0 and (out[k] is given[j] or out[k] == given[j])
+        for j, k in enumerate(holder)
+    ]
+    put = _to_put_back(given, carried, holder, budget.protected)
+    msgs = list(out)
+    for j in put:
+        if holder[j] >= 0:
+            msgs[holder[j]] = given[j]
+    # Where each message goes: the input position it stands for; an added one
+    # before the next message that stands for one.
+    end = unit_start(given, n - 1) if n else 0
+    following = end
+    keys: list[tuple[int, int, int]] = [(0, 0, 0)] * len(out)
+    for k in range(len(out) - 1, -1, -1):
+        if slot[k] >= 0:
+            following = slot[k]
+            keys[k] = (following, 1, k)
+        else:
+            keys[k] = (following, 0, k)
+    placed = sorted(
+        [(keys[k], msgs[k]) for k in range(len(out))]
+        + [((j, 1, -1), given[j]) for j in put if holder[j] < 0],
+        key=lambda e: e[0],
+    )
+    result = tuple(m for _, m in placed)
+    if len(result) == len(out) and all(
+        a is b for a, b in zip(result, out, strict=True)
+    ):
+        result = out
+    warnings: list[str] = []
+    if put:
+        places = _places(given, put, budget.protected)
+        warnings.append(
+            f"strategy {name!r} dropped or rewrote {places}, which every strategy "
+            "keeps (system, pinned and protected messages, the final message and "
+            "the rest of their tool exchanges): put back"
+        )
+    if any(keys[k] > keys[k + 1] for k in range(len(keys) - 1)):
+        warnings.append(
+            f"strategy {name!r} moved messages out of the input's order (or past "
+            "the final message): the input's order was put back"
+        )
+    # What its report names, by id; and what it changed that the report does not.
+    named = {i for c in changes for i in c.ids}
+    counter = budget.counter
+    repairs = tuple(
+        Change(
+            "repaired",
+            name,
+            (given[j].id,),
+            j,
+            counter.message(out[holder[j]]) if holder[j] >= 0 else 0,
+            counter.message(given[j]),
+            f"{given[j].role} message put back: every strategy keeps it",
+        )
+        for j in put
+        if given[j].id in named
+    )
+    back = set(put)
+    touched = [
+        j
+        for j in range(n)
+        if not carried[j] and j not in back and given[j].id not in named
+    ]
+    added = [k for k in range(len(out)) if slot[k] < 0 and out[k].id not in named]
+    return _Kept(
+        result,
+        repairs,
+        tuple(warnings),
+        touched,
+        all(holder[j] < 0 for j in touched),
+        [keys[k][0] for k in added],
+        [out[k].id for k in added],
+    )
+
+
+def _slots(given: Sequence[Message], out: Sequence[Message]) -> list[int]:
+    """For each output message, the input position it stands for (``-1``: none).
+
+    By id: the input message with its id, the very object first when ids
+    repeat; then, for the rest, an input message left over equal to it (a
+    message rebuilt with a new id). No input position is taken twice: a
+    message given twice stands for its input once, its copy for none.
+    """
+    first: dict[str, int] = {}
+    repeats: dict[str, list[int]] = {}
+    for i, m in enumerate(given):
+        if first.setdefault(m.id, i) != i:
+            repeats.setdefault(m.id, []).append(i)
+    taken = [False] * len(given)
+    slot = [-1] * len(out)
+    loose: list[int] = []
+    for k, o in enumerate(out):
+        j = first.get(o.id)
+        if j is not None and o.id in repeats:
+            free = [i for i in (j, *repeats[o.id]) if not taken[i]]
+            j = next(
+                (i for i in free if given[i] is o),
+                next((i for i in free if given[i] == o), free[0] if free else None),
+            )
+        if j is None or taken[j]:
+            loose.append(k)
+            continue
+        slot[k] = j
+        taken[j] = True
+    if loose:
+        left: dict[Message, list[int]] = {}
+        try:
+            for i, m in enumerate(given):
+                if not taken[i]:
+                    left.setdefault(m, []).append(i)
+            for k in loose:
+                found = left.get(out[k])
+                if found:
+                    slot[k] = found.pop(0)
+        except TypeError:  # a part that cannot be hashed: matched by id alone
+            pass
+    return slot
+
+
+def _to_put_back(
+    given: Sequence[Message],
+    carried: list[bool],
+    holder: list[int],
+    markers: tuple[str, ...],
+) -> list[int]:
+    """Input positions to put back: pinned ones not carried, their units' gone ones.
+
+    Summaries are not pinned here: a user's strategy may roll them forward.
+    """
+    if not given:
+        return []
+    flags = pinned_flags(given, markers, summaries=False)
+    put: list[int] = []
+    for u in units(given):
+        if u.stop - u.start == 1:
+            if flags[u.start] and not carried[u.start]:
+                put.append(u.start)
+        elif any(flags[u.start : u.stop]):
+            put.extend(
+                j
+                for j in range(u.start, u.stop)
+                if (flags[j] and not carried[j]) or holder[j] < 0
+            )
+    return put
+
+
+def _places(given: Sequence[Message], put: list[int], markers: tuple[str, ...]) -> str:
+    """``messages[0] (system), messages[7] (final)``: what was put back, and why."""
+    n = len(given)
+
+    def why(j: int) -> str:
+        m = given[j]
+        if j == n - 1:
+            return "final"
+        if m.role == "system" or m.pinned:
+            return "system" if m.role == "system" else "pinned"
+        if pinned_one(m, markers, summaries=False):
+            return "protected"
+        return f"{m.role}, of a pinned tool exchange"
+
+    listed = ", ".join(f"messages[{j}] ({why(j)})" for j in put[:4])
+    return listed + (f" and {len(put) - 4} more" if len(put) > 4 else "")
 
 
 def _unreported(

@@ -115,6 +115,8 @@ from contextwindow.strategies.base import (
     relocate,
     shares,
     step_end,
+    trusted,
+    verify,
 )
 from contextwindow.strategies.digest import Counted, digest, names
 from contextwindow.strategies.files import file_actions
@@ -1229,12 +1231,16 @@ class CollapseRuns:
     so what fitted still fits.
 
     Args:
-        strategy: The strategy whose output is bounded.
+        strategy: The strategy whose output is bounded. A user's is checked
+            as ``fit`` checks a stage (``verify``): its output made valid,
+            what every strategy keeps put back, its changes accounted under
+            its own name.
         max_share: The share of the request cut exchanges may take.
 
     Raises:
         ContextWindowError: ``max_share`` outside [0, 1], or a ``strategy``
-            that is not one.
+            that is not one; when called, a user's ``strategy`` that
+            returned something other than a ``Fitted`` (naming it).
 
     Example:
         >>> import json
@@ -1276,6 +1282,11 @@ class CollapseRuns:
         if not isinstance(messages, list | tuple):
             messages = check_messages(messages)
         fitted: Fitted = self.strategy(messages, budget)
+        if not trusted(self.strategy):
+            # A user's strategy: its output is checked as ``fit`` checks it
+            # (a wrong type named, pins and pairs put back, its changes
+            # accounted under its own name), before any of it is collapsed.
+            fitted = verify(self.strategy, messages, fitted, budget)
         got = fitted.messages
         share = cut_share(got, budget, "CollapseRuns", edits=True)
         if self.max_share >= 1 or share <= self.max_share:

@@ -5,7 +5,10 @@ budget's provider even when no stage runs (a fitting input is only repaired),
 its report joins its stages' reports, and each change's index points into the
 pipeline's own input. A stage is any callable, so each stage's output is
 checked (``verify``): repaired when invalid, its tokens recounted, its report
-made to add up; whether the budget is met is decided on the recount.
+made to add up; a user's stage also gets back what every strategy keeps (the
+system, pinned and protected messages, the final one, the input's order) and
+a change for each message it touched unreported. Whether the budget is met is
+decided on the recount.
 A stage whose summarizer fails (``SummarizerError``: an LLM endpoint
 down, slow or refusing) changes nothing: the pipeline goes on with the
 next stage, and the report's ``warnings`` say which stage was skipped and

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -62,7 +63,8 @@ class SelectRelevant:
 
     Raises:
         ContextWindowError: ``keep_recent`` below 0, or a scorer that is
-            not callable.
+            not callable; when called, a scorer that did not return one
+            finite number per unit, in order (a dict or a ``str`` neither).
 
     Example:
         >>> from contextwindow import Message, TokenCounter
@@ -214,9 +216,20 @@ class SelectRelevant:
         return fresh
 
     def _checked(self, texts: Sequence[str], query: str) -> list[float]:
-        """The scorer's scores of ``texts``, checked: one finite number each."""
+        """The scorer's scores of ``texts``, checked: one finite number each.
+
+        Any ordered iterable of numbers is read (a list, a tuple, an array, a
+        generator); a mapping, a set, a ``str`` or ``bytes`` is refused: read
+        as one, a dict's keys (its unit indices) or a string's characters
+        would pass for the scores, and the ranking be by position.
+        """
         scores: object = self.scorer(texts, query)
         who = shown(self.scorer)
+        if isinstance(scores, Mapping | AbstractSet | str | bytes | bytearray):
+            raise ContextWindowError(
+                f"the scorer {who} returned {shown(scores)}, not one number per "
+                "unit (a sequence of numbers, in the order of the units)"
+            )
         try:
             values = [float(s) for s in scores]  # type: ignore[attr-defined]  # checked here
         except (TypeError, ValueError):

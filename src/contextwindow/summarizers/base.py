@@ -20,6 +20,7 @@ Contract:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -73,6 +74,10 @@ def summary_text(summarizer: object, value: object) -> str:
     skip as it skips a ``SummarizerError``.
     """  # noqa: E501 -- doctest output lines cannot be wrapped
     if not isinstance(value, str):
+        if inspect.iscoroutine(value):
+            # A summarize that is no ``async def`` yet returned a coroutine (a
+            # wrapped one): closed, so that the error is all that is said.
+            value.close()
         raise ArgumentTypeError(
             "summarizer",
             f"{shown(summarizer)} returning {shown(value)}",

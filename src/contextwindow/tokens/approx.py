@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 
-from contextwindow._args import as_tokenizer, check_number, check_str
+from contextwindow._args import as_tokenizer, check_number, check_str, shown
+from contextwindow.errors import ArgumentValueError
 from contextwindow.tokens.base import Tokenizer
 
 __all__ = ["ApproximateTokenizer"]
@@ -44,14 +45,20 @@ class ApproximateTokenizer:
         ('fake x1.17 (approximate for claude)', 4)
     """
 
-    __slots__ = ("_base", "_label", "_scale")
+    __slots__ = ("_base", "_count", "_label", "_scale")
 
     def __init__(
         self, base: Tokenizer | str, label: str, *, scale: float = 1.0
     ) -> None:
+        from contextwindow.tokens.counting import checked_count
+
         # A str has a ``count`` method too: taken as a base, it would count
         # occurrences of the text in the name (about 0 for any request).
         self._base = as_tokenizer(base, "base")
+        # This class is the library's, so a counter takes its counts as they
+        # come: a user's base is checked here instead (a float or a negative
+        # count named at once, not summed into the request's tokens).
+        self._count = checked_count(self._base, "base")
         self._label: str = check_str(label, "label")
         self._scale: float = check_number(scale, "scale", low=0, open_low=True)
 
@@ -82,20 +89,41 @@ class ApproximateTokenizer:
         return self._label
 
     def count(self, text: str) -> int:
-        """Return the base's count of ``text`` times the scale, rounded up."""
-        n = self._base.count(text)
+        """Return the base's count of ``text`` times the scale, rounded up.
+
+        Raises:
+            ArgumentError: A user's base returned something other than an
+                ``int >= 0`` (named as ``base``).
+        """
+        n = self._count(text)
         return n if self._scale == 1.0 else math.ceil(n * self._scale)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Count several texts, in one batch when the base can."""
+        from contextwindow.tokens.counting import checked_result
+
         batch: Callable[[list[str]], Iterable[int]] | None = getattr(
             self._base, "count_many", None
         )
         counts: list[int]
         if callable(batch):
-            counts = list(batch(list(texts)))
+            texts = list(texts)
+            counts = list(batch(texts))
+            if not type(self._base).__module__.startswith("contextwindow."):
+                # A user's batch: each count checked as ``count`` checks it.
+                if len(counts) != len(texts):
+                    raise ArgumentValueError(
+                        "base",
+                        shown(self._base),
+                        "a Tokenizer whose count_many returns one count per text",
+                        f"it returned {len(counts)} for {len(texts)}",
+                    )
+                counts = [
+                    checked_result(n, self._base, "base", len(t))
+                    for n, t in zip(counts, texts, strict=True)
+                ]
         else:
-            counts = [self._base.count(t) for t in texts]
+            counts = [self._count(t) for t in texts]
         if self._scale == 1.0:
             return counts
         return [math.ceil(n * self._scale) for n in counts]

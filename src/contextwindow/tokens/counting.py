@@ -234,7 +234,7 @@ class TokenCounter:
         if cache_size is None:
             cache_size = DEFAULT_CACHE_SIZE
         self._tok = as_tokenizer(tokenizer)
-        self._count = _checked_count(self._tok)
+        self._count = checked_count(self._tok)
         self._model = _model_name(model, tokenizer)
         self._image_rule: ImageRule = openai_image_rule(self._model)
         self._provider: Provider = provider
@@ -773,32 +773,50 @@ def _check_message(msg: object, name: str) -> None:
         raise ArgumentTypeError(name, shown(msg), "a Message")
 
 
-def _checked_count(tokenizer: Tokenizer) -> Callable[[str], int]:
+def checked_count(
+    tokenizer: Tokenizer, name: str = "tokenizer"
+) -> Callable[[str], int]:
     """``tokenizer.count``, its results checked unless it is the library's own.
 
-    Every count the counter makes goes through here: a user's tokenizer that
-    returns a negative number, a float or ``None`` is named at once, not
-    summed into a negative total or a ``TypeError`` deep in a strategy. The
-    text is not shown (it may hold a secret), only its length.
+    Every count the counter makes goes through here (and every count an
+    ``ApproximateTokenizer`` takes from its ``base``, named so): a user's
+    tokenizer that returns a negative number, a float or ``None`` is named
+    at once, not summed into a negative total or a ``TypeError`` deep in a
+    strategy. The text is not shown (it may hold a secret), only its length.
     """
     count = tokenizer.count
     if type(tokenizer).__module__.startswith("contextwindow."):
         return count  # known good: the hot path stays one call
 
     def checked(text: str) -> int:
-        n = cast("object", count(text))  # a user's: not trusted to be an int
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            negative = isinstance(n, int) and not isinstance(n, bool)
-            error = ArgumentValueError if negative else ArgumentTypeError
-            raise error(
-                "tokenizer",
-                shown(tokenizer),
-                "a Tokenizer whose count returns an int >= 0",
-                f"its count of a {len(text)}-character text returned {shown(n)}",
-            )
-        return n
+        return checked_result(count(text), tokenizer, name, len(text))
 
     return checked
+
+
+def checked_result(n: object, tokenizer: object, name: str, length: int) -> int:
+    """``n`` if it is a count (an ``int >= 0``), else an error naming ``tokenizer``.
+
+    ``length``: the characters of the text counted, said instead of the text.
+
+    Example:
+        >>> checked_result(3, "chars/4", "tokenizer", 12)
+        3
+        >>> checked_result(3.0, "chars/4", "tokenizer", 12)
+        Traceback (most recent call last):
+        ...
+        contextwindow.errors.ArgumentTypeError: tokenizer: expected a Tokenizer whose count returns an int >= 0, got 'chars/4' (its count of a 12-character text returned 3.0)
+    """  # noqa: E501 -- doctest output lines cannot be wrapped
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        negative = isinstance(n, int) and not isinstance(n, bool)
+        error = ArgumentValueError if negative else ArgumentTypeError
+        raise error(
+            name,
+            shown(tokenizer),
+            "a Tokenizer whose count returns an int >= 0",
+            f"its count of a {length}-character text returned {shown(n)}",
+        )
+    return n
 
 
 def _starts_with(seq: Sequence[Any], last: Sequence[Any]) -> bool:
