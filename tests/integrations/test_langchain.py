@@ -624,7 +624,7 @@ class TestUsageOfInterleavedCalls:
                     "output_tokens": 1,
                     "total_tokens": billed + 1,
                 }
-                reply = AIMessage("ok", usage_metadata=usage)  # type: ignore[arg-type]  # a usage mapping
+                reply = AIMessage("ok", usage_metadata=usage)
                 return ChatResult(generations=[ChatGeneration(message=reply)])
 
         mw = ContextWindowMiddleware("claude-sonnet-4-5")

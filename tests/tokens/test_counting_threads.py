@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from contextwindow._prefix import longest_prefix
 from contextwindow.messages import Message
 from contextwindow.tokens import BPETokenizer, TokenCounter, counting
 
@@ -30,7 +31,7 @@ def test_a_count_interleaved_with_another_is_right(
     shared.running(first)
     shared.running(other)  # remembered after ``first``: ``first`` is second
     grown = [*first[:80], *(Message.user(f"new {i}") for i in range(30))]
-    look = counting.longest_prefix
+    look = longest_prefix
 
     def interleaved(seq: Sequence[Any], olds: Sequence[Sequence[Any]]) -> Any:
         found = look(seq, olds)

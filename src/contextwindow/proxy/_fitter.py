@@ -250,7 +250,7 @@ class Fitter:
         self.store: Store | None = self._behind if self._behind is not None else store
         self._lock = threading.Lock()
         self._models: dict[str, _Model] = {}
-        self._counters: dict[tuple[str, str], TokenCounter] = {}
+        self._counters: dict[tuple[str, str, str], TokenCounter] = {}
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._calibrations: dict[tuple[str, str, str], Calibration] = {}
         self._tool_reads: list[
