@@ -290,9 +290,17 @@ class SharedContext:
             - coder: Fix the failing login test
         """
         check_str(agent, "agent", none=True)
+        # The log grouped by agent in one pass (in the order each first
+        # appears), not read again for each agent: a team of thousands.
+        groups: dict[str, list[Message]] = {}
+        for m in self.full_history():
+            if m.agent:
+                mine = groups.setdefault(m.agent, [])
+                if m.role != "system":
+                    mine.append(m)
         lines = [
-            f"- {other}: {self._work(other)}"
-            for other in self.agents()
+            f"- {other}: {self._work(other, mine)}"
+            for other, mine in groups.items()
             if other != agent
         ]
         return "\n".join([ACTIVITY_HEADING, *lines]) if lines else ""
@@ -367,14 +375,14 @@ class SharedContext:
             )
         return counter
 
-    def _work(self, agent: str) -> str:
+    def _work(self, agent: str, mine: Sequence[Message]) -> str:
         """One line on what ``agent`` has done: task subjects, or a summary.
 
-        Its system prompt is its own, not something it did: it is never
-        shown. Without a summarizer, an agent with no task is shown by its
-        latest reply, never by a tool's output (a file, a secret it read).
+        ``mine``: its messages but its system prompts (its own, not something
+        it did: never shown). Without a summarizer, an agent with no task is
+        shown by its latest reply, never by a tool's output (a file, a secret
+        it read).
         """
-        mine = [m for m in self.history(agent) if m.role != "system"]
         if self._summarizer is not None:
             done, text = self._summaries.get(agent, (0, ""))
             if done < len(mine):
