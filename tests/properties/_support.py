@@ -98,11 +98,18 @@ def conversation_texts(salt: int, n: int) -> list[str]:
     return [dump(c) for c in collect(conversations(), n, dump, salt=salt)]
 
 
+def more_texts(n: int, seen: list[str]) -> list[str]:
+    """``n`` more conversations as JSON text, none of ``seen`` (a worker's top-up)."""
+    more = collect(conversations(), n, dump, salt=3, skip=set(seen))
+    return [dump(c) for c in more]
+
+
 def conversation_pool(n: int) -> list[list[Message]]:
     """``n`` distinct conversations from ``conversations()``, smallest first.
 
     A large pool is drawn in two processes at once (the CI machine has two
-    cores), then topped up here if the shares overlap.
+    cores), then topped up in one of them if the shares overlap: all of it in
+    fresh processes, so it is the same whatever ran in this one before.
     """
     if n < 1000 or (os.cpu_count() or 1) < 2:
         texts = conversation_texts(0, n)
@@ -111,10 +118,11 @@ def conversation_pool(n: int) -> list[list[Message]]:
         with ProcessPoolExecutor(2, mp_context=spawn) as workers:
             shares = workers.map(conversation_texts, (1, 2), (n - n // 2, n // 2))
             texts = list(dict.fromkeys(t for share in shares for t in share))
-        if len(texts) < n:
-            seen = set(texts)
-            more = collect(conversations(), n - len(texts), dump, salt=3, skip=seen)
-            texts += [dump(c) for c in more]
+            if len(texts) < n:
+                # Topped up in a worker too: hypothesis's draws in this process
+                # depend on what ran in it before (the package's doctests), and
+                # the pool must be the same whatever the tests run with it.
+                texts += workers.submit(more_texts, n - len(texts), texts).result()
     pool = [from_dicts(json.loads(t)) for t in texts[:n]]
     return sorted(pool, key=len)  # stable: hypothesis draws small ones first
 
