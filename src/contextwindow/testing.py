@@ -491,7 +491,7 @@ def _exchange(draw: DrawFn, kit: _Kit, add: _Add) -> None:
 def _need_hypothesis() -> None:
     """Raise an error naming what to install when hypothesis is missing."""
     try:
-        import hypothesis  # noqa: F401 -- imported to see that it is there
+        import hypothesis  # noqa: F401  # pyright: ignore[reportUnusedImport]  # imported to see that it is there
     except ModuleNotFoundError as exc:
         raise ImportError(
             "contextwindow.testing's strategies need hypothesis: "

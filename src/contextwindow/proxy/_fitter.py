@@ -439,7 +439,11 @@ class Fitter:
         shaped = fitted.to(req.api.provider)
         # Anthropic's is a body; Chat's messages and Responses' items are a
         # list, the body's one conversation field.
-        fields = shaped if isinstance(shaped, Mapping) else {req.api.fields[0]: shaped}
+        fields: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", shaped)
+            if isinstance(shaped, Mapping)
+            else {req.api.fields[0]: shaped}
+        )
         out = _written(req.api, req.body, fields)
         forwarded = req.counter.messages(fitted.messages, tools=req.specs) + req.extra
         return Plan(

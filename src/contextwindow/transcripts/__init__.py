@@ -358,7 +358,11 @@ def _detect(kind: str, value: Any, name: str) -> str:
     recs: list[Any] = []
     if kind == "jsonl" or (
         isinstance(value, Mapping)
-        and ("role" in value or "sessionId" in value or _claude_code_record(value))
+        and (
+            "role" in value
+            or "sessionId" in value
+            or _claude_code_record(cast("Mapping[str, Any]", value))
+        )
     ):
         recs = [v for _, v in cast("Records", value)] if kind == "jsonl" else [value]
         if any(_claude_code_record(r) for r in recs):
@@ -470,9 +474,10 @@ def _turns(items: Any) -> Any:
     """A list of messages with each saved Anthropic response as its turn."""
     if not isinstance(items, list):
         return items
+    listed = cast("Sequence[Any]", items)
     return [
         request_turn(cast("Mapping[str, Any]", it)) if isinstance(it, Mapping) else it
-        for it in items
+        for it in listed
     ]
 
 

@@ -198,14 +198,13 @@ class _Builder:
 
 
 def _results_only(content: Any) -> bool:
-    return (
-        isinstance(content, list)
-        and bool(content)
-        and all(
-            isinstance(b, Mapping)
-            and cast("Mapping[str, Any]", b).get("type") == "tool_result"
-            for b in cast("Sequence[Any]", content)
-        )
+    if not isinstance(content, list):
+        return False
+    blocks = cast("Sequence[Any]", content)
+    return bool(blocks) and all(
+        isinstance(b, Mapping)
+        and cast("Mapping[str, Any]", b).get("type") == "tool_result"
+        for b in blocks
     )
 
 
