@@ -10,21 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from tests.test_cli import EXAMPLE, run
 
 from contextwindow import Message
-from contextwindow.cli import main
 from contextwindow.store import SQLiteStore
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "agent_session.json"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def store(tmp_path: Path) -> Path:

@@ -53,6 +53,7 @@ from contextwindow.strategies.base import (
     Report,
     Strategy,
     finish,
+    first_system,
     stage_name,
     verify,
 )
@@ -769,7 +770,7 @@ def _frame_first_system(
     """
     if not budget.tools:
         return
-    was, now = _first_system(before), _first_system(after)
+    was, now = first_system(before), first_system(after)
     if was is now:
         return
     counter = budget.counter
@@ -794,11 +795,6 @@ def _frame_first_system(
                 c.kind, c.stage, c.ids, c.index, before_n, after_n, what, c.units
             )
             return
-
-
-def _first_system(messages: Sequence[Message]) -> Message | None:
-    """The first system message of ``messages`` (``None``: none)."""
-    return next((m for m in messages if m.role == "system"), None)
 
 
 def _same(a: Message, b: Message) -> bool:

@@ -109,6 +109,7 @@ __all__ = [
     "describe",
     "describe_run",
     "finish",
+    "first_system",
     "known_valid",
     "note_aligned",
     "note_shared",
@@ -996,7 +997,7 @@ def finish(
         # same messages, the same tokens.
         same = after is before and not valid.problems
         tokens_after = tokens_before if same else budget.count(out)
-    elif budget.tools and _first_system(out) is not _first_system(before):
+    elif budget.tools and first_system(out) is not first_system(before):
         # With tools, OpenAI's count reads the first system turn: the
         # changes add up only while it stands.
         tokens_before = counted
@@ -1012,8 +1013,12 @@ def finish(
     return Fitted(out, report)
 
 
-def _first_system(messages: Sequence[Message]) -> Message | None:
-    """The first system message of ``messages`` (``None``: none)."""
+def first_system(messages: Sequence[Message]) -> Message | None:
+    """The first system message of ``messages`` (``None``: none).
+
+    With tools, OpenAI's count of them reads it: a report adds up by message
+    only while it stands (``finish``, and the manager's handler edits).
+    """
     return next((m for m in messages if m.role == "system"), None)
 
 
